@@ -1,0 +1,127 @@
+// The batch file (schema 1), SPEC §2: a decode step as a serving stack sees it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/types.hpp"
+
+namespace mlactl {
+
+enum class KvLayout { sequential, shuffled };
+enum class SmallHeadMode { auto_mode, gluon, asm_mode };  // VLLM_ROCM_AITER_MLA_ASM_PADDING
+enum class SparseGeometry { rope, rope_free };
+
+inline const char* to_string(SmallHeadMode m) {
+  return m == SmallHeadMode::auto_mode ? "auto" : m == SmallHeadMode::gluon ? "gluon" : "asm";
+}
+inline const char* to_string(KvLayout l) { return l == KvLayout::sequential ? "sequential" : "shuffled"; }
+
+struct Request {
+  int64_t context_len = 0;  // c: KV committed before this step
+  int64_t query_len = 0;    // q: tokens scheduled this step
+  bool padding = false;     // cudagraph padding slot (seq_len 0, query_len 0)
+  int64_t seq_len() const { return context_len + query_len; }
+};
+
+struct SparseSpec {
+  int64_t topk = 0;
+  SparseGeometry geometry = SparseGeometry::rope;
+  bool random_indices = true;
+  // Explicit indices: one list per query token (requests in order), KV positions of
+  // that request, -1 entries already dropped.
+  std::vector<std::vector<int64_t>> indices;
+};
+
+struct Batch {
+  int schema = 1;
+  std::string name;
+  std::string description;
+
+  struct Platform {
+    Arch arch = Arch::gfx950;
+    int num_cu = 256;
+    std::string aiter = "2026.08";
+    bool aiter_has_causal_arg = true;
+  } platform;
+
+  struct Model {
+    int num_heads = 16;
+    int kv_lora_rank = 512;
+    int qk_rope_head_dim = 64;
+    DType dtype = DType::bf16;
+    double softmax_scale = 0;  // resolved: 1/sqrt(192) by default
+    int head_size() const { return kv_lora_rank + qk_rope_head_dim; }
+  } model;
+
+  struct KvCache {
+    DType dtype = DType::bf16;   // resolved ("auto" = model dtype)
+    bool dtype_auto = true;      // the user wrote "auto" (vLLM's is_quantized("auto") is false)
+    double scale = 1.0;
+    int block_size = 1;          // vLLM kernel block size Kb
+    KvLayout layout = KvLayout::shuffled;
+    bool explicit_block_table = false;
+    // Always materialised after parsing: one list of block ids per request, each
+    // holding ceil(seq_len / Kb) entries (more when given explicitly).
+    std::vector<std::vector<int64_t>> block_table;
+    int64_t num_blocks = 0;      // blocks allocated per layer (resolved)
+  } kv_cache;
+
+  struct Decode {
+    bool causal = true;
+    SmallHeadMode small_head_mode = SmallHeadMode::auto_mode;
+    int64_t mtp_qlen = 1;          // K, resolved (default max query_len, at least 1)
+    DType q_dtype = DType::bf16;   // resolved: fp8 when the KV cache is fp8 (R1), else the model dtype
+    bool q_dtype_is_model = true;  // "model" was chosen (explicitly or by default)
+    int64_t num_decode_tokens = 0; // resolved (default Σ query_len + K·#padding)
+    int64_t max_num_seqs = 0;      // resolved (default number of requests)
+  } decode;
+
+  std::vector<Request> requests;
+  std::optional<SparseSpec> sparse;
+  uint64_t seed = 0;
+  std::vector<std::string> inject;
+  nlohmann::json captured;  // null when absent; validated by the captured-metadata module
+  nlohmann::json expect;    // null when absent
+
+  bool has_defect(const std::string& id) const {
+    for (const auto& d : inject)
+      if (d == id) return true;
+    return false;
+  }
+  Fp8Flavor fp8_flavor() const { return fp8_flavor_for(platform.arch); }
+  int head_dim() const {  // q / KV row width: 576, or 512 for rope-free sparse
+    return (sparse && sparse->geometry == SparseGeometry::rope_free) ? model.kv_lora_rank : model.head_size();
+  }
+  int64_t max_seq_len() const;
+  int64_t max_query_len() const;
+  int64_t total_query_tokens() const;
+  int num_padding() const;
+  // bytes of one KV token row and of the per-layer cache (Gluon's 2 GiB bound)
+  int64_t kv_cache_bytes() const;
+};
+
+// Parse a batch document. `source` names the file in messages. Throws
+// mlactl::Error (exit 3) naming the JSON pointer of the offending field.
+Batch parse_batch(const nlohmann::json& doc);
+Batch parse_batch_text(const std::string& text, const std::string& source);
+Batch load_batch_file(const std::string& path);
+
+// Apply "key.path=value" (value parsed as JSON when it parses, else as a string)
+// to a raw document before parse_batch. Array elements: "requests.2.query_len=3".
+void apply_set(nlohmann::json& doc, const std::string& assignment);
+
+// The JSON Schema of the batch file (for `mlactl schema`).
+nlohmann::ordered_json batch_json_schema();
+
+// Serialise a parsed batch back to a canonical schema-1 document (explicit block table).
+nlohmann::ordered_json batch_to_json(const Batch& b);
+
+// vLLM's head-count rule (reference vllm_rocm_mla.md §1 (d)).
+bool is_valid_num_heads(int64_t n);
+std::string num_heads_error(int64_t n);
+
+}  // namespace mlactl

@@ -1,0 +1,59 @@
+// Shared vocabulary of mlactl's core: dtypes, arches, errors with exit codes.
+// No GPU headers here (SPEC §1).
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace mlactl {
+
+// Exit codes, SPEC §6.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitVerifyFailed = 1,
+  kExitUsage = 2,
+  kExitInvalidInput = 3,
+  kExitDevice = 4,
+  kExitRefused = 5,
+  kExitSkipped = 77,
+};
+
+// An error that carries the exit code it maps to. `where` is a JSON pointer
+// (e.g. "/requests/3/query_len") for input errors, empty otherwise.
+class Error : public std::runtime_error {
+ public:
+  Error(int exit_code, std::string where, const std::string& msg)
+      : std::runtime_error(where.empty() ? msg : where + ": " + msg),
+        exit_code_(exit_code), where_(std::move(where)), bare_(msg) {}
+  int exit_code() const { return exit_code_; }
+  const std::string& where() const { return where_; }
+  const std::string& bare_message() const { return bare_; }
+ private:
+  int exit_code_;
+  std::string where_;
+  std::string bare_;
+};
+
+inline Error invalid_input(const std::string& where, const std::string& msg) {
+  return Error(kExitInvalidInput, where, msg);
+}
+
+enum class Arch { gfx942, gfx950 };
+enum class DType { bf16, fp16, fp8 };
+// fp8 flavour follows the arch (SPEC §2): e4m3fnuz on gfx942, OCP e4m3fn elsewhere.
+enum class Fp8Flavor { e4m3fn, e4m3fnuz };
+
+inline const char* to_string(Arch a) { return a == Arch::gfx942 ? "gfx942" : "gfx950"; }
+inline const char* to_string(DType d) {
+  switch (d) {
+    case DType::bf16: return "bf16";
+    case DType::fp16: return "fp16";
+    case DType::fp8: return "fp8";
+  }
+  return "?";
+}
+inline const char* to_string(Fp8Flavor f) { return f == Fp8Flavor::e4m3fn ? "e4m3fn" : "e4m3fnuz"; }
+inline Fp8Flavor fp8_flavor_for(Arch a) { return a == Arch::gfx942 ? Fp8Flavor::e4m3fnuz : Fp8Flavor::e4m3fn; }
+inline int dtype_bytes(DType d) { return d == DType::fp8 ? 1 : 2; }
+
+}  // namespace mlactl
