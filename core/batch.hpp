@@ -66,7 +66,7 @@ struct Batch {
     bool explicit_block_table = false;
     // Always materialised after parsing: one list of block ids per request, each
     // holding ceil(seq_len / Kb) entries (more when given explicitly).
-    std::vector<std::vector<int64_t>> block_table;
+    std::vector<std::vector<int32_t>> block_table;  // int32 as in vLLM
     int64_t num_blocks = 0;      // blocks allocated per layer (resolved)
   } kv_cache;
 
