@@ -102,6 +102,7 @@ struct AiterKernelLookup {
   bool found = false;
   std::string kernel;   // .co name
   std::string error;    // "cannot get heuristic kernel!" when not found
+  std::string key;      // the manifest key searched (or why none was built), for the chain
 };
 AiterKernelLookup lookup_aiter_kernel(const AiterKernelQuery& q);
 

@@ -1,0 +1,287 @@
+// AITER ASM MLA decode kernel selection as data (reference aiter_mla_metadata.md
+// §5.1, §5.2; rule set aiter 2026.08 = commit e4048607).
+#include "core/aiter_kernels.hpp"
+
+#include <sstream>
+
+namespace mlactl {
+
+namespace {
+
+bool is_fp8(DType d) { return d == DType::fp8; }
+
+}  // namespace
+
+MlaPyFold mla_py_head_fold(Arch arch, int heads, int q_len, bool q_fp8, bool kv_fp8) {
+  MlaPyFold f;
+  f.gqa = heads;
+  const bool fp8_fp8 = q_fp8 && kv_fp8;
+  const bool bf16_bf16 = !q_fp8 && !kv_fp8;
+  const bool g942 = arch == Arch::gfx942;
+  const bool g950 = arch == Arch::gfx950;
+  // The native (no fold) clauses of mla.py's persistent path, §5.1 in order.
+  // The experimental HK clauses are left out: AITER_ENABLE_EXPERIMENTAL is off.
+  const char* native_why = nullptr;
+  if (heads == 16) native_why = "H == 16";
+  else if (g942 && fp8_fp8 && heads == 128) native_why = "gfx942 fp8/fp8 H == 128";
+  else if (g950 && fp8_fp8 && (heads == 32 || heads == 64 || heads == 128)) native_why = "gfx950 fp8/fp8 H in {32,64,128}";
+  else if (g942 && fp8_fp8 && heads == 64 && q_len == 1) native_why = "gfx942 fp8/fp8 H == 64, L == 1";
+  else if (g950 && fp8_fp8 && heads == 8 && q_len == 4) native_why = "gfx950 fp8/fp8 H == 8, L == 4";
+  else if (g942 && bf16_bf16 && heads == 8 && q_len == 2) native_why = "gfx942 bf16/bf16 H == 8, L == 2";
+  else if (g950 && bf16_bf16) native_why = "gfx950 bf16/bf16 never folds (#3063)";
+  if (native_why) {
+    f.why = std::string("native: ") + native_why;
+    return f;
+  }
+  if (heads >= 32 && heads <= 128 && heads % 16 == 0) {
+    f.native = false;
+    f.ratio = heads / 16;
+    f.gqa = 16;
+    f.why = "folded " + std::to_string(heads) + " -> 16 heads (ratio " + std::to_string(f.ratio) + ")";
+    return f;
+  }
+  // "Otherwise ... any other H asserts" (§5.1).
+  f.ok = false;
+  f.native = false;
+  f.why = "mla.py has no fold for " + std::to_string(heads) + " heads (" + std::string(to_string(arch)) +
+          (q_fp8 ? " fp8" : " bf16") + "/" + (kv_fp8 ? "fp8" : "bf16") + ", L " + std::to_string(q_len) + ")";
+  return f;
+}
+
+std::string to_string(const AiterKernelKey& k) {
+  std::ostringstream os;
+  os << "(" << to_string(k.arch) << ", q " << to_string(k.q) << ", kv " << to_string(k.kv) << ", Gqa " << k.gqa
+     << ", ps " << (k.ps ? 1 : 0) << ", prefill 0, causal " << (k.causal ? 1 : 0) << ", qSeqLen " << k.q_seqlen
+     << ", lse " << (k.lse ? 1 : 0) << ")";
+  return os.str();
+}
+
+std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::string* why) {
+  auto fail = [&](const std::string& w) -> std::optional<AiterKernelKey> {
+    if (why) *why = w;
+    return std::nullopt;
+  };
+  const int L = q.q_len;
+  const int g0 = q.heads;
+  const bool q8 = is_fp8(q.q_dtype);
+  const bool k8 = is_fp8(q.kv_dtype);
+  const bool bf16_bf16 = !q8 && !k8;
+  const bool fp8_fp8 = q8 && k8;
+
+  AiterKernelKey k;
+  k.arch = q.arch;
+  k.q = q8 ? DType::fp8 : DType::bf16;
+  k.kv = k8 ? DType::fp8 : DType::bf16;
+  k.gqa = g0;
+  k.ps = q.persistent;
+  k.causal = q.causal || L == 1;  // "causal is forced to 1 when L==1"
+  k.q_seqlen = L;
+  k.lse = q.lse;
+  std::string rule = "qSeqLen = L";
+
+  // Per-gqa rules (§5.2 "How the lookup key is built").
+  switch (g0) {
+    case 128:
+      k.q_seqlen = 0;
+      rule = "gqa 128: qSeqLen 0";
+      if (!q8 && q.arch == Arch::gfx942) {
+        k.ps = false;
+        rule += ", bf16 on gfx942 forces ps 0";
+      }
+      break;
+    case 16:
+      if (bf16_bf16) {
+        if (q.persistent) {
+          if (L <= 4) { k.q_seqlen = 4; rule = "gqa 16 bf16/bf16 ps: L <= 4 -> 4"; }
+        } else {
+          k.q_seqlen = L == 1 ? 1 : (L <= 4 ? 4 : 8);
+          rule = "gqa 16 bf16/bf16 non-persistent: L 1 -> 1, <= 4 -> 4, else 8";
+        }
+      } else if (!q8) {
+        if (q.persistent && L <= 4) { k.q_seqlen = 4; rule = "gqa 16 bf16/fp8 ps: L <= 4 -> 4"; }
+      } else if (L == 1 || L == 2) {
+        rule = "gqa 16 fp8 q: L 1 -> 1, 2 -> 2";
+      } else if (L <= 4) {
+        k.q_seqlen = 4;
+        rule = "gqa 16 fp8 q: L 3..4 -> 4";
+      } else if (q.persistent && q.arch == Arch::gfx950) {
+        k.gqa = 32;
+        k.q_seqlen = 4;
+        rule = "gqa 16 fp8 q, L > 4, ps, gfx950 -> (32, 4)";
+      } else {
+        return fail("gqa 16 fp8 q with L " + std::to_string(L) + " > 4 has a kernel only persistent on gfx950");
+      }
+      break;
+    case 32:
+      if (!q8) {
+        if (!q.persistent) { k.q_seqlen = 0; rule = "gqa 32 bf16 non-persistent -> 0"; }
+      } else if (!q.persistent) {
+        if (L != 1) return fail("gqa 32 fp8 non-persistent has a key only for L 1");
+        rule = "gqa 32 fp8 non-persistent: L 1 -> 1";
+      } else if (L == 1 || L == 2) {
+        rule = "gqa 32 fp8 ps: L 1 -> 1, 2 -> 2";
+      } else if (q.arch == Arch::gfx950) {
+        k.q_seqlen = 4;
+        rule = "gqa 32 fp8 ps: L >= 3 on gfx950 -> 4";
+      } else {
+        return fail("gqa 32 fp8 ps with L " + std::to_string(L) + " >= 3 has a key only on gfx950");
+      }
+      break;
+    case 64:
+      if (!q8) {
+        if (!q.persistent) { k.q_seqlen = L == 1 ? 1 : 0; rule = "gqa 64 bf16 non-persistent: L 1 -> 1, else 0"; }
+      } else if (q.persistent) {
+        k.q_seqlen = L == 1 ? 1 : 4;
+        rule = "gqa 64 fp8 ps: L 1 -> 1, else 4";
+      } else {
+        return fail("gqa 64 fp8 non-persistent has no key");
+      }
+      break;
+    default:
+      break;  // gqa 8 and everything else: qSeqLen = L, the rows decide
+  }
+
+  // gfx950 persistent overrides, first match wins; they test the gqa and L the
+  // kernel was asked for, not the key built above (§5.2).
+  if (q.arch == Arch::gfx950 && q.persistent) {
+    if (bf16_bf16 && (g0 * L >= 128 || g0 > 64) && g0 != 48) {
+      k.gqa = 32; k.q_seqlen = 4; rule += "; gfx950 override 1 (bf16, gqa*L >= 128 or gqa > 64) -> (32, 4)";
+    } else if (bf16_bf16 && (g0 * L >= 64 || g0 >= 16)) {
+      k.gqa = 64; k.q_seqlen = 1; rule += "; gfx950 override 2 (bf16, gqa*L >= 64 or gqa >= 16) -> (64, 1)";
+    } else if (fp8_fp8 && ((g0 == 32 && L >= 4) || (g0 == 64 && L >= 2) || g0 == 128)) {
+      k.gqa = 32; k.q_seqlen = 4; rule += "; gfx950 override 3 (fp8) -> (32, 4)";
+    } else if (fp8_fp8 && ((g0 == 16 && (L == 3 || L == 4)) || (g0 == 32 && (L == 2 || L == 3)) ||
+                           (g0 == 64 && L == 1))) {
+      k.gqa = 16; k.q_seqlen = 4; rule += "; gfx950 override 4 (fp8) -> (16, 4)";
+    }
+  }
+  if (why) *why = rule;
+  return k;
+}
+
+const std::vector<AiterKernelRow>& aiter_kernel_table() {
+  // Rows of hsa/<arch>/mla/mla_asm.csv at e4048607 as summarised in reference
+  // §5.2 (decode rows only, prefill = 0, cprr = 0). Base names are the
+  // reference's; where it elides a name (`..qh16_qseqlen1_..ps`) the full name
+  // follows the same family's gfx942 row. The reference marks `_lse` (return_lse)
+  // and `msk0` (causal = 0) variants without spelling their names; they are
+  // spelled here as AITER spells its lse rows (`_lse` before `_v3`/`_ps`) with
+  // `_msk0` in the same place.
+  using A = Arch;
+  using D = DType;
+  constexpr bool PS = true, NP = false, C1 = true, C0 = false, LSE = true, NOLSE = false;
+  auto row = [](A a, D q, D kv, int gqa, bool ps, bool causal, int qs, bool lse, const char* name) {
+    return AiterKernelRow{AiterKernelKey{a, q, kv, gqa, ps, causal, qs, lse}, name};
+  };
+  static const std::vector<AiterKernelRow> table = {
+      // ---- gfx942, persistent ------------------------------------------------
+      row(A::gfx942, D::bf16, D::bf16, 16, PS, C1, 4, NOLSE, "mla_a16w16_qh16_m16x4_n16x1_coex0_mask1_ps"),
+      row(A::gfx942, D::bf16, D::bf16, 8, PS, C1, 2, NOLSE, "mla_dec_stage1_bf16_a16w16_subQ16_mqa16_ps"),
+      row(A::gfx942, D::bf16, D::fp8, 16, PS, C1, 4, NOLSE, "mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps"),
+      row(A::gfx942, D::fp8, D::fp8, 16, PS, C1, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_ps"),
+      row(A::gfx942, D::fp8, D::fp8, 16, PS, C1, 2, NOLSE, "mla_a8w8_qh16_qseqlen2_gqaratio16_ps"),
+      row(A::gfx942, D::fp8, D::fp8, 16, PS, C1, 4, NOLSE, "mla_a8w8_qh64_qseqlen4_gqaratio16_ps"),
+      row(A::gfx942, D::fp8, D::fp8, 64, PS, C1, 1, NOLSE, "mla_a8w8_qh64_qseqlen1_gqaratio64_v3_ps"),
+      row(A::gfx942, D::fp8, D::fp8, 64, PS, C1, 1, LSE, "mla_a8w8_qh64_qseqlen1_gqaratio64_lse_v3_ps"),
+      // a msk0 kernel whose CSV row says causal = 1 (§5.2)
+      row(A::gfx942, D::fp8, D::fp8, 128, PS, C1, 0, NOLSE, "mla_a8w8_qh128_m32x4_n16x2_msk0_ps"),
+      // ---- gfx942, non-persistent ---------------------------------------------
+      row(A::gfx942, D::bf16, D::bf16, 128, NP, C1, 0, NOLSE, "mla_dec_stage1_bf16_a16w16_subQ128_mqa128"),
+      row(A::gfx942, D::bf16, D::bf16, 16, NP, C1, 1, NOLSE, "mla_dec_stage1_bf16_a16w16_subQ16_mqa16"),
+      row(A::gfx942, D::bf16, D::bf16, 16, NP, C1, 4, NOLSE, "mla_a16w16_qh16_m16x4_n16x1_coex0_mask1"),
+      row(A::gfx942, D::bf16, D::bf16, 16, NP, C1, 8, NOLSE, "mla_a16w16_qh16_m32x4_n16x1_coex0_mask1"),
+      row(A::gfx942, D::bf16, D::bf16, 32, NP, C1, 0, NOLSE, "MLA_A16W16_1TG_4W_32mx1_16nx1_Coex0_Msk1_QH16"),
+      row(A::gfx942, D::bf16, D::bf16, 64, NP, C1, 0, NOLSE, "MLA_A16W16_1TG_4W_64mx1_16nx1_Coex0_Msk1_QH16"),
+      row(A::gfx942, D::bf16, D::bf16, 8, NP, C1, 1, NOLSE, "mla_a16w16_qh8_qseqlen1_gqaratio8_v3"),
+      row(A::gfx942, D::fp8, D::fp8, 16, NP, C1, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16"),
+      row(A::gfx942, D::fp8, D::fp8, 16, NP, C1, 2, NOLSE, "mla_a8w8_qh16_qseqlen2_gqaratio16"),
+      row(A::gfx942, D::fp8, D::fp8, 16, NP, C1, 4, NOLSE, "mla_a8w8_qh64_qseqlen4_gqaratio16"),
+      row(A::gfx942, D::fp8, D::fp8, 128, NP, C1, 0, NOLSE, "mla_a8w8_qh128_m32x4_n16x2_msk1"),
+      row(A::gfx942, D::fp8, D::fp8, 8, NP, C1, 1, NOLSE, "mla_a8w8_qh8_qseqlen1_gqaratio8_v1"),
+      // ---- gfx950, persistent ------------------------------------------------
+      // bf16/bf16: every shape reaches one of two keys through overrides 1 and 2
+      row(A::gfx950, D::bf16, D::bf16, 32, PS, C1, 4, NOLSE, "mla_a16w16_qh32_qseqlen4_gqaratio32_ps"),
+      row(A::gfx950, D::bf16, D::bf16, 32, PS, C1, 4, LSE, "mla_a16w16_qh32_qseqlen4_gqaratio32_lse_ps"),
+      row(A::gfx950, D::bf16, D::bf16, 32, PS, C0, 4, NOLSE, "mla_a16w16_qh32_qseqlen4_gqaratio32_msk0_ps"),
+      row(A::gfx950, D::bf16, D::bf16, 64, PS, C1, 1, NOLSE, "mla_a16w16_qh64_qseqlen1_gqaratio64_v3_ps"),
+      row(A::gfx950, D::bf16, D::bf16, 64, PS, C1, 1, LSE, "mla_a16w16_qh64_qseqlen1_gqaratio64_lse_v3_ps"),
+      row(A::gfx950, D::bf16, D::bf16, 64, PS, C0, 1, NOLSE, "mla_a16w16_qh64_qseqlen1_gqaratio64_msk0_v3_ps"),
+      row(A::gfx950, D::bf16, D::fp8, 16, PS, C1, 4, NOLSE, "mla_a16w8_qh16_m16x4_n16x1_coex0_mask1_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 1, LSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_lse_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C0, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_msk0_ps"),
+      // 16 x 2 has no msk0 row: the seed 001 / §5.2 gap for non-causal fp8 2-token blocks
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 2, NOLSE, "mla_a8w8_qh16_qseqlen2_gqaratio16_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 4, NOLSE, "mla_a8w8_qh16_qseqlen4_gqaratio16_v3_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 4, LSE, "mla_a8w8_qh16_qseqlen4_gqaratio16_lse_v3_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 16, PS, C0, 4, NOLSE, "mla_a8w8_qh16_qseqlen4_gqaratio16_msk0_v3_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 32, PS, C1, 1, NOLSE, "mla_a8w8_qh32_qseqlen1_gqaratio32_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 32, PS, C1, 1, LSE, "mla_a8w8_qh32_qseqlen1_gqaratio32_lse_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 32, PS, C1, 4, NOLSE, "mla_a8w8_qh32_qseqlen4_gqaratio32_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 32, PS, C1, 4, LSE, "mla_a8w8_qh32_qseqlen4_gqaratio32_lse_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 32, PS, C0, 4, NOLSE, "mla_a8w8_qh32_qseqlen4_gqaratio32_msk0_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 8, PS, C1, 4, NOLSE, "mla_a8w8_qh32_qseqlen4_gqaratio8_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 8, PS, C1, 4, LSE, "mla_a8w8_qh32_qseqlen4_gqaratio8_lse_ps"),
+      row(A::gfx950, D::fp8, D::fp8, 8, PS, C0, 4, NOLSE, "mla_a8w8_qh32_qseqlen4_gqaratio8_msk0_ps"),
+      // ---- gfx950, non-persistent: gfx942's shapes plus bf16 64x1, 8x2 and fp8 msk0 ----
+      row(A::gfx950, D::bf16, D::bf16, 128, NP, C1, 0, NOLSE, "mla_dec_stage1_bf16_a16w16_subQ128_mqa128"),
+      row(A::gfx950, D::bf16, D::bf16, 16, NP, C1, 1, NOLSE, "mla_dec_stage1_bf16_a16w16_subQ16_mqa16"),
+      row(A::gfx950, D::bf16, D::bf16, 16, NP, C1, 4, NOLSE, "mla_a16w16_qh16_m16x4_n16x1_coex0_mask1"),
+      row(A::gfx950, D::bf16, D::bf16, 16, NP, C1, 8, NOLSE, "mla_a16w16_qh16_m32x4_n16x1_coex0_mask1"),
+      row(A::gfx950, D::bf16, D::bf16, 32, NP, C1, 0, NOLSE, "MLA_A16W16_1TG_4W_16mx4_32nx1_Coex0_Msk1_QH16"),
+      row(A::gfx950, D::bf16, D::bf16, 64, NP, C1, 0, NOLSE, "MLA_A16W16_1TG_4W_64mx1_16nx1_Coex0_Msk1_QH16"),
+      row(A::gfx950, D::bf16, D::bf16, 64, NP, C1, 1, NOLSE, "mla_a16w16_qh64_qseqlen1_gqaratio64_v3"),
+      row(A::gfx950, D::bf16, D::bf16, 64, NP, C1, 1, LSE, "mla_a16w16_qh64_qseqlen1_gqaratio64_lse_v3"),
+      row(A::gfx950, D::bf16, D::bf16, 8, NP, C1, 1, NOLSE, "mla_a16w16_qh8_qseqlen1_gqaratio8_v3"),
+      // The manifest has two rows with this key (the other is ..._gqaratio8_causal);
+      // AITER's pick depends on unordered_map order (§5.2). The first is kept.
+      row(A::gfx950, D::bf16, D::bf16, 8, NP, C1, 2, NOLSE, "mla_a16w16_qh8_qseqlen2_gqaratio8"),
+      row(A::gfx950, D::fp8, D::fp8, 16, NP, C1, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16"),
+      row(A::gfx950, D::fp8, D::fp8, 16, NP, C0, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_msk0"),
+      row(A::gfx950, D::fp8, D::fp8, 16, NP, C1, 2, NOLSE, "mla_a8w8_qh16_qseqlen2_gqaratio16"),
+      row(A::gfx950, D::fp8, D::fp8, 16, NP, C1, 4, NOLSE, "mla_a8w8_qh64_qseqlen4_gqaratio16"),
+      row(A::gfx950, D::fp8, D::fp8, 16, NP, C0, 4, NOLSE, "mla_a8w8_qh64_qseqlen4_gqaratio16_msk0"),
+      row(A::gfx950, D::fp8, D::fp8, 128, NP, C1, 0, NOLSE, "mla_a8w8_qh128_m32x4_n16x2_msk1"),
+      row(A::gfx950, D::fp8, D::fp8, 128, NP, C0, 0, NOLSE, "mla_a8w8_qh128_m32x4_n16x2_msk0"),
+      row(A::gfx950, D::fp8, D::fp8, 8, NP, C1, 1, NOLSE, "mla_a8w8_qh8_qseqlen1_gqaratio8_v3"),
+  };
+  return table;
+}
+
+AiterKernelLookup lookup_aiter_kernel(const AiterKernelQuery& query) {
+  AiterKernelLookup out;
+  AiterKernelQuery q = query;
+  // fp16 has no manifest rows. vLLM guards only the non-causal fp16 case, where
+  // AITER aborts with "unsupport Q dtype:fp16" (seed 001 review); the causal
+  // fp16 path is modelled on the 16-bit (bf16) rows.
+  if (q.q_dtype == DType::fp16 || q.kv_dtype == DType::fp16) {
+    if (!q.causal && q.q_len > 1 && q.q_dtype == DType::fp16) {
+      out.error = "unsupport Q dtype:fp16";
+      out.key = "fp16 q with causal 0: no kernel family takes fp16 q";
+      return out;
+    }
+    if (q.q_dtype == DType::fp16) q.q_dtype = DType::bf16;
+    if (q.kv_dtype == DType::fp16) q.kv_dtype = DType::bf16;
+  }
+  std::string rule;
+  const auto key = aiter_kernel_key(q, &rule);
+  if (!key) {
+    out.error = kNoHeuristicKernel;
+    out.key = rule;
+    return out;
+  }
+  out.key = to_string(*key) + " via " + rule;
+  for (const auto& r : aiter_kernel_table()) {
+    const auto& k = r.key;
+    if (k.arch == key->arch && k.q == key->q && k.kv == key->kv && k.gqa == key->gqa && k.ps == key->ps &&
+        k.causal == key->causal && k.q_seqlen == key->q_seqlen && k.lse == key->lse) {
+      out.found = true;
+      out.kernel = r.kernel;
+      return out;
+    }
+  }
+  out.error = kNoHeuristicKernel;
+  return out;
+}
+
+}  // namespace mlactl

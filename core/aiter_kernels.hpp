@@ -1,0 +1,57 @@
+// AITER ASM MLA decode kernel selection at the modelled rule set (aiter 2026.08,
+// commit e4048607): the mla.py head->batch fold (reference aiter_mla_metadata.md
+// §5.1) and the kernel-config key plus manifest lookup of asm_mla.cu (§5.2).
+// lookup_aiter_kernel itself is declared in core/router.hpp.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/router.hpp"
+#include "core/types.hpp"
+
+namespace mlactl {
+
+// What aiter/mla.py does to the head count before launching the persistent
+// kernel (§5.1). `ok` is false where mla.py asserts (a head count that is neither
+// native nor a multiple of 16).
+struct MlaPyFold {
+  bool ok = true;
+  bool native = true;
+  int ratio = 1;       // head->batch fold ratio
+  int gqa = 16;        // heads per q row the kernel sees
+  std::string why;     // which §5.1 clause decided
+};
+MlaPyFold mla_py_head_fold(Arch arch, int heads, int q_len, bool q_fp8, bool kv_fp8);
+
+// One manifest key of hsa/<arch>/mla/mla_asm.csv (§5.2); prefill is always 0
+// for decode and cprr is not modelled (vLLM R1 dense decode without DCP).
+struct AiterKernelKey {
+  Arch arch = Arch::gfx950;
+  DType q = DType::bf16;   // bf16 or fp8 (fp16 has no rows)
+  DType kv = DType::bf16;
+  int gqa = 16;
+  bool ps = true;
+  bool causal = true;
+  int q_seqlen = 1;
+  bool lse = false;
+};
+std::string to_string(const AiterKernelKey& k);
+
+// get_heuristic_kernel_mla's key construction (§5.2 "How the lookup key is
+// built", per-gqa rules then the gfx950 persistent overrides). nullopt where
+// AITER errors before the table is searched; `why` says which rule fired.
+std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::string* why = nullptr);
+
+// A manifest row: its key and the .co kernel (name without the ".co" suffix).
+struct AiterKernelRow {
+  AiterKernelKey key;
+  const char* kernel;
+};
+// The per-arch persistent and non-persistent decode rows (§5.2), as data.
+const std::vector<AiterKernelRow>& aiter_kernel_table();
+
+// The text AITER raises when no manifest row matches.
+inline constexpr const char* kNoHeuristicKernel = "cannot get heuristic kernel!";
+
+}  // namespace mlactl
