@@ -1,0 +1,198 @@
+#include "core/dtype.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstring>
+
+namespace mlactl {
+
+namespace {
+
+uint32_t float_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+float bits_float(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+// Round-to-nearest-even right shift of an integer mantissa (shift >= 1).
+uint32_t shift_rne(uint32_t mant, int shift) {
+  if (shift >= 32) return 0;
+  const uint32_t kept = mant >> shift;
+  const uint32_t rem = mant & ((1u << shift) - 1u);
+  const uint32_t half = 1u << (shift - 1);
+  return (rem > half || (rem == half && (kept & 1u))) ? kept + 1u : kept;
+}
+
+struct Fp8Params {
+  int bias;
+  uint8_t max_code;  // largest finite magnitude code
+  uint8_t nan_code;
+  bool has_negative_zero;
+};
+Fp8Params fp8_params(Fp8Flavor f) {
+  // e4m3fn: 0x7F/0xFF are NaN, so 0x7E (1.75 * 2^8 = 448) is the max.
+  // e4m3fnuz: every 0x00..0x7F magnitude is finite, 0x7F = 1.875 * 2^7 = 240; 0x80 is the NaN.
+  return f == Fp8Flavor::e4m3fn ? Fp8Params{7, 0x7E, 0x7F, true} : Fp8Params{8, 0x7F, 0x80, false};
+}
+
+float fp8_decode_slow(uint8_t code, Fp8Flavor f) {
+  const Fp8Params p = fp8_params(f);
+  if (f == Fp8Flavor::e4m3fnuz && code == 0x80) return std::nanf("");
+  if (f == Fp8Flavor::e4m3fn && (code & 0x7F) == 0x7F) return (code & 0x80) ? -std::nanf("") : std::nanf("");
+  const int e = (code >> 3) & 0xF;
+  const int m = code & 0x7;
+  // subnormal: m/8 * 2^(1-bias); normal: (1 + m/8) * 2^(e-bias)
+  const float mag = e == 0 ? std::ldexp((float)m, 1 - p.bias - 3) : std::ldexp((float)(8 + m), e - p.bias - 3);
+  return (code & 0x80) ? -mag : mag;
+}
+
+struct Fp8Tables {
+  std::array<float, 256> fn{}, fnuz{};
+  Fp8Tables() {
+    for (int c = 0; c < 256; ++c) {
+      fn[c] = fp8_decode_slow((uint8_t)c, Fp8Flavor::e4m3fn);
+      fnuz[c] = fp8_decode_slow((uint8_t)c, Fp8Flavor::e4m3fnuz);
+    }
+  }
+};
+const Fp8Tables& fp8_tables() {
+  static const Fp8Tables tables;
+  return tables;
+}
+
+}  // namespace
+
+uint16_t float_to_bf16_bits(float x) {
+  const uint32_t u = float_bits(x);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);  // NaN: keep sign/payload, quiet
+  // RNE: add 0x7FFF plus the lsb of the kept half; carries into the exponent give inf.
+  return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+float bf16_bits_to_float(uint16_t bits) { return bits_float((uint32_t)bits << 16); }
+
+uint16_t float_to_fp16_bits(float x) {
+  const uint32_t u = float_bits(x);
+  const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((a >> 13) & 0x3FFu));  // NaN, quiet
+  if (a >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);  // >= 65520 rounds to inf (RNE past 65504)
+  if (a >= 0x38800000u) {                                   // >= 2^-14: normal half
+    uint32_t r = a - ((uint32_t)(127 - 15) << 23);
+    r += 0xFFFu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+  }
+  const int e = (int)(a >> 23);
+  if (e == 0) return sign;  // fp32 subnormal: far below half's 2^-24 quantum
+  // half subnormal: m = RNE(value / 2^-24) = RNE(mant * 2^(e-126)); a result of 0x400
+  // is the smallest normal, which the same bit pattern encodes.
+  const uint32_t mant = (a & 0x7FFFFFu) | 0x800000u;
+  return (uint16_t)(sign | shift_rne(mant, 126 - e));
+}
+
+float fp16_bits_to_float(uint16_t bits) {
+  const uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
+  const uint32_t e = (bits >> 10) & 0x1Fu;
+  const uint32_t m = bits & 0x3FFu;
+  if (e == 0) {
+    const float mag = (float)m * 5.9604644775390625e-8f;  // m * 2^-24, exact
+    return bits_float(float_bits(mag) | sign);
+  }
+  if (e == 31) return bits_float(sign | 0x7F800000u | (m << 13));
+  return bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+uint8_t float_to_fp8_bits(float x, Fp8Flavor flavor) {
+  const Fp8Params p = fp8_params(flavor);
+  const uint32_t u = float_bits(x);
+  const uint8_t sign = (uint8_t)((u >> 24) & 0x80u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return flavor == Fp8Flavor::e4m3fn ? (uint8_t)(sign | p.nan_code) : p.nan_code;
+  const int emin = 1 - p.bias;  // exponent of the smallest normal
+  const int e = (int)(a >> 23);
+  uint32_t code = 0;
+  if (e != 0) {  // fp32 subnormals are far below the fp8 quantum: 0
+    const int E = e - 127;
+    const uint32_t mant = (a & 0x7FFFFFu) | 0x800000u;
+    if (E >= emin) {
+      // 3 mantissa bits kept: r in [8, 16]; r == 16 carries into the next binade,
+      // which the same formula encodes.
+      const uint32_t r = shift_rne(mant, 20);
+      code = (uint32_t)((E - emin + 1) << 3) + r - 8u;
+    } else {
+      code = shift_rne(mant, 20 + (emin - E));  // subnormal: quantum 2^(emin-3)
+    }
+    if (code > p.max_code) code = p.max_code;  // saturate (also inf and big finite values)
+  }
+  if (code == 0 && !p.has_negative_zero) return 0;
+  return (uint8_t)(sign | code);
+}
+
+float fp8_bits_to_float(uint8_t bits, Fp8Flavor flavor) { return fp8_decode_table(flavor)[bits]; }
+
+float fp8_max(Fp8Flavor flavor) { return flavor == Fp8Flavor::e4m3fn ? 448.0f : 240.0f; }
+uint8_t fp8_nan_bits(Fp8Flavor flavor) { return fp8_params(flavor).nan_code; }
+
+const float* fp8_decode_table(Fp8Flavor flavor) {
+  return flavor == Fp8Flavor::e4m3fn ? fp8_tables().fn.data() : fp8_tables().fnuz.data();
+}
+
+uint16_t nan_bits16(DType dtype) { return dtype == DType::fp16 ? (uint16_t)0x7E00 : (uint16_t)0x7FC0; }
+
+float round_to_dtype(float x, DType dtype, Fp8Flavor flavor) {
+  switch (dtype) {
+    case DType::bf16: return bf16_bits_to_float(float_to_bf16_bits(x));
+    case DType::fp16: return fp16_bits_to_float(float_to_fp16_bits(x));
+    case DType::fp8: return fp8_bits_to_float(float_to_fp8_bits(x, flavor), flavor);
+  }
+  return x;
+}
+
+void decode_elements(DType dtype, Fp8Flavor flavor, const void* src, int64_t first, int64_t count,
+                     float dequant_scale, float* dst) {
+  switch (dtype) {
+    case DType::bf16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src) + first;
+      for (int64_t i = 0; i < count; ++i) dst[i] = bits_float((uint32_t)s[i] << 16);
+      break;
+    }
+    case DType::fp16: {
+      const uint16_t* s = static_cast<const uint16_t*>(src) + first;
+      for (int64_t i = 0; i < count; ++i) dst[i] = fp16_bits_to_float(s[i]);
+      break;
+    }
+    case DType::fp8: {
+      const uint8_t* s = static_cast<const uint8_t*>(src) + first;
+      const float* table = fp8_decode_table(flavor);
+      for (int64_t i = 0; i < count; ++i) dst[i] = table[s[i]] * dequant_scale;
+      break;
+    }
+  }
+}
+
+void encode_elements(DType dtype, Fp8Flavor flavor, const float* src, int64_t count, void* dst, int64_t first) {
+  switch (dtype) {
+    case DType::bf16: {
+      uint16_t* d = static_cast<uint16_t*>(dst) + first;
+      for (int64_t i = 0; i < count; ++i) d[i] = float_to_bf16_bits(src[i]);
+      break;
+    }
+    case DType::fp16: {
+      uint16_t* d = static_cast<uint16_t*>(dst) + first;
+      for (int64_t i = 0; i < count; ++i) d[i] = float_to_fp16_bits(src[i]);
+      break;
+    }
+    case DType::fp8: {
+      uint8_t* d = static_cast<uint8_t*>(dst) + first;
+      for (int64_t i = 0; i < count; ++i) d[i] = float_to_fp8_bits(src[i], flavor);
+      break;
+    }
+  }
+}
+
+}  // namespace mlactl
