@@ -41,9 +41,11 @@ struct InvariantReport {
 };
 
 struct InvariantOptions {
-  int64_t per_work_overhead = 16;      // cost model: KV units charged per work
+  int64_t per_work_overhead = 16;      // cost model: blocks (16 KV units each) charged per work, AITER's overhead
   int64_t max_violations_listed = 50;
   const MetadataInfo* capacity = nullptr;  // check buffer sizes when given
+  // fp32 partial rows allocated (mla.py: reduce_partial_map entries x max_seqlen_qo); -1: unchecked.
+  int64_t partial_row_capacity = -1;
 };
 
 // Checks, under `view` (the kernel's): every required (row, KV entry) covered exactly

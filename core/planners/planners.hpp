@@ -59,6 +59,10 @@ struct RowPlanInput {
   std::vector<int32_t> row_indptr;  // [rows+1] into the route's kv index list
   int heads = 16;
   int num_cu = 256;
+  // Gluon's BLOCK_N, the floor of its split length (reference §7.3): 64 for bh16bn64
+  // (bf16 KV), 128 for bh16bn128 (fp8 KV). Only plan_gluon_split reads it.
+  int gluon_block_n = 64;
+  int page_size = 1;  // KV unit of row_indptr, recorded in the planned view
 };
 // Gluon (seed 003): no split, one work per row (head-only parallelism).
 WorkList plan_gluon(const RowPlanInput& in);

@@ -1,0 +1,51 @@
+// Small helpers shared by the planners in core/planners/ (not part of the public API).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/worklist.hpp"
+
+namespace mlactl::planner_util {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+
+// triton.next_power_of_2: the smallest power of two >= x (1 for x <= 1).
+inline int64_t next_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+
+// Grid-launched kernels (Gluon, Triton, AITER non-persistent) have no persistent
+// schedule; the GPU hands programs to CUs in launch order. We model that as
+// min(num_cu, works) workgroups each running a contiguous run of works, the first
+// (works mod groups) getting one extra — the same dealing as AITER v1.0 (reference
+// aiter_mla_metadata.md §4). It only shapes work_indptr and the balance statistics.
+inline void deal_works_evenly(WorkList& wl, int num_cu) {
+  const int64_t works = static_cast<int64_t>(wl.work_info.size());
+  const int64_t groups = works == 0 ? 0 : std::min<int64_t>(std::max(1, num_cu), works);
+  wl.num_workgroups = static_cast<int>(groups);
+  wl.work_indptr.assign(static_cast<size_t>(groups) + 1, 0);
+  if (groups == 0) return;
+  const int64_t base = works / groups, extra = works % groups;
+  for (int64_t g = 0; g < groups; ++g)
+    wl.work_indptr[g + 1] = static_cast<int32_t>(wl.work_indptr[g] + base + (g < extra ? 1 : 0));
+}
+
+// Appends a split q tile's reduce entries: its final q range and the partial rows of
+// its fragments (reference §1.2 output semantics).
+inline void add_reduce_tile(WorkList& wl, int32_t q_begin, int32_t q_end, const std::vector<int32_t>& plocs) {
+  if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
+  for (int32_t p : plocs) wl.reduce_partial_map.push_back(p);
+  wl.reduce_indptr.push_back(static_cast<int32_t>(wl.reduce_partial_map.size()));
+  wl.reduce_final_map.push_back({q_begin, q_end});
+}
+// An unsplit q tile: empty reduce range, final map left {-1,-1} (as v1.2 leaves it unwritten).
+inline void add_unsplit_tile(WorkList& wl) {
+  if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
+  wl.reduce_indptr.push_back(static_cast<int32_t>(wl.reduce_partial_map.size()));
+  wl.reduce_final_map.push_back({-1, -1});
+}
+
+}  // namespace mlactl::planner_util

@@ -1,0 +1,77 @@
+// TRITON_MLA decode split (reference vllm_rocm_mla.md §4): one row per token, each
+// row's KV cut into equal ceil(len / num_kv_splits) chunks.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "core/planners/planner_util.hpp"
+#include "core/planners/planners.hpp"
+
+namespace mlactl {
+
+int triton_num_kv_splits(int64_t max_seq_len, int num_cu) {
+  // min(next_pow2(max(1, max_seq_len // 512)), 2 * CU count)
+  const int64_t want = planner_util::next_pow2(std::max<int64_t>(1, max_seq_len / 512));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(want, 2 * int64_t(num_cu))));
+}
+
+WorkList plan_triton(const RowPlanInput& in, int64_t max_seq_len) {
+  if (in.row_indptr.empty()) throw invalid_input("", "triton planner: row_indptr needs rows + 1 entries");
+  WorkList wl;
+  wl.planner = "triton";
+  const int64_t rows = static_cast<int64_t>(in.row_indptr.size()) - 1;
+  wl.num_q_rows = rows;
+  KernelView& v = wl.planned_view;
+  v.heads = in.heads;  // raw heads: the kernel tiles them by BLOCK_H = 16 itself
+  v.fold_ratio = 1;
+  v.q_layout = QLayout::flattened_rows;
+  v.q_tokens_per_tile = 1;
+  v.causal = false;  // the flatten already shortened each row to its causal window
+  v.page_size = in.page_size;
+  const int64_t splits = triton_num_kv_splits(max_seq_len, in.num_cu);
+  int64_t next_partial = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = in.row_indptr[r];
+    const int64_t len = int64_t(in.row_indptr[r + 1]) - base;
+    if (len < 0) throw invalid_input("", "triton planner: row_indptr must be non-decreasing");
+    const int64_t chunk = planner_util::ceil_div(len, splits);
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    for (int64_t i = 0; i < splits && chunk > 0; ++i) {
+      const int64_t s = i * chunk, e = std::min(s + chunk, len);
+      if (s < e) chunks.emplace_back(s, e);  // empty chunks are dropped (the kernel skips them)
+    }
+    // A row of length 0 has no work: vLLM zero-fills its output and sets LSE to -inf.
+    if (chunks.empty()) continue;
+    if (chunks.size() == 1) {
+      WorkInfo w;
+      w.batch_idx = static_cast<int32_t>(r);
+      w.qo_start = static_cast<int32_t>(r);
+      w.qo_end = static_cast<int32_t>(r + 1);
+      w.kv_start = static_cast<int32_t>(base);
+      w.kv_end = static_cast<int32_t>(base + len);
+      wl.work_info.push_back(w);
+      planner_util::add_unsplit_tile(wl);
+      continue;
+    }
+    std::vector<int32_t> plocs;
+    for (const auto& c : chunks) {
+      WorkInfo w;
+      w.batch_idx = static_cast<int32_t>(r);
+      w.partial_qo_loc = static_cast<int32_t>(next_partial++);
+      plocs.push_back(w.partial_qo_loc);
+      w.qo_start = static_cast<int32_t>(r);
+      w.qo_end = static_cast<int32_t>(r + 1);
+      w.kv_start = static_cast<int32_t>(base + c.first);
+      w.kv_end = static_cast<int32_t>(base + c.second);
+      w.kv_offset = static_cast<int32_t>(len - c.second);
+      wl.work_info.push_back(w);
+    }
+    planner_util::add_reduce_tile(wl, static_cast<int32_t>(r), static_cast<int32_t>(r + 1), plocs);
+  }
+  if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
+  wl.num_partial_rows = next_partial;
+  planner_util::deal_works_evenly(wl, in.num_cu);
+  return wl;
+}
+
+}  // namespace mlactl
