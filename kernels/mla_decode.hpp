@@ -1,0 +1,80 @@
+// Host interface of kernels/mla_decode.hip: the stage-1 and reduce launches over
+// device pointers. Plain types only, so the executor needs no kernel source.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace mla {
+
+enum class ElemType : int32_t { bf16 = 0, fp16 = 1, fp8 = 2 };
+
+// Bits of the device error word (Stage1Params::error[0]); the kernels record a
+// malformed work list or an out-of-range read here instead of faulting.
+enum DeviceErrorBit : int32_t {
+  kErrWorkIndptr = 1 << 0,    // work_indptr not monotonic or past the work list
+  kErrQRows = 1 << 1,         // a work's q rows outside the q tensor
+  kErrKvRange = 1 << 2,       // a work's kv range outside the kv index list
+  kErrKvSlot = 1 << 3,        // a KV slot row outside the KV cache
+  kErrPartialRows = 1 << 4,   // partial rows outside the partial buffer
+  kErrReduceMap = 1 << 5,     // reduce_indptr / final map / partial map out of range
+};
+// error[0]: OR of the bits; error[1]: first offending work (or tile) index;
+// error[2]: the offending value (slot, row, ...). error[1] starts at -1.
+constexpr int kDeviceErrorWords = 3;
+std::string describe_device_error(const int32_t* words);
+
+struct Stage1Params {
+  const int32_t* work_indptr = nullptr;  // [num_workgroups + 1]
+  int32_t num_workgroups = 0;
+  const int32_t* work_info = nullptr;    // [num_works][8]
+  int64_t num_works = 0;
+  const int32_t* kv_indices = nullptr;
+  int64_t num_kv_indices = 0;
+  const void* q = nullptr;               // [num_q_rows][heads][head_dim]
+  int64_t num_q_rows = 0;
+  ElemType q_type = ElemType::bf16;
+  float q_scale = 1.0f;                  // fp8 q only
+  const void* kv = nullptr;              // kv_elements elements
+  int64_t kv_elements = 0;               // num_slots * kv_row_stride
+  ElemType kv_type = ElemType::bf16;
+  float kv_scale = 1.0f;                 // fp8 KV only
+  bool fp8_fnuz = false;
+  int32_t heads = 16, head_dim = 576, v_dim = 512;
+  bool causal = true;
+  float softmax_scale = 1.0f;
+  ElemType out_type = ElemType::bf16;
+  uint16_t* out = nullptr;               // [num_q_rows][heads][v_dim]
+  float* lse = nullptr;                  // [num_q_rows][heads]
+  float* partial_out = nullptr;          // [num_partial_rows][heads][v_dim]
+  float* partial_lse = nullptr;          // [num_partial_rows][heads]
+  int64_t num_partial_rows = 0;
+  int32_t* error = nullptr;              // kDeviceErrorWords
+};
+
+struct ReduceParams {
+  const int32_t* reduce_indptr = nullptr;     // [num_tiles + 1]
+  int32_t num_tiles = 0;
+  const int32_t* reduce_final_map = nullptr;  // [num_tiles][2]
+  const int32_t* reduce_partial_map = nullptr;
+  int64_t num_partial_map = 0;
+  const float* partial_out = nullptr;
+  const float* partial_lse = nullptr;
+  int64_t num_partial_rows = 0;
+  int32_t heads = 16, v_dim = 512;
+  ElemType out_type = ElemType::bf16;
+  uint16_t* out = nullptr;
+  float* lse = nullptr;
+  int64_t num_q_rows = 0;
+  int32_t* error = nullptr;
+};
+
+// Limits of this kernel build; the executor refuses views outside them.
+constexpr int kMaxHeadDim = 576;
+constexpr int kMaxVDim = 512;
+constexpr int kHeadDimMultiple = 8;
+
+// Enqueue on the default stream; false (with text) when the launch is refused.
+bool launch_stage1(const Stage1Params& p, std::string* error);
+bool launch_reduce(const ReduceParams& p, std::string* error);
+
+}  // namespace mla
