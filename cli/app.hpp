@@ -1,0 +1,66 @@
+// The CLI application: build_app() wires one setup_<verb> per subcommand
+// (CLI11, one file per subcommand); run_cli() maps everything to exit codes.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/output.hpp"
+#include "core/batch.hpp"
+
+namespace mlactl::cli {
+
+struct GlobalOptions {
+  std::string format = "table";
+  std::string color = "auto";
+  int verbose = 0;
+  bool quiet = false;
+  Format fmt() const { return format == "json" ? Format::json : format == "csv" ? Format::csv : Format::table; }
+  Style style() const;
+};
+
+// A batch from a file, or inline (`--heads 12 --qlen 8 --context 0,1,37,512 --padding 1`),
+// plus `--set key.path=value` overrides and `--inject ID`.
+struct BatchOptions {
+  std::string file;
+  int heads = kNoHeads;  // sentinel: not given (0 is a value vLLM rejects, exit 3)
+  static constexpr int kNoHeads = -2147483647;
+  int qlen = 1;
+  std::string context;  // comma-separated context lengths
+  int padding = 0;
+  std::string arch, dtype, kv_dtype, layout, small_head_mode;
+  int block_size = 0;
+  int num_cu = 0;
+  int mtp_qlen = 0;
+  bool non_causal = false;
+  int64_t seed = -1;
+  std::vector<std::string> sets;
+  std::vector<std::string> inject;
+};
+void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required = false);
+nlohmann::json batch_document(const BatchOptions& o);  // raw document after --set / --inject
+Batch load_batch(const BatchOptions& o);
+
+struct Context {
+  GlobalOptions global;
+  int exit_code = 0;
+  std::ostream* out = nullptr;
+  std::ostream* err = nullptr;
+};
+
+// subcommands
+void setup_validate(CLI::App& app, Context& ctx);
+void setup_schema(CLI::App& app, Context& ctx);
+void setup_metadata(CLI::App& app, Context& ctx);
+void setup_windows(CLI::App& app, Context& ctx);
+void setup_route(CLI::App& app, Context& ctx);
+void setup_schedule(CLI::App& app, Context& ctx);
+
+void build_app(CLI::App& app, Context& ctx);
+// Runs the CLI on argv with the given streams; returns the process exit code.
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+const std::vector<std::string>& current_argv();
+
+}  // namespace mlactl::cli

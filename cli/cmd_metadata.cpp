@@ -1,0 +1,80 @@
+// `mlactl metadata`: what vLLM's R1 `_build_decode` builds for the batch.
+#include <chrono>
+
+#include "cli/app.hpp"
+#include "core/builder.hpp"
+
+namespace mlactl::cli {
+
+void setup_metadata(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<BatchOptions>();
+  auto flatten = std::make_shared<std::string>("auto");
+  auto* sub = app.add_subcommand("metadata", "print the decode metadata vLLM builds (index pointers, token slots, min_kv_seq_len, head padding)");
+  add_batch_options(sub, *opts);
+  sub->add_option("--flatten", *flatten, "R0 small-head verify flatten: auto (heads < 16 and q_len > 1), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  sub->callback([opts, flatten, &ctx]() {
+    Batch b = load_batch(*opts);
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool want_flatten = *flatten == "on" || (*flatten == "auto" && b.model.num_heads < 16 && b.max_query_len() > 1);
+    DecodeMetadata md = build_decode(b, want_flatten);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ctx.global.verbose) *ctx.err << "metadata: built in " << fmt_double(ms, 3) << " ms\n";
+    auto& os = *ctx.out;
+    const auto& hp = md.heads;
+    if (ctx.global.fmt() == Format::json) {
+      auto j = json_envelope("metadata");
+      j["case"] = b.name;
+      j["builder"] = "vllm R1 _build_decode";
+      j["num_requests"] = md.num_requests;
+      j["max_qo_len"] = md.max_qo_len;
+      j["uniform_padded_mtp_qo_len"] = md.uniform_pad;
+      j["uni_seqlen_qo"] = md.uni_seqlen ? md.max_qo_len : -1;
+      j["qo_indptr"] = md.qo_indptr;
+      j["seq_lens"] = md.seq_k;
+      j["paged_kv_indptr"] = md.paged_kv_indptr;
+      j["paged_kv_indices"] = md.paged_kv_indices;
+      j["paged_kv_last_page_len"] = md.paged_kv_last_page_len;
+      j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
+      if (want_flatten) j["r0_verify_flatten"] = {{"indptr", md.flat_indptr}, {"indices", md.flat_indices}};
+      j["head_padding"] = {{"num_heads", hp.num_heads}, {"padded_heads", hp.padded_heads}, {"method", hp.method}, {"source", hp.source}, {"unpad", hp.unpad}};
+      j["notes"] = md.notes;
+      print_json(os, j);
+      return;
+    }
+    if (ctx.global.fmt() == Format::csv) {
+      Table t;
+      t.header = {"request", "qo_len", "seq_len", "qo_indptr", "paged_kv_indptr", "last_page_len"};
+      for (int64_t r = 0; r < md.num_requests; ++r)
+        t.add({std::to_string(r), std::to_string(md.qo_len[r]), std::to_string(md.seq_k[r]), std::to_string(md.qo_indptr[r]),
+               std::to_string(md.paged_kv_indptr[r]), std::to_string(md.paged_kv_last_page_len[r])});
+      t.print(os, Format::csv);
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> kv = {
+        {"case", b.name.empty() ? "(unnamed)" : b.name},
+        {"builder", "vLLM R1 _build_decode (page size 1 for AITER; Kb = " + std::to_string(b.kv_cache.block_size) + ")"},
+        {"max_qo_len", std::to_string(md.max_qo_len) + (md.uniform_pad ? " (uniform-MTP padded)" : "")},
+        {"uni_seqlen_qo", std::to_string(md.uni_seqlen ? md.max_qo_len : -1)},
+        {"qo_indptr", join_ints(md.qo_indptr)},
+        {"paged_kv_indptr", join_ints(md.paged_kv_indptr)},
+        {"paged_kv_indices", join_ints(md.paged_kv_indices, 24)},
+        {"paged_kv_last_page_len", join_ints(md.paged_kv_last_page_len)},
+        {"min_kv_seq_len (R1)", std::to_string(md.min_kv_seq_len_r1) + "  (minimum per-request length, active requests)"},
+        {"min_kv_seq_len (R0)", std::to_string(md.min_kv_seq_len_r0) + "  (minimum causal flatten row length)"},
+        {"head padding", std::to_string(hp.num_heads) + " -> " + std::to_string(hp.padded_heads) + " (" + hp.method + ")"},
+    };
+    if (hp.padded_heads != hp.num_heads) {
+      std::vector<int32_t> src(hp.source.begin(), hp.source.end());
+      kv.push_back({"padded head sources", join_ints(src, 128)});
+    }
+    if (want_flatten) {
+      kv.push_back({"R0 flatten indptr", join_ints(md.flat_indptr, 48)});
+    }
+    for (const auto& n : md.notes) kv.push_back({"note", n});
+    print_kv(os, kv);
+  });
+}
+
+}  // namespace mlactl::cli

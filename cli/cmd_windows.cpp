@@ -1,0 +1,101 @@
+// `mlactl windows`: per query row, the oracle KV window and the window the routed
+// kernel's metadata gives it, with a mismatch flag (seed 000's symptom).
+#include "cli/app.hpp"
+#include "core/builder.hpp"
+#include "core/kernel_windows.hpp"
+#include "core/route_input.hpp"
+#include "core/semantics.hpp"
+
+namespace mlactl::cli {
+
+void setup_windows(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<BatchOptions>();
+  auto* sub = app.add_subcommand("windows", "per query row: oracle KV window [begin, end) vs the window the routed kernel's metadata gives");
+  add_batch_options(sub, *opts);
+  auto kernel = std::make_shared<std::string>();
+  sub->add_option("--kernel", *kernel, "force a route (gluon_decode, gluon_verify, asm_persistent, asm_nonpersistent, triton_mla, sparse_triton, aiter_sparse)");
+  sub->callback([opts, kernel, &ctx]() {
+    Batch b = load_batch(*opts);
+    DecodeMetadata md0 = build_decode(b, false);
+    RouteInput ri = route_input_from_batch(b, md0);
+    if (!kernel->empty()) {
+      if (!route_from_string(*kernel)) throw Error(kExitUsage, "", "--kernel: unknown route \"" + *kernel + "\"");
+      ri.forced_route = *kernel;
+    }
+    RouteDecision rd = route_decode(ri);
+    DecodeMetadata md = route_needs_flatten(rd.route) ? build_decode(b, true) : std::move(md0);
+    auto rows = oracle_windows(b);
+    MetadataWindows mw = metadata_windows(b, md, rd.route, rows);
+    int64_t mismatches = 0;
+    std::vector<bool> flag(rows.size(), false);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!mw.available || rows[i].kind == MaskKind::padding) continue;
+      const int64_t want = rows[i].kind == MaskKind::sparse ? (int64_t)rows[i].sparse_positions.size() : rows[i].length();
+      const bool bad = rows[i].kind == MaskKind::sparse ? (mw.end[i] - mw.begin[i]) != want
+                                                        : (mw.begin[i] != rows[i].begin || mw.end[i] != rows[i].end);
+      flag[i] = bad;
+      mismatches += bad;
+    }
+    auto& os = *ctx.out;
+    const Style st = ctx.global.style();
+    if (ctx.global.fmt() == Format::json) {
+      auto j = json_envelope("windows");
+      j["case"] = b.name;
+      j["ranges"] = "half-open [begin, end)";
+      j["route"] = to_string(rd.route);
+      j["metadata_path"] = mw.path;
+      j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
+      j["mismatched_rows"] = mismatches;
+      auto arr = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& w = rows[i];
+        nlohmann::ordered_json r;
+        r["row"] = w.row;
+        r["request"] = w.request;
+        r["token"] = w.token;
+        r["position"] = w.position;
+        r["begin"] = w.begin;
+        r["end"] = w.end;
+        r["length"] = w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+        r["mask"] = to_string(w.kind);
+        if (mw.available) {
+          r["metadata_begin"] = mw.begin[i];
+          r["metadata_end"] = mw.end[i];
+        }
+        r["mismatch"] = (bool)flag[i];
+        arr.push_back(r);
+      }
+      j["rows"] = arr;
+      print_json(os, j);
+    } else {
+      if (ctx.global.fmt() == Format::table) {
+        os << "case: " << (b.name.empty() ? "(unnamed)" : b.name) << "   route: " << to_string(rd.route) << "\n";
+        os << "metadata: " << mw.path << "\n";
+        os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
+        os << "ranges are half-open [begin, end)\n\n";
+      }
+      Table t;
+      t.header = {"row", "request", "token", "position", "window", "length", "mask", "metadata", "check"};
+      t.right_align = {true, true, true, true, false, true, false, false, false};
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& w = rows[i];
+        const int64_t len = w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+        std::string win = w.kind == MaskKind::padding ? "-" : "[" + std::to_string(w.begin) + ", " + std::to_string(w.end) + ")";
+        std::string meta = mw.available ? "[" + std::to_string(mw.begin[i]) + ", " + std::to_string(mw.end[i]) + ")" : "-";
+        std::string check = w.kind == MaskKind::padding ? "padding" : flag[i] ? "MISMATCH" : "ok";
+        if (ctx.global.fmt() == Format::table && flag[i]) {
+          const int64_t extra = (mw.end[i] - mw.begin[i]) - len;
+          check = st.red(std::string("MISMATCH ") + (extra > 0 ? "+" : "") + std::to_string(extra));
+        }
+        t.add({std::to_string(w.row), std::to_string(w.request), std::to_string(w.token), std::to_string(w.position), win, std::to_string(len),
+               to_string(w.kind), meta, check});
+      }
+      t.print(os, ctx.global.fmt());
+      if (ctx.global.fmt() == Format::table)
+        os << "\n" << rows.size() << " rows, " << (mismatches ? st.red(std::to_string(mismatches) + " mismatched") : std::string("0 mismatched")) << "\n";
+    }
+    if (mismatches) ctx.exit_code = kExitVerifyFailed;
+  });
+}
+
+}  // namespace mlactl::cli

@@ -1,0 +1,9 @@
+// Entry point: only maps the CLI's result to the process exit code.
+#include <iostream>
+
+#include "cli/app.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  return mlactl::cli::run_cli(args, std::cout, std::cerr);
+}

@@ -1,0 +1,41 @@
+// Printers: one readable table, CSV, and the stable JSON envelope (SPEC §6;
+// NVBench-style: schema_version, tool, argv).
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mlactl::cli {
+
+enum class Format { table, json, csv };
+
+struct Table {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> right_align;  // per column; numbers right-aligned
+  void add(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  void print(std::ostream& os, Format f) const;  // table or csv
+};
+
+// Key/value block for table output ("name: value" lines).
+void print_kv(std::ostream& os, const std::vector<std::pair<std::string, std::string>>& kv);
+
+// {"schema_version": 1, "tool": {...}, "argv": [...], "command": ...}
+nlohmann::ordered_json json_envelope(const std::string& command);
+void print_json(std::ostream& os, const nlohmann::ordered_json& j);
+
+std::string join_ints(const std::vector<int32_t>& v, size_t max_items = 32);
+std::string fmt_double(double v, int prec = 4);
+
+// Colour only on a terminal, never with NO_COLOR (SPEC §6).
+struct Style {
+  bool color = false;
+  std::string red(const std::string& s) const { return color ? "\033[31m" + s + "\033[0m" : s; }
+  std::string green(const std::string& s) const { return color ? "\033[32m" + s + "\033[0m" : s; }
+  std::string yellow(const std::string& s) const { return color ? "\033[33m" + s + "\033[0m" : s; }
+  std::string bold(const std::string& s) const { return color ? "\033[1m" + s + "\033[0m" : s; }
+};
+
+}  // namespace mlactl::cli

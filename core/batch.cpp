@@ -1,0 +1,571 @@
+// Strict parser of the batch file (SPEC §2). Every error names the JSON pointer
+// of the field and exits 3; unknown keys are errors.
+#include "core/batch.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "core/builder.hpp"
+#include "core/rng.hpp"
+
+namespace mlactl {
+
+using nlohmann::json;
+
+namespace {
+
+// Hard bounds that keep every later array within int32 (AITER's index type) and
+// reject absurd inputs up front (SPEC §9). The memory budget proper lives in the CLI.
+constexpr int64_t kMaxRequests = 1 << 22;
+constexpr int64_t kMaxLen = std::numeric_limits<int32_t>::max();
+constexpr int kMaxHeads = 1024;
+constexpr int kMaxBlockSize = 1 << 16;
+
+std::string child(const std::string& ptr, const std::string& key) {
+  // RFC 6901 escaping
+  std::string k;
+  for (char c : key) {
+    if (c == '~') k += "~0";
+    else if (c == '/') k += "~1";
+    else k += c;
+  }
+  return ptr + "/" + k;
+}
+std::string child(const std::string& ptr, size_t i) { return ptr + "/" + std::to_string(i); }
+
+const char* type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number";
+    default: return "an unsupported value";
+  }
+}
+
+void require_object(const json& v, const std::string& ptr) {
+  if (!v.is_object()) throw invalid_input(ptr.empty() ? "/" : ptr, std::string("must be an object, got ") + type_name(v));
+}
+
+void check_keys(const json& obj, const std::string& ptr, std::initializer_list<const char*> allowed) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    bool ok = false;
+    for (const char* a : allowed)
+      if (it.key() == a) ok = true;
+    if (!ok) {
+      std::string list;
+      for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+      throw invalid_input(child(ptr, it.key()), "unknown key (allowed here: " + list + ")");
+    }
+  }
+}
+
+int64_t get_int(const json& v, const std::string& ptr, int64_t lo, int64_t hi) {
+  int64_t x = 0;
+  if (v.is_number_integer()) {
+    x = v.get<int64_t>();
+  } else if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > (uint64_t)std::numeric_limits<int64_t>::max()) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
+    x = (int64_t)u;
+  } else if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (!std::isfinite(d) || d != std::floor(d)) throw invalid_input(ptr, "must be an integer, got " + v.dump());
+    if (d < (double)lo) throw invalid_input(ptr, "must be >= " + std::to_string(lo));
+    if (d > (double)hi) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
+    x = (int64_t)d;
+  } else {
+    throw invalid_input(ptr, std::string("must be an integer, got ") + type_name(v));
+  }
+  if (x < lo) throw invalid_input(ptr, "must be >= " + std::to_string(lo));
+  if (x > hi) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
+  return x;
+}
+
+double get_number(const json& v, const std::string& ptr) {
+  if (!v.is_number()) throw invalid_input(ptr, std::string("must be a number, got ") + type_name(v));
+  double d = v.get<double>();
+  if (!std::isfinite(d)) throw invalid_input(ptr, "must be finite");
+  return d;
+}
+
+bool get_bool(const json& v, const std::string& ptr) {
+  if (!v.is_boolean()) throw invalid_input(ptr, std::string("must be true or false, got ") + type_name(v));
+  return v.get<bool>();
+}
+
+std::string get_string(const json& v, const std::string& ptr) {
+  if (!v.is_string()) throw invalid_input(ptr, std::string("must be a string, got ") + type_name(v));
+  return v.get<std::string>();
+}
+
+std::string get_enum(const json& v, const std::string& ptr, std::initializer_list<const char*> choices) {
+  std::string s = get_string(v, ptr);
+  std::string list;
+  for (const char* c : choices) {
+    if (s == c) return s;
+    list += std::string(list.empty() ? "" : ", ") + c;
+  }
+  throw invalid_input(ptr, "must be one of " + list + ", got \"" + s + "\"");
+}
+
+const json* find(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+DType parse_dtype(const json& v, const std::string& ptr) {
+  std::string s = get_enum(v, ptr, {"bf16", "fp16"});
+  return s == "bf16" ? DType::bf16 : DType::fp16;
+}
+
+}  // namespace
+
+bool is_valid_num_heads(int64_t n) { return n > 0 && (n <= 128 || n % 16 == 0); }
+
+std::string num_heads_error(int64_t n) {
+  // vLLM check_num_heads_validity (reference vllm_rocm_mla.md §1 (d)).
+  return "ROCM AITER MLA requires a positive multiple of 16 heads, or an unaligned head count up to 128 "
+         "(padded to the next multiple of 16), but got " +
+         std::to_string(n) + ". Try adjusting tensor_parallel_size value.";
+}
+
+int64_t Batch::max_seq_len() const {
+  int64_t m = 0;
+  for (const auto& r : requests) m = std::max(m, r.seq_len());
+  return m;
+}
+int64_t Batch::max_query_len() const {
+  int64_t m = 0;
+  for (const auto& r : requests) m = std::max(m, r.query_len);
+  return m;
+}
+int64_t Batch::total_query_tokens() const {
+  int64_t s = 0;
+  for (const auto& r : requests) s += r.query_len;
+  return s;
+}
+int Batch::num_padding() const {
+  int n = 0;
+  for (const auto& r : requests) n += r.padding ? 1 : 0;
+  return n;
+}
+int64_t Batch::kv_cache_bytes() const {
+  return kv_cache.num_blocks * (int64_t)kv_cache.block_size * head_dim() * dtype_bytes(kv_cache.dtype);
+}
+
+namespace {
+
+// vLLM's uniform-MTP padding decides how many rows (and R1 KV entries) a padding
+// slot gets; the placement must leave room for them.
+int64_t padding_rows(const Batch& b) {
+  std::vector<int64_t> qo;
+  qo.reserve(b.requests.size());
+  for (const auto& r : b.requests) qo.push_back(r.query_len);
+  return uniform_padded_mtp_qo_len(qo, b.max_query_len(), b.decode.num_decode_tokens);
+}
+
+void materialise_block_table(Batch& b, const std::string& ptr) {
+  auto& kv = b.kv_cache;
+  const int64_t Kb = kv.block_size;
+  const int64_t pad_rows = padding_rows(b);
+  auto needed_blocks = [&](const Request& r) {
+    int64_t len = r.padding ? pad_rows : r.seq_len();
+    return (len + Kb - 1) / Kb;
+  };
+  if (kv.explicit_block_table) {
+    if (kv.block_table.size() != b.requests.size())
+      throw invalid_input(child(ptr, "block_table"), "must have one list per request (" +
+                                                         std::to_string(b.requests.size()) + "), got " +
+                                                         std::to_string(kv.block_table.size()));
+    int64_t max_id = -1;
+    for (size_t r = 0; r < b.requests.size(); ++r) {
+      const int64_t need = needed_blocks(b.requests[r]);
+      if ((int64_t)kv.block_table[r].size() < need)
+        throw invalid_input(child(child(ptr, "block_table"), r),
+                            "has " + std::to_string(kv.block_table[r].size()) + " blocks but request " +
+                                std::to_string(r) + " needs " + std::to_string(need) + " (" +
+                                std::to_string(b.requests[r].padding ? pad_rows : b.requests[r].seq_len()) +
+                                " KV entries / block_size " + std::to_string(Kb) + ")");
+      for (int32_t id : kv.block_table[r]) max_id = std::max<int64_t>(max_id, id);
+    }
+    if (kv.num_blocks == 0) kv.num_blocks = max_id + 1;
+    for (size_t r = 0; r < b.requests.size(); ++r)
+      for (size_t j = 0; j < kv.block_table[r].size(); ++j)
+        if (kv.block_table[r][j] >= kv.num_blocks)
+          throw invalid_input(child(child(child(ptr, "block_table"), r), j),
+                              "block id " + std::to_string(kv.block_table[r][j]) + " is out of range [0, " +
+                                  std::to_string(kv.num_blocks) + ") (kv_cache.num_blocks)");
+    return;
+  }
+  kv.block_table.assign(b.requests.size(), {});
+  if (kv.layout == KvLayout::sequential) {
+    // reference vllm_rocm_mla.md §5.1: request r's blocks start at r·ceil(max len / Kb).
+    int64_t stride = 0;
+    for (const auto& r : b.requests) stride = std::max(stride, needed_blocks(r));
+    const int64_t total = stride * (int64_t)b.requests.size();
+    if (total > kMaxLen) throw invalid_input(child(ptr, "layout"), "sequential layout needs " + std::to_string(total) + " blocks, more than int32 block ids hold");
+    for (size_t r = 0; r < b.requests.size(); ++r) {
+      const int64_t need = needed_blocks(b.requests[r]);
+      kv.block_table[r].resize(need);
+      for (int64_t j = 0; j < need; ++j) kv.block_table[r][j] = (int32_t)(r * stride + j);
+    }
+    const int64_t min_blocks = total;
+    if (kv.num_blocks == 0) kv.num_blocks = min_blocks;
+    else if (kv.num_blocks < min_blocks)
+      throw invalid_input(child(ptr, "num_blocks"), "is " + std::to_string(kv.num_blocks) + " but the sequential layout needs " + std::to_string(min_blocks));
+    return;
+  }
+  // shuffled: a seeded permutation of the blocks (data.seed, placement stream)
+  int64_t total = 0;
+  for (const auto& r : b.requests) total += needed_blocks(r);
+  if (total > kMaxLen) throw invalid_input(child(ptr, "layout"), "the batch needs " + std::to_string(total) + " blocks, more than int32 block ids hold");
+  if (kv.num_blocks == 0) kv.num_blocks = total;
+  else if (kv.num_blocks < total)
+    throw invalid_input(child(ptr, "num_blocks"), "is " + std::to_string(kv.num_blocks) + " but the batch needs " + std::to_string(total) + " blocks");
+  std::vector<int32_t> perm((size_t)kv.num_blocks);
+  for (int64_t i = 0; i < kv.num_blocks; ++i) perm[i] = (int32_t)i;
+  Rng rng(b.seed, kStreamPlacement);
+  for (int64_t i = kv.num_blocks - 1; i > 0; --i) std::swap(perm[i], perm[rng.below((uint64_t)i + 1)]);
+  int64_t next = 0;
+  for (size_t r = 0; r < b.requests.size(); ++r) {
+    const int64_t need = needed_blocks(b.requests[r]);
+    kv.block_table[r].assign(perm.begin() + next, perm.begin() + next + need);
+    next += need;
+  }
+}
+
+void parse_sparse(Batch& b, const json& s, const std::string& ptr) {
+  require_object(s, ptr);
+  check_keys(s, ptr, {"topk", "geometry", "indices"});
+  SparseSpec sp;
+  const json* topk = find(s, "topk");
+  if (!topk) throw invalid_input(child(ptr, "topk"), "is required");
+  sp.topk = get_int(*topk, child(ptr, "topk"), 1, kMaxLen);
+  if (const json* g = find(s, "geometry"))
+    sp.geometry = get_enum(*g, child(ptr, "geometry"), {"rope", "rope_free"}) == "rope" ? SparseGeometry::rope : SparseGeometry::rope_free;
+  if (const json* ind = find(s, "indices")) {
+    const std::string ip = child(ptr, "indices");
+    if (ind->is_string()) {
+      get_enum(*ind, ip, {"random"});
+    } else if (ind->is_array()) {
+      sp.random_indices = false;
+      // one list per query token, requests in order (padding requests have none)
+      std::vector<std::pair<int, int64_t>> tokens;  // (request, t)
+      for (size_t r = 0; r < b.requests.size(); ++r)
+        if (!b.requests[r].padding)
+          for (int64_t t = 0; t < b.requests[r].query_len; ++t) tokens.push_back({(int)r, t});
+      if (ind->size() != tokens.size())
+        throw invalid_input(ip, "must have one list per query token (" + std::to_string(tokens.size()) + "), got " + std::to_string(ind->size()));
+      for (size_t i = 0; i < ind->size(); ++i) {
+        const json& lst = (*ind)[i];
+        const std::string lp = child(ip, i);
+        if (!lst.is_array()) throw invalid_input(lp, std::string("must be an array, got ") + type_name(lst));
+        const Request& rq = b.requests[tokens[i].first];
+        const int64_t visible = rq.context_len + tokens[i].second + 1;
+        std::vector<int64_t> row;
+        std::set<int64_t> seen;
+        for (size_t j = 0; j < lst.size(); ++j) {
+          const int64_t x = get_int(lst[j], child(lp, j), -1, kMaxLen);
+          if (x == -1) continue;  // padding entries are dropped
+          if (x >= visible)
+            throw invalid_input(child(lp, j), "index " + std::to_string(x) + " is outside [0, " + std::to_string(visible) +
+                                                  ") (request " + std::to_string(tokens[i].first) + " token " +
+                                                  std::to_string(tokens[i].second) + " sees positions < context_len + t + 1)");
+          if (!seen.insert(x).second) throw invalid_input(child(lp, j), "index " + std::to_string(x) + " appears twice");
+          row.push_back(x);
+        }
+        if ((int64_t)row.size() > sp.topk)
+          throw invalid_input(lp, "has " + std::to_string(row.size()) + " valid indices, more than topk " + std::to_string(sp.topk));
+        sp.indices.push_back(std::move(row));
+      }
+    } else {
+      throw invalid_input(ip, std::string("must be \"random\" or an array of index lists, got ") + type_name(*ind));
+    }
+  }
+  b.sparse = std::move(sp);
+}
+
+}  // namespace
+
+Batch parse_batch(const json& doc) {
+  require_object(doc, "");
+  check_keys(doc, "", {"schema", "name", "description", "platform", "model", "kv_cache", "decode", "requests", "sparse", "data", "inject", "captured", "expect"});
+  Batch b;
+  const json* schema = find(doc, "schema");
+  if (!schema) throw invalid_input("/schema", "is required (use 1)");
+  b.schema = (int)get_int(*schema, "/schema", 1, 1);
+  if (const json* v = find(doc, "name")) b.name = get_string(*v, "/name");
+  if (const json* v = find(doc, "description")) b.description = get_string(*v, "/description");
+
+  // data first: the seed drives placement
+  if (const json* d = find(doc, "data")) {
+    require_object(*d, "/data");
+    check_keys(*d, "/data", {"seed"});
+    if (const json* s = find(*d, "seed")) b.seed = (uint64_t)get_int(*s, "/data/seed", 0, std::numeric_limits<int64_t>::max());
+  }
+
+  // platform
+  bool num_cu_given = false;
+  if (const json* p = find(doc, "platform")) {
+    require_object(*p, "/platform");
+    check_keys(*p, "/platform", {"arch", "num_cu", "aiter", "aiter_has_causal_arg"});
+    if (const json* v = find(*p, "arch")) b.platform.arch = get_enum(*v, "/platform/arch", {"gfx942", "gfx950"}) == "gfx942" ? Arch::gfx942 : Arch::gfx950;
+    if (const json* v = find(*p, "num_cu")) {
+      b.platform.num_cu = (int)get_int(*v, "/platform/num_cu", 1, 4096);
+      num_cu_given = true;
+    }
+    if (const json* v = find(*p, "aiter")) b.platform.aiter = get_enum(*v, "/platform/aiter", {"2026.08"});
+    if (const json* v = find(*p, "aiter_has_causal_arg")) b.platform.aiter_has_causal_arg = get_bool(*v, "/platform/aiter_has_causal_arg");
+  }
+  if (!num_cu_given) b.platform.num_cu = b.platform.arch == Arch::gfx942 ? 304 : 256;
+
+  // model
+  if (const json* m = find(doc, "model")) {
+    require_object(*m, "/model");
+    check_keys(*m, "/model", {"num_heads", "kv_lora_rank", "qk_rope_head_dim", "dtype", "softmax_scale"});
+    if (const json* v = find(*m, "num_heads")) {
+      const int64_t n = get_int(*v, "/model/num_heads", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      if (!is_valid_num_heads(n)) throw invalid_input("/model/num_heads", num_heads_error(n));
+      if (n > kMaxHeads) throw invalid_input("/model/num_heads", "must be <= " + std::to_string(kMaxHeads));
+      b.model.num_heads = (int)n;
+    } else {
+      throw invalid_input("/model/num_heads", "is required");
+    }
+    if (const json* v = find(*m, "kv_lora_rank")) b.model.kv_lora_rank = (int)get_int(*v, "/model/kv_lora_rank", 512, 512);
+    if (const json* v = find(*m, "qk_rope_head_dim")) b.model.qk_rope_head_dim = (int)get_int(*v, "/model/qk_rope_head_dim", 64, 64);
+    if (const json* v = find(*m, "dtype")) b.model.dtype = parse_dtype(*v, "/model/dtype");
+    if (const json* v = find(*m, "softmax_scale")) {
+      b.model.softmax_scale = get_number(*v, "/model/softmax_scale");
+      if (b.model.softmax_scale <= 0) throw invalid_input("/model/softmax_scale", "must be > 0");
+    }
+  } else {
+    throw invalid_input("/model", "is required (at least model.num_heads)");
+  }
+  if (b.model.softmax_scale == 0) b.model.softmax_scale = 1.0 / std::sqrt(192.0);
+
+  // requests (before kv_cache/decode: their defaults depend on them)
+  const json* reqs = find(doc, "requests");
+  if (!reqs) throw invalid_input("/requests", "is required");
+  if (!reqs->is_array()) throw invalid_input("/requests", std::string("must be an array, got ") + type_name(*reqs));
+  if ((int64_t)reqs->size() > kMaxRequests) throw invalid_input("/requests", "has " + std::to_string(reqs->size()) + " requests, more than " + std::to_string(kMaxRequests));
+  int64_t total_kv = 0;
+  b.requests.reserve(reqs->size());
+  for (size_t i = 0; i < reqs->size(); ++i) {
+    const json& r = (*reqs)[i];
+    const std::string rp = child("/requests", i);
+    require_object(r, rp);
+    check_keys(r, rp, {"context_len", "seq_len", "query_len", "padding"});
+    Request q;
+    if (const json* p = find(r, "padding")) {
+      q.padding = get_bool(*p, child(rp, "padding"));
+      if (q.padding && r.size() != 1)
+        throw invalid_input(rp, "a padding slot is just {\"padding\": true} (seq_len 0, query_len 0)");
+    }
+    if (!q.padding) {
+      const json* c = find(r, "context_len");
+      const json* s = find(r, "seq_len");
+      const json* ql = find(r, "query_len");
+      if (!ql) throw invalid_input(child(rp, "query_len"), "is required");
+      q.query_len = get_int(*ql, child(rp, "query_len"), 0, kMaxLen);
+      if (q.query_len < 1)
+        throw invalid_input(child(rp, "query_len"), "must be >= 1 (a decode request schedules at least one token; use {\"padding\": true} for an empty cudagraph slot)");
+      if (c && s) throw invalid_input(rp, "give either context_len or seq_len, not both");
+      if (!c && !s) throw invalid_input(child(rp, "context_len"), "is required (or seq_len)");
+      if (c) {
+        q.context_len = get_int(*c, child(rp, "context_len"), 0, kMaxLen);
+      } else {
+        const int64_t sl = get_int(*s, child(rp, "seq_len"), 0, kMaxLen);
+        if (sl < q.query_len)
+          throw invalid_input(child(rp, "seq_len"), "must be >= query_len (" + std::to_string(q.query_len) + "): seq_len = context_len + query_len");
+        q.context_len = sl - q.query_len;
+      }
+      if (q.seq_len() > kMaxLen) throw invalid_input(rp, "seq_len " + std::to_string(q.seq_len()) + " exceeds int32");
+      total_kv += q.seq_len();
+      if (total_kv > kMaxLen)
+        throw invalid_input(rp, "the batch's total KV length exceeds 2^31-1 entries (AITER indices are int32)");
+    }
+    b.requests.push_back(q);
+  }
+
+  // kv_cache
+  bool kv_fp8 = false;
+  b.kv_cache.dtype = b.model.dtype;
+  if (const json* k = find(doc, "kv_cache")) {
+    require_object(*k, "/kv_cache");
+    check_keys(*k, "/kv_cache", {"dtype", "scale", "block_size", "layout", "block_table", "num_blocks"});
+    if (const json* v = find(*k, "dtype")) {
+      std::string s = get_enum(*v, "/kv_cache/dtype", {"auto", "bf16", "fp16", "fp8"});
+      b.kv_cache.dtype_auto = s == "auto";
+      if (s == "bf16") b.kv_cache.dtype = DType::bf16;
+      if (s == "fp16") b.kv_cache.dtype = DType::fp16;
+      if (s == "fp8") { b.kv_cache.dtype = DType::fp8; kv_fp8 = true; }
+    }
+    if (const json* v = find(*k, "scale")) {
+      b.kv_cache.scale = get_number(*v, "/kv_cache/scale");
+      if (b.kv_cache.scale <= 0) throw invalid_input("/kv_cache/scale", "must be > 0");
+    }
+    if (const json* v = find(*k, "block_size")) b.kv_cache.block_size = (int)get_int(*v, "/kv_cache/block_size", 1, kMaxBlockSize);
+    if (const json* v = find(*k, "layout")) b.kv_cache.layout = get_enum(*v, "/kv_cache/layout", {"sequential", "shuffled"}) == "sequential" ? KvLayout::sequential : KvLayout::shuffled;
+    if (const json* v = find(*k, "num_blocks")) b.kv_cache.num_blocks = get_int(*v, "/kv_cache/num_blocks", 1, kMaxLen);
+    if (const json* v = find(*k, "block_table")) {
+      const std::string bp = "/kv_cache/block_table";
+      if (!v->is_array()) throw invalid_input(bp, std::string("must be an array of lists, got ") + type_name(*v));
+      b.kv_cache.explicit_block_table = true;
+      for (size_t r = 0; r < v->size(); ++r) {
+        const json& row = (*v)[r];
+        if (!row.is_array()) throw invalid_input(child(bp, r), std::string("must be an array of block ids, got ") + type_name(row));
+        std::vector<int32_t> ids;
+        ids.reserve(row.size());
+        for (size_t j = 0; j < row.size(); ++j) ids.push_back((int32_t)get_int(row[j], child(child(bp, r), j), 0, kMaxLen - 1));
+        b.kv_cache.block_table.push_back(std::move(ids));
+      }
+    }
+  }
+
+  // decode
+  const int64_t maxq = b.max_query_len();
+  b.decode.mtp_qlen = std::max<int64_t>(1, maxq);
+  bool q_dtype_given = false;
+  std::string q_dtype_str;
+  bool ndt_given = false, mns_given = false;
+  if (const json* d = find(doc, "decode")) {
+    require_object(*d, "/decode");
+    check_keys(*d, "/decode", {"causal", "small_head_mode", "mtp_qlen", "q_dtype", "num_decode_tokens", "max_num_seqs"});
+    if (const json* v = find(*d, "causal")) b.decode.causal = get_bool(*v, "/decode/causal");
+    if (const json* v = find(*d, "small_head_mode")) {
+      std::string s = get_enum(*v, "/decode/small_head_mode", {"auto", "gluon", "asm"});
+      b.decode.small_head_mode = s == "auto" ? SmallHeadMode::auto_mode : s == "gluon" ? SmallHeadMode::gluon : SmallHeadMode::asm_mode;
+    }
+    if (const json* v = find(*d, "mtp_qlen")) b.decode.mtp_qlen = get_int(*v, "/decode/mtp_qlen", 1, 1024);
+    if (const json* v = find(*d, "q_dtype")) {
+      q_dtype_str = get_enum(*v, "/decode/q_dtype", {"fp8", "model"});
+      q_dtype_given = true;
+    }
+    if (const json* v = find(*d, "num_decode_tokens")) {
+      b.decode.num_decode_tokens = get_int(*v, "/decode/num_decode_tokens", 0, kMaxLen);
+      ndt_given = true;
+    }
+    if (const json* v = find(*d, "max_num_seqs")) {
+      b.decode.max_num_seqs = get_int(*v, "/decode/max_num_seqs", 1, kMaxRequests);
+      mns_given = true;
+    }
+  }
+  // a request with query_len > K is a prefill (vLLM's decode/prefill split)
+  const json* sparse_doc = find(doc, "sparse");
+  for (size_t i = 0; i < b.requests.size(); ++i)
+    if (b.requests[i].query_len > b.decode.mtp_qlen && !sparse_doc)
+      throw invalid_input(child(child("/requests", i), "query_len"),
+                          "is " + std::to_string(b.requests[i].query_len) + ", more than decode.mtp_qlen " +
+                              std::to_string(b.decode.mtp_qlen) +
+                              ": that request is a prefill, which mlactl models only for sparse batches");
+  if (q_dtype_given && q_dtype_str == "fp8" && !kv_fp8)
+    throw invalid_input("/decode/q_dtype", "fp8 q needs an fp8 KV cache (vLLM quantizes decode q only when the KV cache is fp8)");
+  const bool q_fp8 = q_dtype_given ? q_dtype_str == "fp8" : kv_fp8;
+  b.decode.q_dtype = q_fp8 ? DType::fp8 : b.model.dtype;
+  b.decode.q_dtype_is_model = !q_fp8;
+  if (!ndt_given) b.decode.num_decode_tokens = b.total_query_tokens() + b.decode.mtp_qlen * b.num_padding();
+  if (!mns_given) b.decode.max_num_seqs = std::max<int64_t>(1, (int64_t)b.requests.size());
+  else if (b.decode.max_num_seqs < (int64_t)b.requests.size())
+    throw invalid_input("/decode/max_num_seqs", "is " + std::to_string(b.decode.max_num_seqs) + ", fewer than the batch's " + std::to_string(b.requests.size()) + " requests");
+  if (b.decode.num_decode_tokens < b.total_query_tokens())
+    throw invalid_input("/decode/num_decode_tokens", "is " + std::to_string(b.decode.num_decode_tokens) + ", fewer than the batch's " + std::to_string(b.total_query_tokens()) + " query tokens");
+
+  if (sparse_doc) parse_sparse(b, *sparse_doc, "/sparse");
+
+  // inject
+  if (const json* v = find(doc, "inject")) {
+    if (!v->is_array()) throw invalid_input("/inject", std::string("must be an array of defect ids, got ") + type_name(*v));
+    static const char* kDefects[] = {"verify-window-broadcast", "causal-flag-dropped", "noncausal-probe-silent", "sparse-route-legacy",
+                                     "pad-repeat-noop", "pad-append-only", "gluon-arch-ungated", "metadata-dtype-omitted"};
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::string id = get_string((*v)[i], child("/inject", i));
+      bool known = false;
+      for (const char* d : kDefects) known |= id == d;
+      if (!known) throw invalid_input(child("/inject", i), "unknown defect id \"" + id + "\" (see `mlactl defects`)");
+      if (!b.has_defect(id)) b.inject.push_back(id);
+    }
+  }
+  if (const json* v = find(doc, "captured")) {
+    require_object(*v, "/captured");
+    check_keys(*v, "/captured", {"qo_indptr", "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "min_kv_seq_len", "work_indptr",
+                                 "work_info_set", "reduce_indptr", "reduce_final_map", "reduce_partial_map"});
+    b.captured = *v;
+  }
+  if (const json* v = find(doc, "expect")) {
+    require_object(*v, "/expect");
+    check_keys(*v, "/expect", {"route", "error", "windows", "metadata", "schedule", "invariants", "run", "tolerance", "findings"});
+    b.expect = *v;
+  }
+
+  materialise_block_table(b, "/kv_cache");
+  return b;
+}
+
+Batch parse_batch_text(const std::string& text, const std::string& source) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message carries the line and column; strip its "[json.exception...] " prefix
+    std::string what = e.what();
+    auto p = what.find("] ");
+    if (p != std::string::npos) what = what.substr(p + 2);
+    throw Error(kExitInvalidInput, "", source + ": malformed JSON: " + what);
+  }
+  return parse_batch(doc);
+}
+
+Batch load_batch_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(kExitInvalidInput, "", path + ": cannot open batch file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_batch_text(ss.str(), path);
+}
+
+void apply_set(json& doc, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(kExitUsage, "", "--set expects key.path=value, got \"" + assignment + "\"");
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error&) {
+    value = text;  // a bare word is a string: --set platform.arch=gfx942
+  }
+  json* cur = &doc;
+  std::stringstream ss(path);
+  std::string part;
+  std::vector<std::string> parts;
+  while (std::getline(ss, part, '.')) parts.push_back(part);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& k = parts[i];
+    if (k.empty()) throw Error(kExitUsage, "", "--set: empty path component in \"" + path + "\"");
+    const bool last = i + 1 == parts.size();
+    if (cur->is_array()) {
+      char* end = nullptr;
+      long idx = std::strtol(k.c_str(), &end, 10);
+      if (*end != 0 || idx < 0 || (size_t)idx >= cur->size())
+        throw Error(kExitUsage, "", "--set: \"" + k + "\" is not an index of the array at " + path);
+      cur = &(*cur)[(size_t)idx];
+    } else {
+      if (cur->is_null()) *cur = json::object();
+      if (!cur->is_object()) throw Error(kExitUsage, "", "--set: cannot descend into a non-object at \"" + k + "\" of " + path);
+      cur = &(*cur)[k];
+    }
+    if (last) *cur = value;
+  }
+}
+
+}  // namespace mlactl

@@ -1,0 +1,128 @@
+// JSON Schema (draft 2020-12) of the batch file and the canonical serialisation.
+#include <cmath>
+
+#include "core/batch.hpp"
+
+namespace mlactl {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+ojson obj(std::initializer_list<std::pair<const char*, ojson>> props, std::initializer_list<const char*> required = {}) {
+  ojson o;
+  o["type"] = "object";
+  o["additionalProperties"] = false;
+  ojson p = ojson::object();
+  for (auto& kv : props) p[kv.first] = kv.second;
+  o["properties"] = p;
+  if (required.size()) {
+    ojson r = ojson::array();
+    for (auto* k : required) r.push_back(k);
+    o["required"] = r;
+  }
+  return o;
+}
+ojson en(std::initializer_list<const char*> vals, const char* def, const char* desc) {
+  ojson o;
+  o["enum"] = ojson::array();
+  for (auto* v : vals) o["enum"].push_back(v);
+  if (def) o["default"] = def;
+  o["description"] = desc;
+  return o;
+}
+ojson integer(int64_t mn, const char* desc, ojson def = nullptr) {
+  ojson o{{"type", "integer"}, {"minimum", mn}, {"description", desc}};
+  if (!def.is_null()) o["default"] = def;
+  return o;
+}
+ojson boolean(bool def, const char* desc) { return ojson{{"type", "boolean"}, {"default", def}, {"description", desc}}; }
+ojson str(const char* desc) { return ojson{{"type", "string"}, {"description", desc}}; }
+}  // namespace
+
+ojson batch_json_schema() {
+  ojson s;
+  s["$schema"] = "https://json-schema.org/draft/2020-12/schema";
+  s["$id"] = "https://mlactl.dev/schema/batch-1.json";
+  s["title"] = "mlactl batch file, schema 1";
+  ojson request = ojson{{"oneOf", ojson::array({
+      obj({{"context_len", integer(0, "KV committed before this step")}, {"query_len", integer(1, "tokens scheduled this step")}}, {"context_len", "query_len"}),
+      obj({{"seq_len", integer(0, "context_len + query_len")}, {"query_len", integer(1, "tokens scheduled this step")}}, {"seq_len", "query_len"}),
+      obj({{"padding", ojson{{"const", true}, {"description", "a cudagraph padding slot: seq_len 0, query_len 0"}}}}, {"padding"}),
+  })}};
+  ojson top = obj({
+      {"schema", ojson{{"const", 1}}},
+      {"name", str("case id")},
+      {"description", str("free text")},
+      {"platform", obj({{"arch", en({"gfx942", "gfx950"}, "gfx950", "the modelled AMD target")},
+                        {"num_cu", integer(1, "CU count for planners [304 on gfx942, 256 on gfx950]")},
+                        {"aiter", en({"2026.08"}, "2026.08", "AITER rule set (commit e4048607)")},
+                        {"aiter_has_causal_arg", boolean(true, "mla_decode_fwd takes causal=")}})},
+      {"model", obj({{"num_heads", integer(1, "query heads per rank (1..128, or a multiple of 16)")},
+                     {"kv_lora_rank", ojson{{"const", 512}, {"default", 512}}},
+                     {"qk_rope_head_dim", ojson{{"const", 64}, {"default", 64}}},
+                     {"dtype", en({"bf16", "fp16"}, "bf16", "q and output dtype")},
+                     {"softmax_scale", ojson{{"type", "number"}, {"exclusiveMinimum", 0}, {"description", "[1/sqrt(192)]"}}}},
+                    {"num_heads"})},
+      {"kv_cache", obj({{"dtype", en({"auto", "bf16", "fp16", "fp8"}, "auto", "fp8 flavour follows the arch")},
+                        {"scale", ojson{{"type", "number"}, {"exclusiveMinimum", 0}, {"default", 1.0}}},
+                        {"block_size", integer(1, "vLLM kernel block size Kb", 1)},
+                        {"layout", en({"sequential", "shuffled"}, "shuffled", "block placement when no block_table is given")},
+                        {"block_table", ojson{{"type", "array"}, {"items", ojson{{"type", "array"}, {"items", ojson{{"type", "integer"}, {"minimum", 0}}}}}}},
+                        {"num_blocks", integer(1, "blocks allocated per layer")}})},
+      {"decode", obj({{"causal", boolean(true, "false = non-causal draft block")},
+                      {"small_head_mode", en({"auto", "gluon", "asm"}, "auto", "VLLM_ROCM_AITER_MLA_ASM_PADDING")},
+                      {"mtp_qlen", integer(1, "K, the reorder threshold [max query_len]")},
+                      {"q_dtype", en({"fp8", "model"}, nullptr, "[fp8 when the KV cache is fp8, else model]")},
+                      {"num_decode_tokens", integer(0, "tokens of the (cudagraph-padded) step")},
+                      {"max_num_seqs", integer(1, "sizes the AITER buffers")}})},
+      {"requests", ojson{{"type", "array"}, {"items", request}}},
+      {"sparse", obj({{"topk", integer(1, "top-k KV positions per token")},
+                      {"geometry", en({"rope", "rope_free"}, "rope", "rope_free: head_size 512")},
+                      {"indices", ojson{{"oneOf", ojson::array({ojson{{"const", "random"}},
+                                                                 ojson{{"type", "array"}, {"items", ojson{{"type", "array"}, {"items", ojson{{"type", "integer"}, {"minimum", -1}}}}}}})}}}},
+                     {"topk"})},
+      {"data", obj({{"seed", integer(0, "seed for q, KV, placement and sparse indices", 0)}})},
+      {"inject", ojson{{"type", "array"}, {"items", en({"verify-window-broadcast", "causal-flag-dropped", "noncausal-probe-silent", "sparse-route-legacy",
+                                                         "pad-repeat-noop", "pad-append-only", "gluon-arch-ungated", "metadata-dtype-omitted"},
+                                                        nullptr, "defect id (SPEC §7)")}}},
+      {"captured", ojson{{"type", "object"}, {"description", "arrays captured from a real run (AITER/vLLM names)"}}},
+      {"expect", ojson{{"type", "object"}, {"description", "expectations for `mlactl check`"}}},
+  }, {"schema", "model", "requests"});
+  for (auto it = top.begin(); it != top.end(); ++it) s[it.key()] = it.value();
+  return s;
+}
+
+ojson batch_to_json(const Batch& b) {
+  ojson o;
+  o["schema"] = 1;
+  if (!b.name.empty()) o["name"] = b.name;
+  if (!b.description.empty()) o["description"] = b.description;
+  o["platform"] = {{"arch", to_string(b.platform.arch)}, {"num_cu", b.platform.num_cu}, {"aiter", b.platform.aiter},
+                   {"aiter_has_causal_arg", b.platform.aiter_has_causal_arg}};
+  o["model"] = {{"num_heads", b.model.num_heads}, {"kv_lora_rank", b.model.kv_lora_rank}, {"qk_rope_head_dim", b.model.qk_rope_head_dim},
+                {"dtype", to_string(b.model.dtype)}, {"softmax_scale", b.model.softmax_scale}};
+  o["kv_cache"] = {{"dtype", b.kv_cache.dtype_auto ? "auto" : to_string(b.kv_cache.dtype)}, {"scale", b.kv_cache.scale},
+                   {"block_size", b.kv_cache.block_size}, {"block_table", b.kv_cache.block_table}, {"num_blocks", b.kv_cache.num_blocks}};
+  o["decode"] = {{"causal", b.decode.causal}, {"small_head_mode", to_string(b.decode.small_head_mode)}, {"mtp_qlen", b.decode.mtp_qlen},
+                 {"q_dtype", b.decode.q_dtype_is_model ? "model" : "fp8"}, {"num_decode_tokens", b.decode.num_decode_tokens},
+                 {"max_num_seqs", b.decode.max_num_seqs}};
+  ojson reqs = ojson::array();
+  for (const auto& r : b.requests) {
+    if (r.padding) reqs.push_back({{"padding", true}});
+    else reqs.push_back({{"context_len", r.context_len}, {"query_len", r.query_len}});
+  }
+  o["requests"] = reqs;
+  if (b.sparse) {
+    ojson sp = {{"topk", b.sparse->topk}, {"geometry", b.sparse->geometry == SparseGeometry::rope ? "rope" : "rope_free"}};
+    if (b.sparse->random_indices) sp["indices"] = "random";
+    else sp["indices"] = b.sparse->indices;
+    o["sparse"] = sp;
+  }
+  o["data"] = {{"seed", b.seed}};
+  if (!b.inject.empty()) o["inject"] = b.inject;
+  if (!b.captured.is_null()) o["captured"] = b.captured;
+  if (!b.expect.is_null()) o["expect"] = b.expect;
+  return o;
+}
+
+}  // namespace mlactl

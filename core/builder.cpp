@@ -1,0 +1,144 @@
+#include "core/builder.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace mlactl {
+
+int64_t uniform_padded_mtp_qo_len(const std::vector<int64_t>& qo_len, int64_t max_qo_len, int64_t num_decode_tokens) {
+  // vLLM `_uniform_padded_mtp_qo_len` (reference vllm_rocm_mla.md §2 step 2): a full-cudagraph
+  // step whose padding slots carry the uniform MTP length u = N / R.
+  const int64_t R = (int64_t)qo_len.size();
+  const int64_t N = num_decode_tokens;
+  if (R == 0 || N <= 0) return 0;
+  int64_t sum = 0;
+  for (int64_t q : qo_len) sum += q;
+  if (N <= sum || N % R != 0) return 0;
+  const int64_t u = N / R;
+  if (u <= 1) return 0;
+  bool any_positive = false, all_positive = true, seen_zero = false;
+  for (int64_t q : qo_len) {
+    if (q > 0) {
+      any_positive = true;
+      if (q != u) return 0;
+      if (seen_zero) return 0;  // a positive length after the first zero
+    } else {
+      all_positive = false;
+      seen_zero = true;
+    }
+  }
+  if (all_positive) return 0;
+  if (any_positive && max_qo_len != u) return 0;
+  return u;
+}
+
+int64_t token_slot(const Batch& b, int request, int64_t position) {
+  const int64_t Kb = b.kv_cache.block_size;
+  return (int64_t)b.kv_cache.block_table[request][position / Kb] * Kb + position % Kb;
+}
+
+DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
+  DecodeMetadata m;
+  const int64_t R = (int64_t)b.requests.size();
+  m.num_requests = R;
+  // step 1: qo_len from query_start_loc; Q = max
+  std::vector<int64_t> qo(R);
+  int64_t Q = 0;
+  for (int64_t i = 0; i < R; ++i) {
+    qo[i] = b.requests[i].query_len;
+    Q = std::max(Q, qo[i]);
+  }
+  // step 2: uniform-MTP padding
+  m.uniform_pad = uniform_padded_mtp_qo_len(qo, Q, b.decode.num_decode_tokens);
+  const bool pad = m.uniform_pad > 0;
+  if (pad) Q = m.uniform_pad;
+  m.max_qo_len = Q;
+  m.qo_len = qo;
+  if (pad)
+    for (auto& q : m.qo_len)
+      if (q == 0) q = Q;
+  // step 3: seq_k (padding slots get Q KV entries under R1)
+  m.seq_k.resize(R);
+  for (int64_t i = 0; i < R; ++i) m.seq_k[i] = (pad && qo[i] == 0) ? Q : b.requests[i].seq_len();
+  // step 4–5
+  m.paged_kv_last_page_len.assign(R, 1);
+  m.paged_kv_indptr.resize(R + 1);
+  m.paged_kv_indptr[0] = 0;
+  for (int64_t i = 0; i < R; ++i) m.paged_kv_indptr[i + 1] = (int32_t)(m.paged_kv_indptr[i] + m.seq_k[i]);
+  // step 7: token slots from the block table (Kb = kernel block size)
+  m.paged_kv_indices.resize((size_t)m.paged_kv_indptr[R]);
+  const int64_t Kb = b.kv_cache.block_size;
+  for (int64_t r = 0; r < R; ++r) {
+    int32_t* out = m.paged_kv_indices.data() + m.paged_kv_indptr[r];
+    const auto& bt = b.kv_cache.block_table[r];
+    const int64_t n = m.seq_k[r];
+    if (Kb == 1) {
+      std::copy(bt.begin(), bt.begin() + n, out);
+    } else {
+      for (int64_t j = 0; j < n; ++j) out[j] = (int32_t)(bt[j / Kb] * Kb + j % Kb);
+    }
+  }
+  // step 8: qo_indptr (eager form)
+  m.qo_indptr.resize(R + 1);
+  m.qo_indptr[0] = 0;
+  bool all_equal = true;
+  for (int64_t i = 0; i < R; ++i) {
+    m.qo_indptr[i + 1] = (int32_t)(m.qo_indptr[i] + m.qo_len[i]);
+    all_equal &= m.qo_len[i] == Q;
+  }
+  m.uni_seqlen = pad || all_equal;
+
+  // min_kv_seq_len. R1: minimum per-request length; when padded, over active requests
+  // only (stays 1 if none). R0: minimum causal flatten row length (0 with padding).
+  {
+    int64_t mn = std::numeric_limits<int64_t>::max();
+    bool any = false;
+    for (int64_t i = 0; i < R; ++i) {
+      if (pad && qo[i] == 0) continue;
+      mn = std::min(mn, m.seq_k[i]);
+      any = true;
+    }
+    m.min_kv_seq_len_r1 = any ? mn : 1;
+  }
+  {
+    int64_t mn = std::numeric_limits<int64_t>::max();
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t s = b.requests[i].seq_len();  // R0 reads diff(indptr) before padding: padding = 0
+      for (int64_t t = 0; t < Q; ++t) mn = std::min(mn, std::max<int64_t>(0, s - (Q - 1) + t));
+    }
+    m.min_kv_seq_len_r0 = R * Q > 0 ? mn : 0;
+  }
+
+  // R0 small-head verify flatten (reference §1 (a)): row r·Q+t gets max(0, s − (Q−1) + t)
+  // entries, a prefix of the request's slots. verify-window-broadcast (seed 000) gives
+  // every row the whole request length instead.
+  if (with_flatten) {
+    const bool broadcast = b.has_defect("verify-window-broadcast");
+    m.flat_indptr.resize(R * Q + 1);
+    m.flat_indptr[0] = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t s = b.requests[r].seq_len();
+      for (int64_t t = 0; t < Q; ++t) {
+        const int64_t len = broadcast ? s : std::max<int64_t>(0, s - (Q - 1) + t);
+        m.flat_indptr[r * Q + t + 1] = (int32_t)(m.flat_indptr[r * Q + t] + len);
+      }
+    }
+    m.flat_indices.resize((size_t)m.flat_indptr[R * Q]);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t t = 0; t < Q; ++t) {
+        const int64_t row = r * Q + t;
+        const int64_t len = m.flat_indptr[row + 1] - m.flat_indptr[row];
+        const int32_t* src = m.paged_kv_indices.data() + m.paged_kv_indptr[r];
+        std::copy(src, src + len, m.flat_indices.begin() + m.flat_indptr[row]);
+      }
+  }
+
+  PaddingDefects pd;
+  pd.repeat_noop = b.has_defect("pad-repeat-noop");
+  pd.append_only = b.has_defect("pad-append-only");
+  m.heads = head_padding(b.model.num_heads, false, pd);
+  if (pad) m.notes.push_back("uniform-MTP padding applied: padding slots carry " + std::to_string(Q) + " rows");
+  return m;
+}
+
+}  // namespace mlactl

@@ -1,0 +1,13 @@
+// Fills the router's inputs from a batch and its decode metadata.
+#pragma once
+#include "core/batch.hpp"
+#include "core/builder.hpp"
+#include "core/router.hpp"
+
+namespace mlactl {
+
+// vLLM's cache_dtype string for the batch (is_quantized("auto") is false).
+std::string vllm_kv_cache_dtype(const Batch& b);
+RouteInput route_input_from_batch(const Batch& b, const DecodeMetadata& md);
+
+}  // namespace mlactl
