@@ -100,30 +100,34 @@ MLACTL_HD inline uint32_t float_to_bits(float f) {
 
 MLACTL_HD inline float decode_bf16(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
 
-// binary16 -> fp32. Moving the exponent/mantissa into fp32 position and
-// multiplying by 2^112 rebiases normals and normalises subnormals exactly.
+// binary16 -> fp32, exact. Normals are rebiased in the exponent field;
+// subnormals are mantissa * 2^-24 (an exact integer-to-float conversion and a
+// power-of-two product), so no step depends on fp32 denormal support (FTZ).
 MLACTL_HD inline float decode_fp16(uint16_t h) {
-  const uint32_t magnitude = uint32_t(h & 0x7fffu);
-  float f = bits_to_float(magnitude << 13) * 5.192296858534828e33f;  // 2^112
-  uint32_t u = float_to_bits(f);
-  if (magnitude >= 0x7c00u) u = 0x7f800000u | (magnitude << 13);     // inf / NaN (payload kept)
-  if (magnitude > 0x7c00u) u |= 0x00400000u;                          // quiet
-  return bits_to_float(u | (uint32_t(h & 0x8000u) << 16));
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    const float f = float(mantissa) * 5.9604644775390625e-08f;  // 2^-24
+    return bits_to_float(float_to_bits(f) | sign);
+  }
+  if (exponent == 31) return bits_to_float(sign | 0x7f800000u | (mantissa << 13) | (mantissa ? 0x00400000u : 0u));
+  return bits_to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
-// fp8 e4m3, both flavours (style_anchors.md "fp8"): same trick, 2^(127-bias).
-//  e4m3fn:   bias 7, max 448, NaN 0x7F/0xFF, no inf.
-//  e4m3fnuz: bias 8, max 240, NaN 0x80 only, no -0.
+// fp8 e4m3, both flavours (style_anchors.md "fp8"), exact, same construction:
+//  e4m3fn:   bias 7, max 448, NaN 0x7F/0xFF, no inf, subnormal step 2^-9.
+//  e4m3fnuz: bias 8, max 240, NaN 0x80 only, no -0, subnormal step 2^-10.
 MLACTL_HD inline float decode_fp8(uint8_t b, bool fnuz) {
-  const uint32_t magnitude = uint32_t(b & 0x7fu);
+  const uint32_t sign = uint32_t(b & 0x80u) << 24;
+  const uint32_t exponent = (b >> 3) & 0xfu, mantissa = b & 0x7u;
   if (fnuz) {
     if (b == 0x80u) return bits_to_float(0x7fc00000u);
-    const float f = bits_to_float(magnitude << 20) * 6.668014432879854e35f;  // 2^119
-    return (b & 0x80u) ? -f : f;
+    if (exponent == 0) return bits_to_float(float_to_bits(float(mantissa) * 0.0009765625f) | sign);  // 2^-10
+    return bits_to_float(sign | ((exponent + 119u) << 23) | (mantissa << 20));
   }
-  if (magnitude == 0x7fu) return bits_to_float((b & 0x80u) ? 0xffc00000u : 0x7fc00000u);
-  const float f = bits_to_float(magnitude << 20) * 1.329227995784916e36f;    // 2^120
-  return (b & 0x80u) ? -f : f;
+  if ((b & 0x7fu) == 0x7fu) return bits_to_float(sign | 0x7fc00000u);
+  if (exponent == 0) return bits_to_float(float_to_bits(float(mantissa) * 0.001953125f) | sign);  // 2^-9
+  return bits_to_float(sign | ((exponent + 120u) << 23) | (mantissa << 20));
 }
 
 // fp32 -> bf16 / fp16 bits, round to nearest even (output rounding).

@@ -1,0 +1,745 @@
+// GPU executor tests (SPEC §5): hand-made work lists with random inputs, run by
+// GpuExecutor and compared with an independent float64 host implementation of the
+// kernel contract (aiter_mla_metadata.md §7.1), plus bit-exact probes of the
+// device's dtype decoders and output rounding against core/dtype.hpp.
+//
+// Exit 0: all passed; 1: a check failed; 77: no GPU (ctest SKIP_RETURN_CODE).
+// `gpu_tests --bench` also times an M1-like case (SPEC §8) with a simple split.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/rng.hpp"
+#include "core/types.hpp"
+#include "core/worklist.hpp"
+#include "kernels/executor.hpp"
+#include "kernels/gpu_executor.hpp"
+
+using namespace mlactl;
+
+namespace {
+
+int g_checks = 0, g_failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  ++g_checks;
+  if (!ok) {
+    ++g_failures;
+    std::printf("    FAIL: %s\n", what.c_str());
+  }
+}
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+// ---- a problem: view, work list, encoded inputs --------------------------------
+struct Problem {
+  std::string name;
+  KernelView view;
+  WorkList work;
+  int64_t num_q_rows = 0;
+  int64_t num_slots = 0;
+  int kv_row_stride = 576;
+  std::vector<int32_t> kv_indices;
+  std::vector<uint8_t> q, kv;  // storage bits
+  float q_scale = 1.0f, kv_scale = 1.0f, softmax_scale = 0.0721688f;  // 1/sqrt(192)
+  Fp8Flavor flavor = Fp8Flavor::e4m3fn;
+  DType out_dtype = DType::bf16;
+  std::vector<std::vector<WorkInfo>> per_workgroup;
+  std::string expect_error;  // non-empty: the run must fail with this text
+  bool poison_unused_slots = true;
+};
+
+void add_work(Problem& p, int workgroup, WorkInfo w) {
+  if ((int)p.per_workgroup.size() <= workgroup) p.per_workgroup.resize(workgroup + 1);
+  p.per_workgroup[workgroup].push_back(w);
+}
+void add_reduce_tile(Problem& p, int q0, int q1, const std::vector<int32_t>& partial_rows) {
+  WorkList& w = p.work;
+  if (w.reduce_indptr.empty()) w.reduce_indptr.push_back(0);
+  for (int32_t r : partial_rows) w.reduce_partial_map.push_back(r);
+  w.reduce_indptr.push_back((int32_t)w.reduce_partial_map.size());
+  w.reduce_final_map.push_back({q0, q1});
+}
+void finish_work_list(Problem& p) {
+  WorkList& w = p.work;
+  w.planner = "test";
+  w.num_workgroups = (int)p.per_workgroup.size();
+  w.work_indptr = {0};
+  w.work_info.clear();
+  w.num_partial_rows = 0;
+  for (const auto& works : p.per_workgroup) {
+    for (const WorkInfo& wi : works) {
+      w.work_info.push_back(wi);
+      if (wi.partial_qo_loc >= 0)
+        w.num_partial_rows = std::max<int64_t>(w.num_partial_rows, wi.partial_qo_loc + wi.qo_end - wi.qo_start);
+    }
+    w.work_indptr.push_back((int32_t)w.work_info.size());
+  }
+  w.num_q_rows = p.num_q_rows;
+  w.planned_view = p.view;
+}
+
+// Random q and KV in the view's dtypes; slots not named by kv_indices hold NaN.
+void fill_inputs(Problem& p, uint64_t seed) {
+  Rng rq(seed, kStreamQ), rk(seed, kStreamKv);
+  const KernelView& v = p.view;
+  const int64_t q_elems = p.num_q_rows * v.heads * v.head_dim;
+  std::vector<float> qf(q_elems);
+  for (auto& x : qf) x = 3.0f * rq.uniform_pm1() / (v.q_dtype == DType::fp8 ? p.q_scale : 1.0f);
+  p.q.assign(q_elems * dtype_bytes(v.q_dtype), 0);
+  encode_elements(v.q_dtype, p.flavor, qf.data(), q_elems, p.q.data(), 0);
+
+  const int64_t kv_elems = p.num_slots * p.kv_row_stride;
+  std::vector<float> kf(kv_elems, kNaN);
+  std::vector<char> used(p.num_slots, 0);
+  for (int32_t s : p.kv_indices)
+    if (s >= 0 && s < p.num_slots) used[s] = 1;
+  if (!p.poison_unused_slots) std::fill(used.begin(), used.end(), 1);
+  for (int64_t s = 0; s < p.num_slots; ++s)
+    if (used[s])
+      for (int d = 0; d < p.kv_row_stride; ++d)
+        kf[s * p.kv_row_stride + d] = rk.uniform_pm1() / (v.kv_dtype == DType::fp8 ? p.kv_scale : 1.0f);
+  p.kv.assign(kv_elems * dtype_bytes(v.kv_dtype), 0);
+  encode_elements(v.kv_dtype, p.flavor, kf.data(), kv_elems, p.kv.data(), 0);
+}
+
+// A random permutation of `count` slots out of `num_slots`.
+std::vector<int32_t> random_slots(Rng& r, int64_t count, int64_t num_slots) {
+  std::vector<int32_t> all(num_slots);
+  for (int64_t i = 0; i < num_slots; ++i) all[i] = (int32_t)i;
+  for (int64_t i = num_slots - 1; i > 0; --i) std::swap(all[i], all[r.below(i + 1)]);
+  all.resize(count);
+  return all;
+}
+
+// ---- float64 implementation of the contract -----------------------------------
+struct Outputs {
+  std::vector<double> out, lse, partial, partial_lse;
+  std::vector<char> written;  // per (q row, head): some work or the reduce wrote it
+};
+
+Outputs reference(const Problem& p) {
+  const KernelView& v = p.view;
+  const int H = v.heads, D = v.head_dim, V = v.v_dim;
+  Outputs o;
+  o.out.assign(p.num_q_rows * H * V, 0);
+  o.lse.assign(p.num_q_rows * H, 0);
+  o.partial.assign(p.work.num_partial_rows * H * V, 0);
+  o.partial_lse.assign(p.work.num_partial_rows * H, 0);
+  o.written.assign(p.num_q_rows * H, 0);
+  std::vector<float> qf(p.q.size() / dtype_bytes(v.q_dtype)), kvf(p.kv.size() / dtype_bytes(v.kv_dtype));
+  decode_elements(v.q_dtype, p.flavor, p.q.data(), 0, (int64_t)qf.size(), v.q_dtype == DType::fp8 ? p.q_scale : 1.0f, qf.data());
+  decode_elements(v.kv_dtype, p.flavor, p.kv.data(), 0, (int64_t)kvf.size(), v.kv_dtype == DType::fp8 ? p.kv_scale : 1.0f,
+                  kvf.data());
+  std::vector<double> q(D), s, acc(V);
+  for (const WorkInfo& w : p.work.work_info) {
+    const int qn = w.qo_end - w.qo_start;
+    for (int i = 0; i < qn; ++i) {
+      int end = w.kv_end;
+      if (v.causal) end -= std::max(0, (qn - 1 - i) - w.kv_offset);
+      end = std::max(end, w.kv_start);
+      for (int h = 0; h < H; ++h) {
+        const int64_t qrow = (int64_t)(w.qo_start + i) * H + h;
+        for (int d = 0; d < D; ++d) q[d] = qf[qrow * D + d];
+        s.clear();
+        double m = -INFINITY;
+        for (int j = w.kv_start; j < end; ++j) {
+          const int64_t base = (int64_t)p.kv_indices[j] * D;  // the kernel's own stride
+          double dot = 0;
+          for (int d = 0; d < D; ++d) dot += q[d] * kvf[base + d];
+          s.push_back(dot * p.softmax_scale);
+          m = std::max(m, s.back());
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        double l = 0;
+        for (int j = w.kv_start; j < end; ++j) {
+          const double e = std::exp(s[j - w.kv_start] - m);
+          l += e;
+          const int64_t base = (int64_t)p.kv_indices[j] * D;
+          for (int c = 0; c < V; ++c) acc[c] += e * kvf[base + c];
+        }
+        const double lse = l == 0 ? -INFINITY : m + std::log(l);
+        double* dst;
+        if (w.partial_qo_loc < 0) {
+          dst = &o.out[qrow * V];
+          o.lse[qrow] = lse;
+          o.written[qrow] = 1;
+        } else {
+          const int64_t prow = (int64_t)(w.partial_qo_loc + i) * H + h;
+          dst = &o.partial[prow * V];
+          o.partial_lse[prow] = lse;
+        }
+        for (int c = 0; c < V; ++c) dst[c] = l == 0 ? 0.0 : acc[c] / l;
+      }
+    }
+  }
+  const WorkList& wl = p.work;
+  for (size_t t = 0; t + 1 < wl.reduce_indptr.size(); ++t) {
+    const int s0 = wl.reduce_indptr[t], s1 = wl.reduce_indptr[t + 1];
+    if (s1 - s0 <= 1) continue;
+    const int q0 = wl.reduce_final_map[t][0], q1 = wl.reduce_final_map[t][1];
+    for (int r = 0; r < q1 - q0; ++r)
+      for (int h = 0; h < H; ++h) {
+        double m = -INFINITY, sum = 0;
+        for (int k = s0; k < s1; ++k) m = std::max(m, o.partial_lse[(int64_t)(wl.reduce_partial_map[k] + r) * H + h]);
+        for (int k = s0; k < s1; ++k) sum += std::exp(o.partial_lse[(int64_t)(wl.reduce_partial_map[k] + r) * H + h] - m);
+        const double lse = (sum == 0 || std::isnan(sum)) ? INFINITY : m + std::log(sum);
+        const int64_t orow = (int64_t)(q0 + r) * H + h;
+        o.lse[orow] = lse;
+        o.written[orow] = 1;
+        for (int c = 0; c < V; ++c) {
+          double a = 0;
+          for (int k = s0; k < s1; ++k) {
+            const int64_t prow = (int64_t)(wl.reduce_partial_map[k] + r) * H + h;
+            a += std::exp(o.partial_lse[prow] - lse) * o.partial[prow * V + c];
+          }
+          o.out[orow * V + c] = a;
+        }
+      }
+  }
+  return o;
+}
+
+// ---- running ---------------------------------------------------------------------
+struct DeviceRun {
+  ExecResult result;
+  std::vector<uint16_t> out;
+  std::vector<float> lse, partial, partial_lse;
+};
+
+DeviceRun run_gpu(GpuExecutor& gpu, const Problem& p) {
+  const KernelView& v = p.view;
+  DeviceRun d;
+  const uint16_t poison = nan_bits16(p.out_dtype);
+  d.out.assign(p.num_q_rows * v.heads * v.v_dim, poison);
+  d.lse.assign(p.num_q_rows * v.heads, kNaN);
+  d.partial.assign(p.work.num_partial_rows * v.heads * v.v_dim, kNaN);
+  d.partial_lse.assign(p.work.num_partial_rows * v.heads, kNaN);
+  ExecArgs a;
+  a.work = &p.work;
+  a.view = v;
+  a.kv_indices = p.kv_indices.data();
+  a.num_kv_indices = (int64_t)p.kv_indices.size();
+  a.q = p.q.data();
+  a.num_q_rows = p.num_q_rows;
+  a.q_scale = p.q_scale;
+  a.kv = p.kv.data();
+  a.num_slots = p.num_slots;
+  a.kv_row_stride = p.kv_row_stride;
+  a.kv_scale = p.kv_scale;
+  a.fp8_flavor = p.flavor;
+  a.softmax_scale = p.softmax_scale;
+  a.out_dtype = p.out_dtype;
+  a.out = d.out.data();
+  a.lse = d.lse.data();
+  a.partial_out = d.partial.data();
+  a.partial_lse = d.partial_lse.data();
+  d.result = gpu.run(a);
+  return d;
+}
+
+float out_value(const Problem& p, uint16_t bits) {
+  return p.out_dtype == DType::fp16 ? fp16_bits_to_float(bits) : bf16_bits_to_float(bits);
+}
+
+// Compare a run with the float64 reference: outputs within output rounding plus
+// fp32 reordering, lse within 1e-4, rows no work writes left poisoned.
+void compare(const Problem& p, const DeviceRun& d, const Outputs& ref) {
+  const int H = p.view.heads, V = p.view.v_dim;
+  const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
+  double max_out_err = 0, max_lse_err = 0, max_partial_err = 0;
+  int64_t bad_out = 0, bad_lse = 0, bad_poison = 0, bad_partial = 0;
+  for (int64_t row = 0; row < p.num_q_rows * H; ++row) {
+    if (!ref.written[row]) {
+      bool still_poisoned = std::isnan(d.lse[row]);
+      for (int c = 0; c < V; ++c) still_poisoned &= std::isnan(out_value(p, d.out[row * V + c]));
+      bad_poison += !still_poisoned;
+      continue;
+    }
+    for (int c = 0; c < V; ++c) {
+      const double r = ref.out[row * V + c], g = out_value(p, d.out[row * V + c]);
+      const double err = std::fabs(g - r);
+      max_out_err = std::max(max_out_err, err);
+      if (!(err <= 1e-3 + out_rel * std::fabs(r))) ++bad_out;
+    }
+    const double rl = ref.lse[row], gl = d.lse[row];
+    if (std::isinf(rl)) {
+      bad_lse += !(gl == rl);
+    } else {
+      const double err = std::fabs(gl - rl);
+      max_lse_err = std::max(max_lse_err, err);
+      if (!(err <= 1e-4 * std::max(1.0, std::fabs(rl)))) ++bad_lse;
+    }
+  }
+  for (int64_t i = 0; i < (int64_t)ref.partial_lse.size(); ++i) {
+    bool used = false;  // partial rows some work wrote
+    for (const WorkInfo& w : p.work.work_info)
+      if (w.partial_qo_loc >= 0 && i / H >= w.partial_qo_loc && i / H < w.partial_qo_loc + w.qo_end - w.qo_start) used = true;
+    if (!used) continue;
+    const double rl = ref.partial_lse[i];
+    if (std::isinf(rl) ? d.partial_lse[i] != rl : !(std::fabs(d.partial_lse[i] - rl) <= 1e-4 * std::max(1.0, std::fabs(rl))))
+      ++bad_partial;
+    for (int c = 0; c < V; ++c) {
+      const double r = ref.partial[i * V + c], err = std::fabs(d.partial[i * V + c] - r);
+      max_partial_err = std::max(max_partial_err, err);
+      if (!(err <= 2e-5 + 1e-4 * std::fabs(r))) ++bad_partial;
+    }
+  }
+  char line[256];
+  std::snprintf(line, sizeof line, "max |out err| %.3g, max |lse err| %.3g, max |partial err| %.3g, stage1 %.3f ms, reduce %.3f ms",
+                max_out_err, max_lse_err, max_partial_err, d.result.stage1_ms, d.result.reduce_ms);
+  std::printf("    %s\n", line);
+  expect(bad_out == 0, p.name + ": " + std::to_string(bad_out) + " output elements outside tolerance");
+  expect(bad_lse == 0, p.name + ": " + std::to_string(bad_lse) + " lse values outside tolerance");
+  expect(bad_partial == 0, p.name + ": " + std::to_string(bad_partial) + " partial values outside tolerance");
+  expect(bad_poison == 0, p.name + ": " + std::to_string(bad_poison) + " rows no work covers were written");
+}
+
+void run_case(GpuExecutor& gpu, Problem& p, uint64_t seed) {
+  std::printf("  %s\n", p.name.c_str());
+  finish_work_list(p);
+  fill_inputs(p, seed);
+  const DeviceRun d = run_gpu(gpu, p);
+  if (!p.expect_error.empty()) {
+    expect(!d.result.ok && d.result.error.find(p.expect_error) != std::string::npos,
+           p.name + ": expected an error containing '" + p.expect_error + "', got ok=" + std::to_string(d.result.ok) +
+               " '" + d.result.error + "'");
+    std::printf("    error: %s\n", d.result.error.c_str());
+    return;
+  }
+  expect(d.result.ok, p.name + ": run failed: " + d.result.error);
+  if (!d.result.ok) return;
+  compare(p, d, reference(p));
+}
+
+KernelView make_view(int heads, DType q = DType::bf16, DType kv = DType::bf16, bool causal = false, int head_dim = 576) {
+  KernelView v;
+  v.heads = heads;
+  v.q_dtype = q;
+  v.kv_dtype = kv;
+  v.causal = causal;
+  v.head_dim = head_dim;
+  v.v_dim = 512;
+  return v;
+}
+
+WorkInfo work(int ploc, int qs, int qe, int ks, int ke, int koff = 0, int batch = 0) {
+  WorkInfo w;
+  w.batch_idx = batch;
+  w.partial_qo_loc = ploc;
+  w.qo_start = qs;
+  w.qo_end = qe;
+  w.kv_start = ks;
+  w.kv_end = ke;
+  w.kv_offset = koff;
+  return w;
+}
+
+// ---- the cases ---------------------------------------------------------------------
+void contract_cases(GpuExecutor& gpu) {
+  Rng r(20261129);
+  {
+    Problem p;
+    p.name = "single work, 16 heads, 333 tokens, bf16";
+    p.view = make_view(16);
+    p.num_q_rows = 1;
+    p.num_slots = 400;
+    p.kv_indices = random_slots(r, 333, p.num_slots);
+    add_work(p, 0, work(-1, 0, 1, 0, 333));
+    run_case(gpu, p, 1);
+  }
+  {
+    Problem p;
+    p.name = "three partials + reduce";
+    p.view = make_view(16);
+    p.num_q_rows = 1;
+    p.num_slots = 400;
+    p.kv_indices = random_slots(r, 333, p.num_slots);
+    add_work(p, 0, work(0, 0, 1, 0, 100));
+    add_work(p, 1, work(1, 0, 1, 100, 250));
+    add_work(p, 2, work(2, 0, 1, 250, 333));
+    add_reduce_tile(p, 0, 1, {0, 1, 2});
+    run_case(gpu, p, 2);
+  }
+  {
+    Problem p;
+    p.name = "MTP causal q_len 4, split in two, kv_offset diagonal";
+    p.view = make_view(16, DType::bf16, DType::bf16, true);
+    p.num_q_rows = 4;
+    p.num_slots = 600;
+    p.kv_indices = random_slots(r, 517, p.num_slots);
+    add_work(p, 0, work(0, 0, 4, 0, 200, 317));
+    add_work(p, 1, work(4, 0, 4, 200, 517, 0));
+    add_reduce_tile(p, 0, 4, {0, 4});
+    run_case(gpu, p, 3);
+  }
+  {
+    Problem p;
+    p.name = "causal final work with kv_offset 2 (rows 0..1 trimmed)";
+    p.view = make_view(16, DType::bf16, DType::bf16, true);
+    p.num_q_rows = 4;
+    p.num_slots = 100;
+    p.kv_indices = random_slots(r, 77, p.num_slots);
+    add_work(p, 0, work(-1, 0, 4, 0, 77, -2));
+    run_case(gpu, p, 4);
+  }
+  {
+    Problem p;
+    p.name = "causal empty windows: final rows out 0 / lse -inf, and an empty split";
+    p.view = make_view(16, DType::bf16, DType::bf16, true);
+    p.num_q_rows = 7;
+    p.num_slots = 40;
+    p.kv_indices = random_slots(r, 13, p.num_slots);
+    add_work(p, 0, work(-1, 0, 3, 0, 1, 0));  // rows 0,1 see nothing
+    add_work(p, 0, work(0, 3, 7, 1, 11, 3));  // KV [1,11) for rows 3..6
+    add_work(p, 1, work(4, 3, 7, 11, 13, 0)); // row 3 sees < 10: empty split
+    add_reduce_tile(p, 3, 7, {0, 4});
+    run_case(gpu, p, 5);
+  }
+  {
+    Problem p;
+    p.name = "folded 128 heads -> 8 x 16-head rows, L=2, causal, some groups split";
+    p.view = make_view(16, DType::bf16, DType::bf16, true);
+    p.view.fold_ratio = 8;
+    const int ratio = 8, L = 2, B = 2;
+    p.num_q_rows = B * ratio * L;
+    const int lens[B] = {300, 190};
+    p.num_slots = 600;
+    p.kv_indices = random_slots(r, lens[0] + lens[1], p.num_slots);
+    int ploc = 0, wg = 0;
+    for (int b = 0; b < B; ++b) {
+      const int ks = b == 0 ? 0 : lens[0], ke = ks + lens[b];
+      for (int g = 0; g < ratio; ++g) {
+        const int qs = (b * ratio + g) * L;
+        if (g % 3 == 0) {  // split this group in two
+          const int mid = ks + lens[b] / 2;
+          add_work(p, wg++ % 5, work(ploc, qs, qs + L, ks, mid, ke - mid, b * ratio + g));
+          add_work(p, wg++ % 5, work(ploc + L, qs, qs + L, mid, ke, 0, b * ratio + g));
+          add_reduce_tile(p, qs, qs + L, {ploc, ploc + L});
+          ploc += 2 * L;
+        } else {
+          add_work(p, wg++ % 5, work(-1, qs, qs + L, ks, ke, 0, b * ratio + g));
+        }
+      }
+    }
+    run_case(gpu, p, 6);
+  }
+  {
+    Problem p;
+    p.name = "128 padded heads unfolded (16 chunks per work), causal q_len 2";
+    p.view = make_view(128, DType::bf16, DType::bf16, true);
+    p.num_q_rows = 2;
+    p.num_slots = 300;
+    p.kv_indices = random_slots(r, 250, p.num_slots);
+    add_work(p, 0, work(0, 0, 2, 0, 130, 120));
+    add_work(p, 1, work(2, 0, 2, 130, 250, 0));
+    add_reduce_tile(p, 0, 2, {0, 2});
+    run_case(gpu, p, 7);
+  }
+  for (Fp8Flavor f : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz}) {
+    Problem p;
+    p.name = std::string("fp8 ") + to_string(f) + " KV (kv_scale 0.37), split + reduce";
+    p.view = make_view(16, DType::bf16, DType::fp8);
+    p.flavor = f;
+    p.kv_scale = 0.37f;
+    p.num_q_rows = 1;
+    p.num_slots = 700;
+    p.kv_indices = random_slots(r, 650, p.num_slots);
+    add_work(p, 0, work(0, 0, 1, 0, 333));
+    add_work(p, 1, work(1, 0, 1, 333, 650));
+    add_reduce_tile(p, 0, 1, {0, 1});
+    run_case(gpu, p, 8 + (int)f);
+  }
+  {
+    Problem p;
+    p.name = "fp8 e4m3fnuz q (q_scale 0.05) and KV, causal q_len 3";
+    p.view = make_view(16, DType::fp8, DType::fp8, true);
+    p.flavor = Fp8Flavor::e4m3fnuz;
+    p.q_scale = 0.05f;
+    p.kv_scale = 0.02f;
+    p.num_q_rows = 3;
+    p.num_slots = 200;
+    p.kv_indices = random_slots(r, 150, p.num_slots);
+    add_work(p, 0, work(-1, 0, 3, 0, 150, 0));
+    run_case(gpu, p, 10);
+  }
+  {
+    Problem p;
+    p.name = "head_dim 512 rope-free, per-token ragged lists, fp16 out";
+    p.view = make_view(16, DType::bf16, DType::bf16, false, 512);
+    p.view.q_layout = QLayout::per_token_sparse;
+    p.kv_row_stride = 512;
+    p.out_dtype = DType::fp16;
+    p.num_q_rows = 4;
+    p.num_slots = 512;
+    const int lens[4] = {64, 1, 200, 97};
+    int start = 0;
+    for (int t = 0; t < 4; ++t) {
+      std::vector<int32_t> idx = random_slots(r, lens[t], p.num_slots);
+      p.kv_indices.insert(p.kv_indices.end(), idx.begin(), idx.end());
+      add_work(p, t % 2, work(-1, t, t + 1, start, start + lens[t]));
+      start += lens[t];
+    }
+    run_case(gpu, p, 11);
+  }
+  {
+    Problem p;
+    p.name = "fp16 q and KV, fp16 out";
+    p.view = make_view(16, DType::fp16, DType::fp16);
+    p.out_dtype = DType::fp16;
+    p.num_q_rows = 2;
+    p.num_slots = 300;
+    p.kv_indices = random_slots(r, 260, p.num_slots);
+    add_work(p, 0, work(-1, 0, 1, 0, 130));
+    add_work(p, 0, work(-1, 1, 2, 130, 260));
+    run_case(gpu, p, 12);
+  }
+  {
+    Problem p;
+    p.name = "rows no work covers stay poisoned";
+    p.view = make_view(16);
+    p.num_q_rows = 3;
+    p.num_slots = 64;
+    p.kv_indices = random_slots(r, 40, p.num_slots);
+    add_work(p, 0, work(-1, 0, 1, 0, 20));
+    add_work(p, 1, work(-1, 2, 3, 20, 40));
+    run_case(gpu, p, 13);
+  }
+  {
+    Problem p;
+    p.name = "head_dim 576 view over a 512-stride cache (seed 002) reads the kernel's stride";
+    p.view = make_view(16);
+    p.kv_row_stride = 512;
+    p.num_q_rows = 1;
+    p.num_slots = 200;
+    p.kv_indices = random_slots(r, 100, 170);  // slot * 576 stays inside 200 * 512
+    p.poison_unused_slots = false;             // the 576-stride rows straddle 512-stride slots
+    add_work(p, 0, work(-1, 0, 1, 0, 100));
+    run_case(gpu, p, 14);
+  }
+  {
+    Problem p;
+    p.name = "slot past the cache end is a device error";
+    p.view = make_view(16);
+    p.kv_row_stride = 512;
+    p.num_q_rows = 1;
+    p.num_slots = 200;
+    p.kv_indices = random_slots(r, 100, 200);
+    p.kv_indices[57] = 199;  // 199 * 576 + 576 > 200 * 512
+    add_work(p, 0, work(-1, 0, 1, 0, 100));
+    p.expect_error = "KV slot";
+    run_case(gpu, p, 15);
+  }
+  {
+    Problem p;
+    p.name = "work past the kv index list is a device error";
+    p.view = make_view(16);
+    p.num_q_rows = 1;
+    p.num_slots = 64;
+    p.kv_indices = random_slots(r, 32, p.num_slots);
+    add_work(p, 0, work(-1, 0, 1, 0, 33));
+    p.expect_error = "kv range";
+    run_case(gpu, p, 16);
+  }
+  {
+    Problem p;
+    p.name = "random batch: 6 requests, q_len 1..4, 256-token splits over 8 workgroups";
+    p.view = make_view(16, DType::bf16, DType::bf16, true);
+    const int B = 6;
+    int qo = 0, kv = 0, ploc = 0, next_wg = 0;
+    std::vector<int> qlen(B), klen(B);
+    for (int b = 0; b < B; ++b) {
+      qlen[b] = 1 + (int)r.below(4);
+      klen[b] = qlen[b] + (int)r.below(1500);
+    }
+    for (int b = 0; b < B; ++b) kv += klen[b];
+    p.num_slots = kv + 100;
+    p.kv_indices = random_slots(r, kv, p.num_slots);
+    kv = 0;
+    for (int b = 0; b < B; ++b) {
+      const int qs = qo, qe = qo + qlen[b], ks = kv, ke = kv + klen[b];
+      const int splits = (klen[b] + 255) / 256;
+      if (splits == 1) {
+        add_work(p, next_wg++ % 8, work(-1, qs, qe, ks, ke, 0, b));
+      } else {
+        std::vector<int32_t> rows;
+        for (int s = 0; s < splits; ++s) {
+          const int a = ks + s * 256, e = std::min(ke, a + 256);
+          add_work(p, next_wg++ % 8, work(ploc, qs, qe, a, e, ke - e, b));
+          rows.push_back(ploc);
+          ploc += qlen[b];
+        }
+        add_reduce_tile(p, qs, qe, rows);
+      }
+      qo = qe;
+      kv = ke;
+    }
+    p.num_q_rows = qo;
+    run_case(gpu, p, 17);
+  }
+}
+
+// ---- bit-exact probes: device decode and output rounding vs core/dtype.hpp -------
+// One KV token per work and q = 0: every score is 0, the softmax weight exactly 1,
+// so a partial row is the decoded V row and a final row is it rounded to out dtype.
+void decode_probe(GpuExecutor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DType out_dtype) {
+  const int codes = kv_dtype == DType::fp8 ? 256 : 65536;
+  std::string name = std::string("bit-exact decode of every ") + to_string(kv_dtype) +
+                     (kv_dtype == DType::fp8 ? std::string(" ") + to_string(flavor) : std::string()) +
+                     " code, scale " + std::to_string(kv_scale) + ", out " + to_string(out_dtype);
+  std::printf("  %s\n", name.c_str());
+  Problem p;
+  p.view = make_view(1, DType::bf16, kv_dtype);
+  p.flavor = flavor;
+  p.kv_scale = kv_scale;
+  p.out_dtype = out_dtype;
+  const int V = p.view.v_dim, D = p.view.head_dim;
+  auto is_finite_code = [&](int code) {
+    float x;
+    if (kv_dtype == DType::fp8) {
+      const uint8_t b = (uint8_t)code;
+      decode_elements(kv_dtype, flavor, &b, 0, 1, 1.0f, &x);
+    } else {
+      const uint16_t h = (uint16_t)code;
+      decode_elements(kv_dtype, flavor, &h, 0, 1, 1.0f, &x);
+    }
+    return std::isfinite(x);
+  };
+  std::vector<int> finite;
+  for (int c = 0; c < codes; ++c)
+    if (is_finite_code(c)) finite.push_back(c);
+  const int tokens = (int)((finite.size() + V - 1) / V);
+  p.num_slots = tokens;
+  p.num_q_rows = tokens;
+  p.kv_row_stride = D;
+  p.kv.assign((size_t)tokens * D * dtype_bytes(kv_dtype), 0);
+  for (int t = 0; t < tokens; ++t) {
+    p.kv_indices.push_back(tokens - 1 - t);
+    for (int c = 0; c < V; ++c) {
+      const int code = finite[std::min<size_t>((size_t)t * V + c, finite.size() - 1)];
+      const int64_t at = (int64_t)t * D + c;
+      if (kv_dtype == DType::fp8) p.kv[at] = (uint8_t)code;
+      else std::memcpy(&p.kv[at * 2], &code, 2);
+    }
+  }
+  p.q.assign((size_t)tokens * D * 2, 0);  // bf16 zeros
+  for (int t = 0; t < tokens; ++t) {
+    add_work(p, t % 4, work(-1, t, t + 1, t, t + 1));  // final: rounded
+    add_work(p, t % 4, work(t, t, t + 1, t, t + 1));   // partial: exact fp32
+  }
+  finish_work_list(p);
+  const DeviceRun d = run_gpu(gpu, p);
+  expect(d.result.ok, name + ": run failed: " + d.result.error);
+  if (!d.result.ok) return;
+  int64_t bad_decode = 0, bad_round = 0;
+  for (int t = 0; t < tokens; ++t) {
+    const int slot = tokens - 1 - t;
+    for (int c = 0; c < V; ++c) {
+      float want;
+      decode_elements(kv_dtype, flavor, p.kv.data(), (int64_t)slot * D + c, 1, kv_scale, &want);
+      const float got = d.partial[(int64_t)t * V + c];
+      // Exact values; the sign of an exact zero result is not part of the contract.
+      bad_decode += want == 0.0f ? got != 0.0f : std::memcmp(&want, &got, 4) != 0;
+      const uint16_t want_bits = out_dtype == DType::fp16 ? float_to_fp16_bits(want) : float_to_bf16_bits(want);
+      const uint16_t got_bits = d.out[(int64_t)t * V + c];
+      bad_round += want == 0.0f ? (got_bits & 0x7fffu) != 0 : got_bits != want_bits;
+    }
+  }
+  expect(bad_decode == 0, name + ": " + std::to_string(bad_decode) + " decoded values differ from core/dtype");
+  expect(bad_round == 0, name + ": " + std::to_string(bad_round) + " rounded outputs differ from core/dtype");
+}
+
+// ---- --bench: an M1-like case (SPEC §8: b 128, s_k 8192, 16 heads, q_len 1, bf16) --
+void bench(GpuExecutor& gpu, int batch, int seq, int heads) {
+  Problem p;
+  p.name = "bench";
+  p.view = make_view(heads);
+  p.num_q_rows = batch;
+  p.num_slots = (int64_t)batch * seq;
+  p.kv_indices.resize(p.num_slots);
+  for (int64_t i = 0; i < p.num_slots; ++i) p.kv_indices[i] = (int32_t)i;
+  // Split each request into `splits` chunks so batch * splits blocks fill the GPU.
+  const int splits = std::max(1, 528 / batch);
+  int ploc = 0, wg = 0;
+  for (int b = 0; b < batch; ++b) {
+    std::vector<int32_t> rows;
+    for (int s = 0; s < splits; ++s) {
+      const int ks = b * seq + (int)((int64_t)seq * s / splits), ke = b * seq + (int)((int64_t)seq * (s + 1) / splits);
+      add_work(p, wg++, work(splits == 1 ? -1 : ploc, b, b + 1, ks, ke, 0, b));
+      rows.push_back(ploc++);
+    }
+    if (splits > 1) add_reduce_tile(p, b, b + 1, rows);
+  }
+  finish_work_list(p);
+  // Inputs: random bits are enough for timing; keep them finite.
+  Rng r(7);
+  p.q.resize((size_t)p.num_q_rows * heads * 576 * 2);
+  p.kv.resize((size_t)p.num_slots * 576 * 2);
+  for (size_t i = 0; i < p.q.size(); i += 2) {
+    const uint16_t b = float_to_bf16_bits(r.uniform_pm1());
+    std::memcpy(&p.q[i], &b, 2);
+  }
+  for (size_t i = 0; i < p.kv.size(); i += 2) {
+    const uint16_t b = float_to_bf16_bits(r.uniform_pm1());
+    std::memcpy(&p.kv[i], &b, 2);
+  }
+  std::vector<double> s1, rd;
+  for (int it = 0; it < 7; ++it) {
+    const DeviceRun d = run_gpu(gpu, p);
+    if (!d.result.ok) {
+      std::printf("  bench failed: %s\n", d.result.error.c_str());
+      ++g_failures;
+      return;
+    }
+    if (it > 0) {
+      s1.push_back(d.result.stage1_ms);
+      rd.push_back(d.result.reduce_ms);
+    }
+  }
+  std::sort(s1.begin(), s1.end());
+  std::sort(rd.begin(), rd.end());
+  const double ms = s1[s1.size() / 2] + rd[rd.size() / 2];
+  const double bytes = (double)batch * seq * 576 * 2 + (double)batch * heads * (576 + 512) * 2;
+  const double flops = 2.0 * batch * heads * seq * (576 + 512);
+  std::printf("  bench b=%d s_k=%d heads=%d splits=%d: stage1 %.1f us + reduce %.1f us = %.1f us, %.2f TB/s, %.1f TFLOP/s\n",
+              batch, seq, heads, splits, s1[s1.size() / 2] * 1e3, rd[rd.size() / 2] * 1e3, ms * 1e3,
+              bytes / (ms * 1e-3) / 1e12, flops / (ms * 1e-3) / 1e12);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string why;
+  if (!gpu_available(&why)) {
+    std::printf("gpu_tests: skipped (%s)\n", why.c_str());
+    return kExitSkipped;
+  }
+  const bool want_bench = argc > 1 && std::string(argv[1]) == "--bench";
+  GpuExecutor gpu;
+  std::printf("gpu_tests on %s (warp size %d)\n", gpu.name().c_str(), gpu_device_warp_size());
+  const auto t0 = std::chrono::steady_clock::now();
+  contract_cases(gpu);
+  decode_probe(gpu, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
+  decode_probe(gpu, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::fp16);
+  decode_probe(gpu, DType::fp16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
+  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
+  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fnuz, 1.0f, DType::fp16);
+  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fn, 0.37f, DType::bf16);
+  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fnuz, 0.37f, DType::bf16);
+  if (want_bench) {
+    bench(gpu, 128, 8192, 16);
+    bench(gpu, 1, 32768, 16);
+    bench(gpu, 128, 4096, 128);
+  }
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("gpu_tests: %d checks, %d failed (%.1f s)\n", g_checks, g_failures, secs);
+  return g_failures == 0 ? 0 : 1;
+}
