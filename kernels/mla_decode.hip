@@ -186,11 +186,13 @@ __global__ void __launch_bounds__(kThreads) mla_stage1_kernel(Stage1Params p) {
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
     const int qn = work.qo_end - work.qo_start;
+    if (qn <= 0) continue;  // no rows: nothing to compute (as the CPU executor)
     bool bad = false;
-    if (work.qo_start < 0 || qn < 0 || work.qo_end > p.num_q_rows) {
+    if (work.qo_start < 0 || work.qo_end > p.num_q_rows) {
       if (tid == 0) record_error(p.error, kErrQRows, w, work.qo_end);
       bad = true;
-    } else if (work.kv_start < 0 || work.kv_end < work.kv_start || work.kv_end > p.num_kv_indices) {
+    } else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices)) {
+      // an empty or reversed kv range reads nothing: every row gets out 0 / lse -inf
       if (tid == 0) record_error(p.error, kErrKvRange, w, work.kv_end);
       bad = true;
     } else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows) {
@@ -372,8 +374,9 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
   if (e - s <= 1) return;  // unsplit tiles were written by stage 1
   const int32_t q0 = p.reduce_final_map[2 * t], q1 = p.reduce_final_map[2 * t + 1];
+  if (q0 < 0) return;  // {-1, -1}: a tile with nothing to write
   const int rows = q1 - q0;
-  bool bad = s < 0 || e > p.num_partial_map || q0 < 0 || rows < 0 || q1 > p.num_q_rows;
+  bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows;
   for (int32_t k = s; !bad && k < e; ++k) {
     const int32_t r0 = p.reduce_partial_map[k];
     bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;

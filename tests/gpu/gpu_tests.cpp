@@ -1,17 +1,20 @@
 // GPU executor tests (SPEC §5): hand-made work lists with random inputs, run by
 // GpuExecutor and compared with an independent float64 host implementation of the
-// kernel contract (aiter_mla_metadata.md §7.1), plus bit-exact probes of the
+// kernel contract (aiter_mla_metadata.md §7.1) and with CpuExecutor (same
+// contract, fp32, other summation order), plus bit-exact probes of the
 // device's dtype decoders and output rounding against core/dtype.hpp.
 //
 // Exit 0: all passed; 1: a check failed; 77: no GPU (ctest SKIP_RETURN_CODE).
 // `gpu_tests --bench` also times an M1-like case (SPEC §8) with a simple split.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,7 @@
 #include "core/rng.hpp"
 #include "core/types.hpp"
 #include "core/worklist.hpp"
+#include "kernels/cpu_executor.hpp"
 #include "kernels/executor.hpp"
 #include "kernels/gpu_executor.hpp"
 
@@ -34,6 +38,11 @@ void expect(bool ok, const std::string& what) {
     ++g_failures;
     std::printf("    FAIL: %s\n", what.c_str());
   }
+}
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = (char)std::tolower((unsigned char)ch);
+  return s;
 }
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -215,7 +224,7 @@ struct DeviceRun {
   std::vector<float> lse, partial, partial_lse;
 };
 
-DeviceRun run_gpu(GpuExecutor& gpu, const Problem& p) {
+DeviceRun run_executor(Executor& exec, const Problem& p) {
   const KernelView& v = p.view;
   DeviceRun d;
   const uint16_t poison = nan_bits16(p.out_dtype);
@@ -242,7 +251,7 @@ DeviceRun run_gpu(GpuExecutor& gpu, const Problem& p) {
   a.lse = d.lse.data();
   a.partial_out = d.partial.data();
   a.partial_lse = d.partial_lse.data();
-  d.result = gpu.run(a);
+  d.result = exec.run(a);
   return d;
 }
 
@@ -303,21 +312,46 @@ void compare(const Problem& p, const DeviceRun& d, const Outputs& ref) {
   expect(bad_poison == 0, p.name + ": " + std::to_string(bad_poison) + " rows no work covers were written");
 }
 
-void run_case(GpuExecutor& gpu, Problem& p, uint64_t seed) {
+// GPU vs CpuExecutor: both fp32, so only summation order differs: outputs within
+// one output ulp, partials and lse within 1e-5 relative, NaN exactly where the CPU has NaN.
+void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c) {
+  int64_t bad_out = 0, bad_lse = 0, bad_partial = 0;
+  const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
+  auto close = [](double x, double y, double abs_tol, double rel_tol) {
+    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+    if (std::isinf(x) || std::isinf(y)) return x == y;
+    return std::fabs(x - y) <= abs_tol + rel_tol * std::fabs(y);
+  };
+  for (size_t i = 0; i < g.out.size(); ++i)
+    bad_out += !close(out_value(p, g.out[i]), out_value(p, c.out[i]), 1e-5, out_rel);
+  for (size_t i = 0; i < g.lse.size(); ++i) bad_lse += !close(g.lse[i], c.lse[i], 1e-5, 1e-5);
+  for (size_t i = 0; i < g.partial.size(); ++i) bad_partial += !close(g.partial[i], c.partial[i], 1e-6, 1e-5);
+  for (size_t i = 0; i < g.partial_lse.size(); ++i) bad_partial += !close(g.partial_lse[i], c.partial_lse[i], 1e-5, 1e-5);
+  expect(bad_out + bad_lse + bad_partial == 0, p.name + ": GPU vs CpuExecutor: " + std::to_string(bad_out) + " out, " +
+                                                   std::to_string(bad_lse) + " lse, " + std::to_string(bad_partial) +
+                                                   " partial values differ");
+}
+
+void run_case(Executor& gpu, Problem& p, uint64_t seed) {
   std::printf("  %s\n", p.name.c_str());
   finish_work_list(p);
   fill_inputs(p, seed);
-  const DeviceRun d = run_gpu(gpu, p);
+  const DeviceRun d = run_executor(gpu, p);
+  CpuExecutor cpu;
+  const DeviceRun c = run_executor(cpu, p);
   if (!p.expect_error.empty()) {
-    expect(!d.result.ok && d.result.error.find(p.expect_error) != std::string::npos,
+    expect(!d.result.ok && lower(d.result.error).find(p.expect_error) != std::string::npos,
            p.name + ": expected an error containing '" + p.expect_error + "', got ok=" + std::to_string(d.result.ok) +
                " '" + d.result.error + "'");
+    expect(!c.result.ok, p.name + ": CpuExecutor accepted what the GPU refused");
     std::printf("    error: %s\n", d.result.error.c_str());
     return;
   }
   expect(d.result.ok, p.name + ": run failed: " + d.result.error);
+  expect(c.result.ok, p.name + ": CpuExecutor failed: " + c.result.error);
   if (!d.result.ok) return;
   compare(p, d, reference(p));
+  if (c.result.ok) compare_with_cpu(p, d, c);
 }
 
 KernelView make_view(int heads, DType q = DType::bf16, DType kv = DType::bf16, bool causal = false, int head_dim = 576) {
@@ -344,7 +378,7 @@ WorkInfo work(int ploc, int qs, int qe, int ks, int ke, int koff = 0, int batch 
 }
 
 // ---- the cases ---------------------------------------------------------------------
-void contract_cases(GpuExecutor& gpu) {
+void contract_cases(Executor& gpu) {
   Rng r(20261129);
   {
     Problem p;
@@ -535,7 +569,7 @@ void contract_cases(GpuExecutor& gpu) {
     p.kv_indices = random_slots(r, 100, 200);
     p.kv_indices[57] = 199;  // 199 * 576 + 576 > 200 * 512
     add_work(p, 0, work(-1, 0, 1, 0, 100));
-    p.expect_error = "KV slot";
+    p.expect_error = "slot";
     run_case(gpu, p, 15);
   }
   {
@@ -590,7 +624,7 @@ void contract_cases(GpuExecutor& gpu) {
 // ---- bit-exact probes: device decode and output rounding vs core/dtype.hpp -------
 // One KV token per work and q = 0: every score is 0, the softmax weight exactly 1,
 // so a partial row is the decoded V row and a final row is it rounded to out dtype.
-void decode_probe(GpuExecutor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DType out_dtype) {
+void decode_probe(Executor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DType out_dtype) {
   const int codes = kv_dtype == DType::fp8 ? 256 : 65536;
   std::string name = std::string("bit-exact decode of every ") + to_string(kv_dtype) +
                      (kv_dtype == DType::fp8 ? std::string(" ") + to_string(flavor) : std::string()) +
@@ -636,7 +670,7 @@ void decode_probe(GpuExecutor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_s
     add_work(p, t % 4, work(t, t, t + 1, t, t + 1));   // partial: exact fp32
   }
   finish_work_list(p);
-  const DeviceRun d = run_gpu(gpu, p);
+  const DeviceRun d = run_executor(gpu, p);
   expect(d.result.ok, name + ": run failed: " + d.result.error);
   if (!d.result.ok) return;
   int64_t bad_decode = 0, bad_round = 0;
@@ -658,7 +692,7 @@ void decode_probe(GpuExecutor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_s
 }
 
 // ---- --bench: an M1-like case (SPEC §8: b 128, s_k 8192, 16 heads, q_len 1, bf16) --
-void bench(GpuExecutor& gpu, int batch, int seq, int heads) {
+void bench(Executor& gpu, int batch, int seq, int heads) {
   Problem p;
   p.name = "bench";
   p.view = make_view(heads);
@@ -693,7 +727,7 @@ void bench(GpuExecutor& gpu, int batch, int seq, int heads) {
   }
   std::vector<double> s1, rd;
   for (int it = 0; it < 7; ++it) {
-    const DeviceRun d = run_gpu(gpu, p);
+    const DeviceRun d = run_executor(gpu, p);
     if (!d.result.ok) {
       std::printf("  bench failed: %s\n", d.result.error.c_str());
       ++g_failures;
@@ -717,27 +751,32 @@ void bench(GpuExecutor& gpu, int batch, int seq, int heads) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  // --cpu-self-check: run every case with CpuExecutor as the executor under test
+  // (checks this harness and the CPU executor where no GPU exists).
+  const bool self_check = mode == "--cpu-self-check";
   std::string why;
-  if (!gpu_available(&why)) {
+  if (!self_check && !gpu_available(&why)) {
     std::printf("gpu_tests: skipped (%s)\n", why.c_str());
     return kExitSkipped;
   }
-  const bool want_bench = argc > 1 && std::string(argv[1]) == "--bench";
-  GpuExecutor gpu;
-  std::printf("gpu_tests on %s (warp size %d)\n", gpu.name().c_str(), gpu_device_warp_size());
+  std::unique_ptr<Executor> exec;
+  if (self_check) exec.reset(new CpuExecutor());
+  else exec.reset(new GpuExecutor());
+  std::printf("gpu_tests on %s (warp size %d)\n", exec->name().c_str(), self_check ? 0 : gpu_device_warp_size());
   const auto t0 = std::chrono::steady_clock::now();
-  contract_cases(gpu);
-  decode_probe(gpu, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
-  decode_probe(gpu, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::fp16);
-  decode_probe(gpu, DType::fp16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
-  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
-  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fnuz, 1.0f, DType::fp16);
-  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fn, 0.37f, DType::bf16);
-  decode_probe(gpu, DType::fp8, Fp8Flavor::e4m3fnuz, 0.37f, DType::bf16);
-  if (want_bench) {
-    bench(gpu, 128, 8192, 16);
-    bench(gpu, 1, 32768, 16);
-    bench(gpu, 128, 4096, 128);
+  contract_cases(*exec);
+  decode_probe(*exec, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
+  decode_probe(*exec, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::fp16);
+  decode_probe(*exec, DType::fp16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
+  decode_probe(*exec, DType::fp8, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
+  decode_probe(*exec, DType::fp8, Fp8Flavor::e4m3fnuz, 1.0f, DType::fp16);
+  decode_probe(*exec, DType::fp8, Fp8Flavor::e4m3fn, 0.37f, DType::bf16);
+  decode_probe(*exec, DType::fp8, Fp8Flavor::e4m3fnuz, 0.37f, DType::bf16);
+  if (mode == "--bench") {
+    bench(*exec, 128, 8192, 16);
+    bench(*exec, 1, 32768, 16);
+    bench(*exec, 128, 4096, 128);
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("gpu_tests: %d checks, %d failed (%.1f s)\n", g_checks, g_failures, secs);
