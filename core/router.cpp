@@ -11,6 +11,7 @@
 
 #include "core/aiter_kernels.hpp"
 #include "core/heads.hpp"
+#include "core/planners/planners.hpp"
 
 namespace mlactl {
 
@@ -228,14 +229,19 @@ bool route_asm_kernel(const RouteInput& in, Route route, int64_t q_len, bool cau
     }
     gqa = fold.gqa;
     if (in.defect_metadata_dtype_omitted) {
-      // Seed 004: the planner folds as if bf16/bf16 while the kernel folds on the real dtypes.
-      const MlaPyFold planned =
-          mla_py_head_fold(in.arch, pad.padded_heads, static_cast<int>(q_len), false, false);
-      if (planned.ok && planned.gqa != fold.gqa)
-        d.findings.push_back("fold mismatch: the planner (bf16/bf16) plans " + num(planned.gqa) +
+      // Seed 004 / aiter_mla_metadata.md §6: get_mla_metadata_v1 without dtypes plans as
+      // bf16/bf16, while mla.py and the kernel fold and tile on the real dtypes.
+      const int L = static_cast<int>(q_len);
+      const AiterFold planned = aiter_fold(in.arch, pad.padded_heads, L, false, false, false);
+      const AiterFold with_dtypes = aiter_fold(in.arch, pad.padded_heads, L, q_fp8, kv_fp8, false);
+      if (planned.ratio != fold.ratio)
+        d.findings.push_back("fold mismatch: the planner (bf16/bf16) plans " + num(planned.heads) +
                              " heads per row (ratio " + num(planned.ratio) + "), the kernel (" +
                              dtype_pair(in.q_dtype, in.kv_dtype) + ") runs " + num(fold.gqa) + " (ratio " +
                              num(fold.ratio) + ")");
+      else if (planned.wg != with_dtypes.wg)
+        d.findings.push_back("q-tile mismatch: the planner (bf16/bf16) packs " + num(planned.wg) +
+                             " q rows per tile, AITER with the real dtypes packs " + num(with_dtypes.wg));
     }
   }
   AiterKernelQuery query;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/aiter_kernels.hpp"
+#include "core/planners/planners.hpp"
 #include "core/router.hpp"
 
 using namespace mlactl;
@@ -721,6 +722,10 @@ TEST_CASE("defect metadata-dtype-omitted: same route, planner plans bf16/bf16 (s
   const RouteDecision a = route_decode(agree);
   CHECK(chain_value(a, "get_mla_metadata_v1 dtypes") == "omitted");
   CHECK(a.findings.empty());
+  // gfx950 fp8 16 heads with L 5..7: same fold, but bf16 planning tiles by 64 rows, fp8 by 128 (§6)
+  RouteInput tiles = dense(Arch::gfx950, 16, 5, 8, "fp8");
+  tiles.defect_metadata_dtype_omitted = true;
+  CHECK(has_finding(route_decode(tiles), "q-tile mismatch"));
 }
 
 // ---------------------------------------------------------------------------
@@ -816,6 +821,22 @@ TEST_CASE("mla.py head fold (§5.1)", "[router]") {
   CHECK(fold(Arch::gfx942, 8, 2, false, false).native);
   CHECK_FALSE(fold(Arch::gfx942, 12, 1, false, false).ok);
   CHECK_FALSE(fold(Arch::gfx942, 144, 1, false, false).ok);
+}
+
+TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (§5.1)", "[router]") {
+  // "The metadata's native predicate (§2) is meant to be the same set": with the
+  // dtypes passed (the fixed stack) the planner and the kernel fold alike.
+  for (Arch arch : {Arch::gfx942, Arch::gfx950})
+    for (auto [q8, k8] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}})
+      for (int h = 16; h <= 128; h += 16)
+        for (int l = 1; l <= 8; ++l) {
+          INFO(to_string(arch) << " q8 " << q8 << " k8 " << k8 << " H " << h << " L " << l);
+          const MlaPyFold kernel = mla_py_head_fold(arch, h, l, q8, k8);
+          const AiterFold planner = aiter_fold(arch, h, l, q8, k8, false);
+          REQUIRE(kernel.ok);
+          CHECK(kernel.ratio == planner.ratio);
+          CHECK(kernel.gqa == planner.heads);
+        }
 }
 
 TEST_CASE("AITER kernel lookup: persistent rows (§5.2)", "[router]") {
