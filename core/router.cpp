@@ -394,8 +394,10 @@ RouteDecision route_decode(const RouteInput& in) {
     RouteInput unforced = in;
     unforced.forced_route.reset();
     const RouteDecision natural = route_decode(unforced);
+    std::string natural_answer = to_string(natural.route);
+    if (natural.route == Route::refused) natural_answer += " (" + natural.error_type + ": " + natural.error + ")";
     chain.add("forced_route", to_string(*forced),
-              std::string("--kernel overrides the decision table; vLLM would answer ") + to_string(natural.route));
+              "--kernel overrides the decision table; vLLM would answer " + natural_answer);
   }
 
   // VLLM_ROCM_AITER_MLA_ASM_PADDING is env_with_choices(..., case_sensitive=False) (§1 (d)).
@@ -521,6 +523,9 @@ RouteDecision route_decode(const RouteInput& in) {
       return chain.refuse("ValueError", "a persistent schedule needs 1 <= max_qo_len <= mtp_qlen: "
                                         "get_mla_metadata_info_v1 sized the work buffers for K = " +
                                             num(in.mtp_qlen) + ", and max_qo_len is " + num(in.max_qo_len));
+    chain.add("forced_schedule", bool_str(route == Route::asm_persistent),
+              std::string("--kernel ") + to_string(route) + " decides the schedule (the gate above says what vLLM "
+                                                            "would build)");
   }
   route_asm_kernel(in, route, in.max_qo_len, in.causal, d, chain);
   return d;
