@@ -196,9 +196,10 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
   std::sort(partials.begin(), partials.end(), [](const PartialUse& a, const PartialUse& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.work < b.work;
   });
+  size_t reach = 0;  // the earlier use reaching furthest, so chains of overlaps are all reported
   for (size_t k = 1; k < partials.size(); ++k) {
-    // Compare with the furthest-reaching earlier use, so chains of overlaps are all reported.
-    const PartialUse& p = partials[k - 1];
+    if (partials[k - 1].end > partials[reach].end) reach = k - 1;
+    const PartialUse& p = partials[reach];
     if (partials[k].begin < p.end)
       r.add("partial_overlap", -1, -1, -1, partials[k].work,
             "works " + std::to_string(p.work) + " and " + std::to_string(partials[k].work) + " both write partial rows " +
