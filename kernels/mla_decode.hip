@@ -16,6 +16,7 @@
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mla {
@@ -363,13 +364,35 @@ __global__ void __launch_bounds__(kThreads) mla_stage1_kernel(Stage1Params p) {
   }
 }
 
-// Reduce (§7.1 stage 2): one block per q tile with more than one split.
+// Reduce (§7.1 stage 2). One block per (tile, output row, head, 64-column slice):
 //   LSE = M + ln Σ exp(lse_k − M) (+inf when the sum is 0 or NaN, as AITER);
 //   out = Σ exp(lse_k − LSE) · partial[rpm[k] + r].
+// The block's 256 threads are 4 split-groups × 64 columns, so a tile with
+// hundreds of splits (one long request) is read by many blocks in parallel.
 constexpr int kReduceThreads = 256;
+constexpr int kReduceCols = 64;
+constexpr int kReduceGroups = kReduceThreads / kReduceCols;
+constexpr int kReduceWeightChunk = 1024;  // split weights staged in shared memory per pass
 
-__global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams p) {
-  __shared__ float pair_lse[kReduceThreads];
+__device__ inline float block_reduce(float v, bool is_max, float* scratch) {
+  // every lane of a wave holds the wave's result after the XOR butterfly
+  for (int o = warp_size() / 2; o > 0; o >>= 1) {
+    const float other = shfl_xor(v, o, warp_size());
+    v = is_max ? fmaxf(v, other) : v + other;
+  }
+  const int lane = threadIdx.x % warp_size(), wave = threadIdx.x / warp_size();
+  constexpr int waves = kReduceThreads / warp_size();
+  __syncthreads();
+  if (lane == 0) scratch[wave] = v;
+  __syncthreads();
+  float r = scratch[0];
+  for (int i = 1; i < waves; ++i) r = is_max ? fmaxf(r, scratch[i]) : r + scratch[i];
+  return r;
+}
+
+__global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams p, int32_t slices_per_head) {
+  __shared__ float weights[kReduceWeightChunk];
+  __shared__ float scratch[kReduceThreads];
   const int t = blockIdx.x, tid = threadIdx.x;
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
   if (e - s <= 1) return;  // unsplit tiles were written by stage 1
@@ -382,35 +405,46 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
     bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;
   }
   if (bad) {
-    if (tid == 0) record_error(p.error, kErrReduceMap, t, q0);
+    if (tid == 0 && blockIdx.y == 0) record_error(p.error, kErrReduceMap, t, q0);
     return;
   }
   const int heads = p.heads, v_dim = p.v_dim;
-  const int pairs = rows * heads;
-  for (int chunk = 0; chunk < pairs; chunk += kReduceThreads) {
-    const int chunk_pairs = min(kReduceThreads, pairs - chunk);
-    __syncthreads();
-    if (tid < chunk_pairs) {
-      const int pair = chunk + tid, r = pair / heads, h = pair % heads;
-      float m = kNegInf;
-      for (int32_t k = s; k < e; ++k) m = fmaxf(m, p.partial_lse[(int64_t(p.reduce_partial_map[k]) + r) * heads + h]);
-      float sum = 0.0f;
-      for (int32_t k = s; k < e; ++k) sum += expf(p.partial_lse[(int64_t(p.reduce_partial_map[k]) + r) * heads + h] - m);
-      const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
-      pair_lse[tid] = lse;
-      if (p.lse) p.lse[(int64_t(q0) + r) * heads + h] = lse;
+  // blockIdx.y strides over (row, head, column slice) of the tile.
+  const int items = rows * heads * slices_per_head;
+  for (int item = blockIdx.y; item < items; item += gridDim.y) {
+    const int slice = item % slices_per_head, pair = item / slices_per_head;
+    const int r = pair / heads, h = pair % heads;
+    auto lse_of = [&](int32_t k) { return p.partial_lse[(int64_t(p.reduce_partial_map[k]) + r) * heads + h]; };
+
+    float m = kNegInf;
+    for (int32_t k = s + tid; k < e; k += kReduceThreads) m = fmaxf(m, lse_of(k));
+    m = block_reduce(m, true, scratch);
+    float sum = 0.0f;
+    for (int32_t k = s + tid; k < e; k += kReduceThreads) sum += expf(lse_of(k) - m);
+    sum = block_reduce(sum, false, scratch);
+    const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+    const int64_t out_row = (int64_t(q0) + r) * heads + h;
+    if (tid == 0 && slice == 0 && p.lse) p.lse[out_row] = lse;
+
+    const int group = tid / kReduceCols, c = slice * kReduceCols + tid % kReduceCols;
+    float acc = 0.0f;
+    for (int32_t k0 = s; k0 < e; k0 += kReduceWeightChunk) {
+      const int32_t k1 = min(e, k0 + kReduceWeightChunk);
+      __syncthreads();
+      for (int32_t k = k0 + tid; k < k1; k += kReduceThreads) weights[k - k0] = expf(lse_of(k) - lse);
+      __syncthreads();
+      if (c < v_dim)
+        for (int32_t k = k0 + group; k < k1; k += kReduceGroups) {
+          const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * heads + h;
+          acc = fmaf(weights[k - k0], p.partial_out[prow * v_dim + c], acc);
+        }
     }
     __syncthreads();
-    for (int i = tid; i < chunk_pairs * v_dim; i += kReduceThreads) {
-      const int local = i / v_dim, c = i % v_dim;
-      const int pair = chunk + local, r = pair / heads, h = pair % heads;
-      const float lse = pair_lse[local];
-      float acc = 0.0f;
-      for (int32_t k = s; k < e; ++k) {
-        const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * heads + h;
-        acc = fmaf(expf(p.partial_lse[prow] - lse), p.partial_out[prow * v_dim + c], acc);
-      }
-      p.out[((int64_t(q0) + r) * heads + h) * v_dim + c] = encode_out(p.out_type, acc);
+    scratch[tid] = acc;
+    __syncthreads();
+    if (group == 0 && c < v_dim) {
+      for (int g = 1; g < kReduceGroups; ++g) acc += scratch[g * kReduceCols + tid];
+      p.out[out_row * v_dim + c] = encode_out(p.out_type, acc);
     }
   }
 }
@@ -438,7 +472,11 @@ bool launch_stage1(const Stage1Params& p, std::string* error) {
 
 bool launch_reduce(const ReduceParams& p, std::string* error) {
   if (p.num_tiles <= 0) return true;
-  mla_reduce_kernel<<<dim3(p.num_tiles), dim3(kReduceThreads), 0, 0>>>(p);
+  if (p.max_tile_rows <= 0) return true;
+  const int32_t slices = (p.v_dim + kReduceCols - 1) / kReduceCols;
+  const int64_t items = int64_t(p.max_tile_rows) * p.heads * slices;
+  const unsigned blocks_y = unsigned(std::min<int64_t>(items, 65535));  // grid y limit; the kernel strides
+  mla_reduce_kernel<<<dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), 0, 0>>>(p, slices);
   return check_launch("reduce launch", error);
 }
 

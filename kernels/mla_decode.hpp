@@ -54,6 +54,7 @@ struct Stage1Params {
 struct ReduceParams {
   const int32_t* reduce_indptr = nullptr;     // [num_tiles + 1]
   int32_t num_tiles = 0;
+  int32_t max_tile_rows = 0;                  // max over split tiles of q1 - q0 (grid size)
   const int32_t* reduce_final_map = nullptr;  // [num_tiles][2]
   const int32_t* reduce_partial_map = nullptr;
   int64_t num_partial_map = 0;
