@@ -123,14 +123,18 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
 
   // ---- coverage: every required (row, KV entry) exactly once, nothing outside ----
   std::vector<RowExpectation> exp = rows;
-  std::sort(exp.begin(), exp.end(), [](const RowExpectation& a, const RowExpectation& b) { return a.q_row < b.q_row; });
+  auto by_row = [](const RowExpectation& a, const RowExpectation& b) { return a.q_row < b.q_row; };
+  if (!std::is_sorted(exp.begin(), exp.end(), by_row)) std::stable_sort(exp.begin(), exp.end(), by_row);
   for (size_t i = 1; i < exp.size(); ++i)
     if (exp[i].q_row == exp[i - 1].q_row)
       r.add("structure", exp[i].q_row, exp[i].kv_begin, exp[i].kv_end, -1,
             "q row " + std::to_string(exp[i].q_row) + " has two expectations");
-  std::sort(intervals.begin(), intervals.end(), [](const RowInterval& a, const RowInterval& b) {
+  auto by_row_begin = [](const RowInterval& a, const RowInterval& b) {
     return a.row != b.row ? a.row < b.row : (a.begin != b.begin ? a.begin < b.begin : a.work < b.work);
-  });
+  };
+  // Planners emit works in q order, so the intervals are often sorted already.
+  if (!std::is_sorted(intervals.begin(), intervals.end(), by_row_begin))
+    std::sort(intervals.begin(), intervals.end(), by_row_begin);
   size_t ei = 0, ii = 0;
   auto check_row = [&](const RowExpectation& x, size_t from, size_t to) {
     if (!x.required) return;  // padding rows: discarded by the stack, anything goes
