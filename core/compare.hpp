@@ -1,0 +1,98 @@
+// Numeric comparison of a kernel's output with the reference (SPEC §6 tolerances,
+// style_anchors.md "Tolerance policy"), on the user-visible layout
+// [rows, num_heads, v_dim] (raw heads, after un-padding / un-folding).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/reference.hpp"
+#include "core/semantics.hpp"
+#include "core/types.hpp"
+
+namespace mlactl {
+
+struct Tolerance {
+  double atol = 8e-4;
+  double rtol = 2.0 / 128;
+  double cos_tol = 5e-6;
+  std::string source = "default";  // which table row or override supplied it (echoed in output)
+};
+
+struct LseTolerance {
+  double atol = 1e-4;
+  double rtol = 8.0 / 65536;
+};
+
+// SPEC §6 defaults: bf16 out 8e-4 / 2/128 / 5e-6; fp16 out 1e-3 / 2/1024 / 5e-6;
+// fp8 KV (or fp8 q) 1e-2 / 1/8 / 3e-2.
+Tolerance default_tolerance(DType out_dtype, DType kv_dtype, DType q_dtype);
+// LSE (fp32, natural log). Kernel and reference see identical decoded inputs, so
+// the difference is fp32 summation order only: ~|scale·q·k| · sqrt(D) · 2^-24
+// (measured ≲ 2e-5 on the default inputs); atol 1e-4 covers it with margin while
+// still exposing a wrong normaliser, rtol 8/65536 as FlashMLA's tests.
+LseTolerance default_lse_tolerance();
+
+struct ElementLocation {
+  int64_t row = -1;  // row of oracle_windows
+  int request = -1;
+  int64_t token = -1;
+  int head = -1;
+  int dim = -1;      // -1 for LSE
+  double reference = 0, actual = 0;
+};
+
+struct RowHead {
+  int64_t row = -1;
+  int request = -1;
+  int64_t token = -1;
+  int head = -1;
+  int64_t failing_elements = 0;  // of this (row, head)
+};
+
+struct CompareOptions {
+  Tolerance tol;
+  LseTolerance lse_tol = default_lse_tolerance();
+  DType out_dtype = DType::bf16;
+  bool round_reference = true;  // round the reference to out_dtype first (style anchors)
+  int64_t max_rows_listed = 20;
+};
+
+struct CompareReport {
+  bool passed = true;
+  Tolerance tol;
+  LseTolerance lse_tol;
+  int64_t compared_rows = 0;       // (row) count, non-padding with a reference value
+  int64_t skipped_padding_rows = 0;
+  int64_t skipped_empty_rows = 0;  // reference undefined (empty window)
+  int64_t compared_elements = 0;
+  int64_t failing_elements = 0;    // incl. NaN/inf mismatches and unwritten elements
+  int64_t nonfinite_mismatches = 0;// NaN/+inf/-inf class differs
+  double max_abs_err = 0;
+  ElementLocation max_abs_at;
+  double max_rel_err = 0;          // |d| / |ref| over ref != 0
+  ElementLocation max_rel_at;
+  double cos_diff = 0;             // 1 - 2Σxy/(Σx²+Σy²) (FlashMLA), over finite pairs
+  double nmse = 0;                 // Σ(x-y)² / Σ ref²
+  int64_t failing_row_heads = 0;   // (row, head) pairs with a failing element, unwritten excluded
+  std::vector<RowHead> failing;    // first max_rows_listed of them
+  int64_t unwritten_row_heads = 0; // output still NaN poison where the reference has a value
+  std::vector<RowHead> unwritten;  // first max_rows_listed
+  // LSE
+  bool lse_compared = false;
+  bool lse_passed = true;
+  int64_t lse_failing = 0;
+  double lse_max_abs_err = 0;
+  ElementLocation lse_max_abs_at;
+  std::vector<RowHead> lse_failing_rows;  // first max_rows_listed
+  std::vector<std::string> reasons;      // why it failed, one line each
+};
+
+// `out` is [rows, ref.num_heads, ref.v_dim] floats (the kernel's output decoded),
+// `lse` [rows, ref.num_heads] or null when the route's kernel produces none.
+// An element passes if |d| <= atol or |d|/|ref| <= rtol; NaN/inf positions must
+// match exactly; the global cos diff must be <= cos_tol; unwritten (row, head)s fail.
+CompareReport compare_outputs(const std::vector<RowWindow>& rows, const ReferenceOutput& ref, const float* out,
+                              const float* lse, const CompareOptions& opt);
+
+}  // namespace mlactl

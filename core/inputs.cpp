@@ -1,0 +1,154 @@
+#include "core/inputs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "core/parallel.hpp"
+#include "core/rng.hpp"
+
+namespace mlactl {
+
+namespace {
+
+// Fixed-size chunks, each with its own generator, so the values do not depend on
+// the thread count (SPEC §2: a seed gives the same inputs everywhere).
+constexpr int64_t kQRowsPerChunk = 64;
+constexpr int64_t kKvSlotsPerChunk = 256;
+
+Rng chunk_rng(uint64_t seed, RngStream stream, int64_t chunk) {
+  return Rng(seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(chunk + 1)), stream);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+void EncodedTensor::decode(int64_t first, int64_t count, float* dst) const {
+  decode_elements(dtype, fp8_flavor, bytes.data(), first, count, dtype == DType::fp8 ? scale : 1.0f, dst);
+}
+
+float EncodedTensor::decode_one(int64_t index) const {
+  float v;
+  decode(index, 1, &v);
+  return v;
+}
+
+int64_t kv_slot_of(const Batch& b, int request, int64_t position) {
+  const int64_t Kb = b.kv_cache.block_size;
+  return (int64_t)b.kv_cache.block_table[request][position / Kb] * Kb + position % Kb;
+}
+
+int64_t estimated_input_bytes(const Batch& b, int64_t num_rows) {
+  const int64_t D = b.head_dim();
+  const int64_t q_elems = num_rows * b.model.num_heads * D;
+  const int64_t q_bytes = q_elems * dtype_bytes(b.decode.q_dtype) + (b.decode.q_dtype == DType::fp8 ? q_elems * 4 : 0);
+  const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
+  return q_bytes + slots * D * dtype_bytes(b.kv_cache.dtype) + slots;
+}
+
+Inputs generate_inputs(const Batch& b) { return generate_inputs(b, oracle_windows(b)); }
+
+Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, int threads) {
+  Inputs in;
+  in.num_rows = (int64_t)windows.size();
+  in.num_heads = b.model.num_heads;
+  in.head_dim = b.head_dim();
+  in.v_dim = b.model.kv_lora_rank;
+  in.softmax_scale = (float)b.model.softmax_scale;
+  in.block_size = b.kv_cache.block_size;
+  in.num_slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
+  const int64_t D = in.head_dim;
+  const int64_t H = in.num_heads;
+  const Fp8Flavor flavor = b.fp8_flavor();
+
+  in.rows.resize(windows.size());
+  for (size_t i = 0; i < windows.size(); ++i)
+    in.rows[i] = QueryRowInfo{windows[i].request, windows[i].token, windows[i].kind == MaskKind::padding};
+
+  // ---- q: generated in the model dtype; fp8 q is then quantized per tensor, as
+  // vLLM R1 does for decode q (SPEC §2 decode.q_dtype).
+  const int64_t q_row_elems = H * D;
+  const int64_t q_elems = in.num_rows * q_row_elems;
+  in.q.dtype = b.decode.q_dtype;
+  in.q.fp8_flavor = flavor;
+  in.q.bytes.assign((size_t)(q_elems * dtype_bytes(in.q.dtype)), 0);
+  const bool q_is_fp8 = in.q.dtype == DType::fp8;
+  std::vector<float> q_model;  // model-dtype values, kept only for fp8 quantization
+  if (q_is_fp8) q_model.resize((size_t)q_elems);
+  const int64_t q_chunks = ceil_div(in.num_rows, kQRowsPerChunk);
+  parallel_for(q_chunks, threads, [&](int64_t chunk) {
+    Rng rng = chunk_rng(b.seed, kStreamQ, chunk);
+    const int64_t r0 = chunk * kQRowsPerChunk, r1 = std::min(in.num_rows, r0 + kQRowsPerChunk);
+    std::vector<float> vals((size_t)((r1 - r0) * q_row_elems));
+    for (float& v : vals) v = round_to_dtype(kQAmplitude * rng.uniform_pm1(), b.model.dtype);
+    if (q_is_fp8)
+      std::copy(vals.begin(), vals.end(), q_model.begin() + r0 * q_row_elems);
+    else
+      encode_elements(in.q.dtype, flavor, vals.data(), (int64_t)vals.size(), in.q.data(), r0 * q_row_elems);
+  });
+  if (q_is_fp8) {
+    float amax = 0;
+    for (float v : q_model) amax = std::max(amax, std::fabs(v));
+    in.q.scale = amax > 0 ? amax / fp8_max(flavor) : 1.0f;
+    const float inv = 1.0f / in.q.scale;
+    parallel_for(q_chunks, threads, [&](int64_t chunk) {
+      const int64_t e0 = chunk * kQRowsPerChunk * q_row_elems;
+      const int64_t e1 = std::min(q_elems, e0 + kQRowsPerChunk * q_row_elems);
+      uint8_t* dst = static_cast<uint8_t*>(in.q.data());
+      for (int64_t e = e0; e < e1; ++e) dst[e] = float_to_fp8_bits(q_model[e] * inv, flavor);
+    });
+  }
+
+  // ---- which slots hold a request's KV (SPEC §2 placement); everything else is NaN.
+  std::vector<uint8_t> slot_used((size_t)in.num_slots, 0);
+  const int64_t Kb = in.block_size;
+  in.block_table_width = 1;
+  for (const auto& row : b.kv_cache.block_table) in.block_table_width = std::max<int64_t>(in.block_table_width, (int64_t)row.size());
+  const int64_t R = (int64_t)b.requests.size();
+  in.padded_block_table.assign((size_t)(R * in.block_table_width), kBlockTablePoison);
+  for (int64_t r = 0; r < R; ++r) {
+    const Request& req = b.requests[r];
+    if (req.padding || req.seq_len() == 0) continue;
+    const std::string where = "/kv_cache/block_table/" + std::to_string(r);
+    const int64_t blocks_needed = ceil_div(req.seq_len(), Kb);
+    if ((int64_t)b.kv_cache.block_table.size() <= r || (int64_t)b.kv_cache.block_table[r].size() < blocks_needed)
+      throw invalid_input(where, "needs " + std::to_string(blocks_needed) + " blocks for seq_len " +
+                                     std::to_string(req.seq_len()));
+    for (int64_t j = 0; j < blocks_needed; ++j) {
+      const int32_t block = b.kv_cache.block_table[r][j];
+      if (block < 0 || (int64_t)block >= b.kv_cache.num_blocks)
+        throw invalid_input(where + "/" + std::to_string(j), "block " + std::to_string(block) + " outside [0, " +
+                                                                 std::to_string(b.kv_cache.num_blocks) + ")");
+      in.padded_block_table[r * in.block_table_width + j] = block;
+    }
+    for (int64_t j = 0; j < req.seq_len(); ++j) slot_used[kv_slot_of(b, (int)r, j)] = 1;
+  }
+  for (uint8_t u : slot_used) in.used_slots += u;
+
+  // ---- KV: every slot gets its own values (so a slot's content does not depend on
+  // which slots are used); unused slots are then overwritten with NaN.
+  in.kv.dtype = b.kv_cache.dtype;
+  in.kv.fp8_flavor = flavor;
+  in.kv.scale = in.kv.dtype == DType::fp8 ? (float)b.kv_cache.scale : 1.0f;
+  in.kv.bytes.assign((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)), 0);
+  const float kv_inv_scale = 1.0f / in.kv.scale;
+  parallel_for(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](int64_t chunk) {
+    Rng rng = chunk_rng(b.seed, kStreamKv, chunk);
+    const int64_t s0 = chunk * kKvSlotsPerChunk, s1 = std::min(in.num_slots, s0 + kKvSlotsPerChunk);
+    std::vector<float> vals((size_t)D);
+    for (int64_t s = s0; s < s1; ++s) {
+      for (float& v : vals) v = kKvAmplitude * rng.uniform_pm1();
+      if (!slot_used[s]) {
+        std::fill(vals.begin(), vals.end(), std::nanf(""));
+      } else if (in.kv.dtype == DType::fp8) {
+        for (float& v : vals) v *= kv_inv_scale;
+      }
+      encode_elements(in.kv.dtype, flavor, vals.data(), D, in.kv.data(), s * D);
+    }
+  });
+  return in;
+}
+
+}  // namespace mlactl

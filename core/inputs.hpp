@@ -1,0 +1,80 @@
+// Input generation (SPEC §2 data.seed, §5 poisoning): q and the KV cache from a
+// Batch, in the exact storage bits a kernel receives, with unused KV slots and
+// unused block-table entries poisoned so stray reads show up.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/batch.hpp"
+#include "core/semantics.hpp"
+#include "core/types.hpp"
+
+namespace mlactl {
+
+// A tensor in a storage dtype: uint16 bits (bf16/fp16) or uint8 codes (fp8).
+struct EncodedTensor {
+  DType dtype = DType::bf16;
+  Fp8Flavor fp8_flavor = Fp8Flavor::e4m3fn;
+  float scale = 1.0f;          // per-tensor dequant scale; meaningful for fp8 only (1 otherwise)
+  std::vector<uint8_t> bytes;  // raw storage
+  int64_t num_elements() const { return (int64_t)bytes.size() / dtype_bytes(dtype); }
+  const void* data() const { return bytes.data(); }
+  void* data() { return bytes.data(); }
+  // Decoded (and, for fp8, scaled) values: exactly what every executor sees.
+  void decode(int64_t first, int64_t count, float* dst) const;
+  float decode_one(int64_t index) const;
+};
+
+// One row of the user-visible q/output layout (oracle_windows order:
+// request-major, token-minor, padding rows included).
+struct QueryRowInfo {
+  int request = 0;
+  int64_t token = 0;
+  bool padding = false;
+};
+
+// Poison for block-table entries no request uses (a kernel that reads one and
+// uses it as a block id lands far outside any cache).
+constexpr int32_t kBlockTablePoison = 0x7fff0000;
+
+struct Inputs {
+  int64_t num_rows = 0;   // q rows incl. padding rows
+  int num_heads = 0;      // raw heads (model.num_heads)
+  int head_dim = 576;     // q / KV row width (576, or 512 rope-free)
+  int v_dim = 512;        // kv_lora_rank: output width
+  float softmax_scale = 0;
+  EncodedTensor q;        // [num_rows, num_heads, head_dim]
+  EncodedTensor kv;       // [num_slots, head_dim]; unused slots hold the dtype's NaN
+  int64_t num_slots = 0;  // num_blocks * block_size
+  int block_size = 1;     // Kb
+  int64_t used_slots = 0; // slots holding some request's KV
+  std::vector<QueryRowInfo> rows;
+  // Dense block table [num_requests, block_table_width] for kernels that read one;
+  // entries past each request's ceil(seq_len / Kb) are kBlockTablePoison.
+  std::vector<int32_t> padded_block_table;
+  int64_t block_table_width = 0;
+};
+
+// Magnitudes (documented choice): q ~ 3·U(-1,1) (std 1.73), KV ~ U(-1,1) (std 0.58),
+// so q·k has std ~ sqrt(576) like AITER's randn tests, and scale·q·k (scale =
+// 1/sqrt(192)) has std ~ 1.7: softmax is far from uniform, yet logits stay < ~10.
+constexpr float kQAmplitude = 3.0f;
+constexpr float kKvAmplitude = 1.0f;
+
+// Token slot of KV position j of request r (SPEC §2 kv_cache.block_size):
+// block_table[r][j / Kb] * Kb + j % Kb. Data placement is part of the batch
+// description, not of the metadata, so the reference uses this and never the builder.
+int64_t kv_slot_of(const Batch& b, int request, int64_t position);
+
+// Host bytes generate_inputs would allocate (for a memory budget check, SPEC §9).
+int64_t estimated_input_bytes(const Batch& b, int64_t num_rows);
+
+// Generates q and KV from data.seed. `rows` are oracle_windows(b) (passed in so
+// callers that have them do not recompute). Deterministic for a seed on every
+// platform and thread count. When q is fp8 it is generated in the model dtype and
+// quantized per tensor (q.scale = amax / fp8 max); fp8 KV stores round(v / scale)
+// for v ~ U(-1,1), so scale·decoded is that realistic range.
+Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& rows, int threads = 0);
+Inputs generate_inputs(const Batch& b);
+
+}  // namespace mlactl

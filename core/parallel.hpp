@@ -1,0 +1,56 @@
+// A tiny dynamic parallel-for over std::thread (the reference, input generation and
+// the CPU executor use all cores, SPEC §8). Items are handed out one at a time from
+// an atomic counter, so uneven items (long and short requests) balance; results
+// must never depend on which thread ran an item.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mlactl {
+
+inline int default_thread_count() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : (int)n;
+}
+
+// Calls fn(i) for every i in [0, n) on up to `threads` threads (<= 0: all cores).
+// The first exception thrown by any item is rethrown after all threads joined.
+template <class Fn>
+void parallel_for(int64_t n, int threads, Fn&& fn) {
+  if (n <= 0) return;
+  if (threads <= 0) threads = default_thread_count();
+  threads = (int)std::min<int64_t>(threads, n);
+  if (threads == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::exception_ptr first_error;
+  std::mutex error_mutex;
+  auto worker = [&]() {
+    for (;;) {
+      const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= n) return;
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!first_error) first_error = std::current_exception();
+        next.store(n, std::memory_order_relaxed);  // stop handing out items
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(threads - 1);
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& th : pool) th.join();
+  if (first_error) std::rethrow_exception(first_error);
+}
+
+}  // namespace mlactl

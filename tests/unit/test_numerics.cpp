@@ -1,0 +1,375 @@
+// Inputs, layouts, the Eigen reference and compare (core/inputs, layout, reference, compare).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "core/compare.hpp"
+#include "core/dtype.hpp"
+#include "core/heads.hpp"
+#include "core/inputs.hpp"
+#include "core/layout.hpp"
+#include "core/reference.hpp"
+#include "core/semantics.hpp"
+#include "numerics_helpers.hpp"
+
+using namespace mlactl;
+using namespace mlactl::testing;
+
+namespace {
+
+// Straightforward double-precision attention for one (row, head), from the same
+// decoded values: the yardstick for the Eigen reference.
+void naive_attention(const Batch& b, const RowWindow& w, const Inputs& in, int h, std::vector<double>& out, double& lse) {
+  const int64_t D = in.head_dim;
+  std::vector<int64_t> positions = w.sparse_positions;
+  if (w.kind != MaskKind::sparse)
+    for (int64_t j = w.begin; j < w.end; ++j) positions.push_back(j);
+  std::vector<double> q((size_t)D), scores;
+  for (int64_t d = 0; d < D; ++d) q[d] = in.q.decode_one((w.row * in.num_heads + h) * D + d);
+  for (int64_t pos : positions) {
+    const int64_t slot = kv_slot_of(b, w.request, pos);
+    double s = 0;
+    for (int64_t d = 0; d < D; ++d) s += q[d] * in.kv.decode_one(slot * D + d);
+    scores.push_back(b.model.softmax_scale * s);
+  }
+  double m = -INFINITY, sum = 0;
+  for (double s : scores) m = std::max(m, s);
+  for (double s : scores) sum += std::exp(s - m);
+  out.assign((size_t)in.v_dim, 0.0);
+  for (size_t j = 0; j < positions.size(); ++j) {
+    const double p = std::exp(scores[j] - m) / sum;
+    const int64_t slot = kv_slot_of(b, w.request, positions[j]);
+    for (int d = 0; d < in.v_dim; ++d) out[d] += p * in.kv.decode_one(slot * D + d);
+  }
+  lse = m + std::log(sum);
+}
+
+// Max |reference - naive| over every computed (row, head, dim), and over LSE.
+std::pair<double, double> reference_vs_naive(const Batch& b) {
+  const auto rows = oracle_windows(b);
+  const Inputs in = generate_inputs(b, rows);
+  const ReferenceOutput ref = compute_reference(b, rows, in, 2);
+  double max_out = 0, max_lse = 0;
+  std::vector<double> out;
+  double lse;
+  for (const RowWindow& w : rows) {
+    if (w.kind == MaskKind::padding) {
+      CHECK(ref.computed[w.row] == 0);
+      CHECK(std::isnan(ref.out[(w.row * in.num_heads) * in.v_dim]));
+      continue;
+    }
+    REQUIRE(ref.computed[w.row] == 1);
+    for (int h = 0; h < in.num_heads; ++h) {
+      naive_attention(b, w, in, h, out, lse);
+      for (int d = 0; d < in.v_dim; ++d)
+        max_out = std::max(max_out, std::fabs(out[d] - ref.out[(w.row * in.num_heads + h) * in.v_dim + d]));
+      max_lse = std::max(max_lse, std::fabs(lse - ref.lse[w.row * in.num_heads + h]));
+    }
+  }
+  return {max_out, max_lse};
+}
+
+}  // namespace
+
+TEST_CASE("inputs: deterministic per seed and thread count", "[inputs]") {
+  BatchShape s;
+  s.context_query = {{5, 2}, {40, 2}, {0, 2}};
+  s.block_size = 4;
+  s.spare_blocks = 3;
+  const Batch b = make_batch(s);
+  const auto rows = oracle_windows(b);
+  const Inputs a = generate_inputs(b, rows, 1);
+  const Inputs c = generate_inputs(b, rows, 3);
+  CHECK(a.q.bytes == c.q.bytes);
+  CHECK(a.kv.bytes == c.kv.bytes);
+  BatchShape s2 = s;
+  s2.seed = 2;
+  const Batch b2 = make_batch(s2);
+  const Inputs d = generate_inputs(b2, oracle_windows(b2));
+  CHECK(a.q.bytes != d.q.bytes);
+}
+
+TEST_CASE("inputs: shapes, row map, NaN in unused slots, poisoned block table", "[inputs]") {
+  BatchShape s;
+  s.context_query = {{5, 2}, {40, 2}, {0, 2}};
+  s.num_padding = 1;
+  s.heads = 8;
+  s.block_size = 16;
+  s.spare_blocks = 2;
+  const Batch b = make_batch(s);
+  const auto rows = oracle_windows(b);
+  const Inputs in = generate_inputs(b, rows);
+  REQUIRE(in.num_rows == (int64_t)rows.size());
+  CHECK(in.num_rows == 8);  // 6 tokens + the padding request's K = 2 rows
+  CHECK(in.q.num_elements() == in.num_rows * 8 * 576);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    CHECK(in.rows[i].request == rows[i].request);
+    CHECK(in.rows[i].token == rows[i].token);
+    CHECK(in.rows[i].padding == (rows[i].kind == MaskKind::padding));
+  }
+  // q: finite, nonzero, within the documented amplitude, not constant
+  double qmax = 0, qsum = 0;
+  for (int64_t e = 0; e < in.q.num_elements(); ++e) {
+    const float v = in.q.decode_one(e);
+    REQUIRE(std::isfinite(v));
+    qmax = std::max(qmax, (double)std::fabs(v));
+    qsum += std::fabs(v);
+  }
+  CHECK(qmax <= kQAmplitude);
+  CHECK(qsum / in.q.num_elements() > 0.5);
+  // slots: used = Σ seq_len (no sharing), each used slot finite, others all NaN bits
+  REQUIRE(in.num_slots == b.kv_cache.num_blocks * 16);
+  CHECK(in.used_slots == 7 + 42 + 2);
+  std::vector<char> used((size_t)in.num_slots, 0);
+  for (size_t r = 0; r < b.requests.size(); ++r)
+    for (int64_t j = 0; j < b.requests[r].seq_len(); ++j) used[kv_slot_of(b, (int)r, j)] = 1;
+  const uint16_t* kv = static_cast<const uint16_t*>(in.kv.data());
+  for (int64_t slot = 0; slot < in.num_slots; ++slot)
+    for (int64_t d = 0; d < in.head_dim; d += 97) {
+      if (used[slot])
+        CHECK(std::isfinite(bf16_bits_to_float(kv[slot * in.head_dim + d])));
+      else
+        CHECK(kv[slot * in.head_dim + d] == 0x7FC0);
+    }
+  // dense block table: width = max list length; entries past ceil(seq/Kb) poisoned
+  CHECK(in.block_table_width == 3);  // 42 tokens / 16 -> 3 blocks
+  CHECK(in.padded_block_table[0 * 3 + 0] == b.kv_cache.block_table[0][0]);
+  CHECK(in.padded_block_table[0 * 3 + 1] == kBlockTablePoison);
+  CHECK(in.padded_block_table[1 * 3 + 2] == b.kv_cache.block_table[1][2]);
+  CHECK(in.padded_block_table[3 * 3 + 0] == kBlockTablePoison);  // padding request
+}
+
+TEST_CASE("inputs: fp8 q quantized per tensor, fp8 KV with the flavour's NaN", "[inputs]") {
+  for (Arch arch : {Arch::gfx942, Arch::gfx950}) {
+    const Fp8Flavor f = fp8_flavor_for(arch);
+    INFO(to_string(f));
+    BatchShape s;
+    s.context_query = {{9, 1}, {3, 1}};
+    s.heads = 16;
+    s.arch = arch;
+    s.kv_dtype = DType::fp8;
+    s.q_dtype = DType::fp8;
+    s.kv_scale = 0.25;
+    s.spare_blocks = 4;
+    const Batch b = make_batch(s);
+    const Inputs in = generate_inputs(b);
+    CHECK(in.q.dtype == DType::fp8);
+    CHECK(in.q.fp8_flavor == f);
+    // q_scale = amax / fp8 max: the largest magnitude lands exactly on the max code
+    const uint8_t max_code = f == Fp8Flavor::e4m3fn ? 0x7E : 0x7F;
+    bool has_max = false;
+    double qmax = 0;
+    for (uint8_t c : in.q.bytes) has_max |= (c & 0x7F) == max_code;
+    for (int64_t e = 0; e < in.q.num_elements(); ++e) qmax = std::max(qmax, (double)std::fabs(in.q.decode_one(e)));
+    CHECK(has_max);
+    CHECK(qmax == Approx(in.q.scale * fp8_max(f)));
+    CHECK(qmax <= kQAmplitude * 1.0001);
+    CHECK(qmax > 0.9 * kQAmplitude);
+    // KV: scale·decoded within the generated range; unused slots carry the NaN code
+    CHECK(in.kv.scale == 0.25f);
+    int64_t nan_codes = 0;
+    for (int64_t e = 0; e < in.kv.num_elements(); ++e) {
+      const float v = in.kv.decode_one(e);
+      if (std::isnan(v)) {
+        ++nan_codes;
+        CHECK(in.kv.bytes[e] == (f == Fp8Flavor::e4m3fn ? 0x7F : 0x80));
+      } else {
+        CHECK(std::fabs(v) <= kKvAmplitude * 1.07);  // one e4m3 rounding step
+      }
+    }
+    CHECK(nan_codes == 4 * in.head_dim);
+  }
+}
+
+TEST_CASE("reference equals a naive double implementation: causal", "[reference]") {
+  BatchShape s;
+  s.context_query = {{0, 3}, {1, 3}, {37, 3}, {130, 3}};
+  s.heads = 4;
+  s.num_padding = 1;
+  s.block_size = 16;
+  const auto [max_out, max_lse] = reference_vs_naive(make_batch(s));
+  CHECK(max_out < 2e-6);
+  CHECK(max_lse < 2e-5);
+}
+
+TEST_CASE("reference equals a naive double implementation: non-causal, fp16, fp8 KV", "[reference]") {
+  BatchShape s;
+  s.context_query = {{3, 4}, {60, 4}};
+  s.heads = 2;
+  s.causal = false;
+  SECTION("fp16") {
+    s.model_dtype = s.kv_dtype = s.q_dtype = DType::fp16;
+  }
+  SECTION("fp8 q and KV, gfx942") {
+    s.arch = Arch::gfx942;
+    s.kv_dtype = s.q_dtype = DType::fp8;
+    s.kv_scale = 0.5;
+  }
+  const Batch b = make_batch(s);
+  const auto rows = oracle_windows(b);
+  CHECK(rows[0].length() == 7);  // non-causal: the whole block
+  const auto [max_out, max_lse] = reference_vs_naive(b);
+  CHECK(max_out < 2e-6);
+  CHECK(max_lse < 2e-5);
+}
+
+TEST_CASE("reference equals a naive double implementation: sparse, rope-free", "[reference]") {
+  BatchShape s;
+  s.context_query = {{10, 2}, {50, 1}};
+  s.heads = 4;
+  Batch b = make_batch(s);
+  SparseSpec sp;
+  sp.topk = 4;
+  sp.geometry = SparseGeometry::rope_free;
+  sp.random_indices = false;
+  sp.indices = {{0, 3, 7, 10}, {1, 11}, {49, 0, 25, 50}};
+  b.sparse = sp;
+  const auto rows = oracle_windows(b);
+  REQUIRE(rows[1].sparse_positions.size() == 2);
+  const Inputs in = generate_inputs(b, rows);
+  CHECK(in.head_dim == 512);
+  const auto [max_out, max_lse] = reference_vs_naive(b);
+  CHECK(max_out < 2e-6);
+  CHECK(max_lse < 2e-5);
+}
+
+TEST_CASE("layout: head padding and head->batch fold round-trip", "[inputs]") {
+  BatchShape s;
+  s.context_query = {{4, 2}, {7, 2}};
+  SECTION("12 heads, tile-and-slice to 16") { s.heads = 12; }
+  SECTION("4 heads, repeat_interleave to 16") { s.heads = 4; }
+  SECTION("32 heads folded 2x16") { s.heads = 32; }
+  const Batch b = make_batch(s);
+  const Inputs in = generate_inputs(b);
+  const HeadPadding hp = head_padding(s.heads);
+  KernelView view;
+  view.fold_ratio = hp.padded_heads / 16;
+  view.heads = 16;
+  const ViewLayout l = make_view_layout(in.num_rows, view, hp, 2);
+  const EncodedTensor kq = build_kernel_q(in, l, view);
+  REQUIRE(kq.num_elements() == l.view_rows * 16 * 576);
+  const uint16_t* src = static_cast<const uint16_t*>(in.q.data());
+  const uint16_t* dst = static_cast<const uint16_t*>(kq.data());
+  for (int64_t row = 0; row < in.num_rows; ++row)
+    for (int p = 0; p < hp.padded_heads; ++p) {
+      // fold (reference §5.1): q row (b*k+g)*L+t holds padded heads [16g, 16g+16)
+      const int64_t req = row / 2, t = row % 2, g = p / 16;
+      const int64_t vrow = (req * view.fold_ratio + g) * 2 + t;
+      for (int d = 0; d < 576; d += 115)
+        REQUIRE(dst[(vrow * 16 + p % 16) * 576 + d] == src[(row * s.heads + hp.source[p]) * 576 + d]);
+    }
+  // outputs: write each view (row, head) a value naming the user (row, head) it must become
+  std::vector<uint16_t> vout((size_t)(l.view_rows * 16 * 512), 0x7FC0);
+  std::vector<float> vlse((size_t)(l.view_rows * 16), NAN);
+  for (int64_t row = 0; row < in.num_rows; ++row)
+    for (int h = 0; h < s.heads; ++h) {
+      const int p = hp.unpad[h];
+      const int64_t at = l.view_row(row, p) * 16 + l.view_head(p);
+      vout[at * 512 + 5] = float_to_bf16_bits((float)(row * 32 + h));
+      vlse[at] = (float)(row * 32 + h);
+    }
+  const auto uout = unlayout_out(l, DType::bf16, vout.data(), 512);
+  const auto ulse = unlayout_lse(l, vlse.data());
+  for (int64_t row = 0; row < in.num_rows; ++row)
+    for (int h = 0; h < s.heads; ++h) {
+      CHECK(uout[(row * s.heads + h) * 512 + 5] == (float)(row * 32 + h));
+      CHECK(std::isnan(uout[(row * s.heads + h) * 512 + 6]));  // poison stays visible
+      CHECK(ulse[row * s.heads + h] == (float)(row * 32 + h));
+    }
+}
+
+TEST_CASE("layout: view inconsistent with the padding map is rejected", "[inputs]") {
+  const HeadPadding hp = head_padding(32);
+  KernelView view;
+  view.heads = 16;
+  view.fold_ratio = 1;
+  CHECK_THROWS_AS(make_view_layout(4, view, hp, 1), std::invalid_argument);
+  view.fold_ratio = 2;
+  CHECK_THROWS_AS(make_view_layout(5, view, hp, 2), std::invalid_argument);  // rows not a multiple of L
+  CHECK_NOTHROW(make_view_layout(4, view, hp, 2));
+}
+
+TEST_CASE("compare: tolerances, NaN positions, unwritten rows, cos diff, LSE", "[compare]") {
+  BatchShape s;
+  s.context_query = {{20, 2}, {33, 2}};  // + 1 padding request: uniform MTP gives it 2 rows
+  s.heads = 2;
+  s.num_padding = 1;
+  const Batch b = make_batch(s);
+  const auto rows = oracle_windows(b);
+  const Inputs in = generate_inputs(b, rows);
+  const ReferenceOutput ref = compute_reference(b, rows, in);
+  CompareOptions opt;
+  opt.tol = default_tolerance(DType::bf16, DType::bf16, DType::bf16);
+  std::vector<float> out(ref.out.size()), lse = ref.lse;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = round_to_dtype(ref.out[i], DType::bf16);
+  const int64_t H = 2, V = 512;
+
+  SECTION("exact copy passes; padding rows (NaN) are skipped") {
+    const CompareReport r = compare_outputs(rows, ref, out.data(), lse.data(), opt);
+    CHECK(r.passed);
+    CHECK(r.max_abs_err == 0);
+    CHECK(r.skipped_padding_rows == 2);
+    CHECK(r.compared_rows == 4);
+    CHECK(r.lse_compared);
+  }
+  SECTION("element error beyond atol and rtol fails and is located") {
+    const int64_t at = (1 * H + 1) * V + 7;  // row 1 (request 0, token 1), head 1, dim 7
+    out[at] += 0.05f;
+    const CompareReport r = compare_outputs(rows, ref, out.data(), lse.data(), opt);
+    CHECK_FALSE(r.passed);
+    CHECK(r.failing_elements == 1);
+    CHECK(r.max_abs_at.request == 0);
+    CHECK(r.max_abs_at.token == 1);
+    CHECK(r.max_abs_at.head == 1);
+    CHECK(r.max_abs_at.dim == 7);
+    REQUIRE(r.failing.size() == 1);
+    CHECK(r.failing[0].head == 1);
+  }
+  SECTION("error within atol passes") {
+    out[3] += 5e-4f;
+    CHECK(compare_outputs(rows, ref, out.data(), lse.data(), opt).passed);
+  }
+  SECTION("a uniform 1% scale passes per element but fails the cos diff") {
+    for (float& x : out) x *= 1.01f;
+    const CompareReport r = compare_outputs(rows, ref, out.data(), lse.data(), opt);
+    CHECK(r.failing_elements == 0);
+    CHECK(r.cos_diff > opt.tol.cos_tol);
+    CHECK_FALSE(r.passed);
+  }
+  SECTION("NaN where the reference is finite fails; an all-NaN (row, head) is unwritten") {
+    out[(2 * H + 0) * V + 3] = NAN;
+    for (int64_t d = 0; d < V; ++d) out[(0 * H + 1) * V + d] = NAN;
+    const CompareReport r = compare_outputs(rows, ref, out.data(), lse.data(), opt);
+    CHECK_FALSE(r.passed);
+    CHECK(r.nonfinite_mismatches == V + 1);
+    CHECK(r.unwritten_row_heads == 1);
+    REQUIRE(r.unwritten.size() == 1);
+    CHECK(r.unwritten[0].request == 0);
+    CHECK(r.unwritten[0].token == 0);
+    CHECK(r.unwritten[0].head == 1);
+    REQUIRE(r.failing.size() == 1);
+    CHECK(r.failing[0].request == 1);
+  }
+  SECTION("LSE beyond tolerance fails") {
+    lse[1] += 0.01f;
+    const CompareReport r = compare_outputs(rows, ref, out.data(), lse.data(), opt);
+    CHECK_FALSE(r.passed);
+    CHECK(r.lse_failing == 1);
+    CHECK(compare_outputs(rows, ref, out.data(), nullptr, opt).passed);  // no LSE from the kernel
+  }
+}
+
+TEST_CASE("compare: default tolerance table (SPEC §6)", "[compare]") {
+  Tolerance t = default_tolerance(DType::bf16, DType::bf16, DType::bf16);
+  CHECK(t.atol == 8e-4);
+  CHECK(t.rtol == 2.0 / 128);
+  CHECK(t.cos_tol == 5e-6);
+  t = default_tolerance(DType::fp16, DType::fp16, DType::fp16);
+  CHECK(t.atol == 1e-3);
+  CHECK(t.rtol == 2.0 / 1024);
+  t = default_tolerance(DType::bf16, DType::fp8, DType::bf16);
+  CHECK(t.atol == 1e-2);
+  CHECK(t.rtol == 1.0 / 8);
+  CHECK(t.cos_tol == 3e-2);
+}
