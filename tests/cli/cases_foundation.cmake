@@ -1,0 +1,27 @@
+# validate / schema / metadata / windows and the exit-code contract (SPEC §6).
+mlactl_cli_test(version RC 0 ARGS --version STDOUT "mlactl [0-9]+\\.[0-9]+\\.[0-9]+")
+mlactl_cli_test(help RC 0 ARGS --help STDOUT "windows")
+mlactl_cli_test(no-subcommand RC 2 ARGS "" STDERR "subcommand is required")
+mlactl_cli_test(unknown-option RC 2 ARGS windows --bogus STDERR "--bogus")
+mlactl_cli_test(bad-format RC 2 ARGS --format xml schema STDERR "format")
+mlactl_cli_test(schema RC 0 ARGS schema STDOUT "\"\\$schema\": \"https://json-schema.org/draft/2020-12/schema\"")
+mlactl_cli_test(validate-seed000 RC 0 ARGS validate fixtures/seed000-verify-causal.json STDOUT "status: +valid")
+mlactl_cli_test(validate-missing-file RC 3 ARGS validate fixtures/does-not-exist.json STDERR "cannot open batch file")
+mlactl_cli_test(validate-malformed RC 3 ARGS validate tests/cli/bad/truncated.json STDERR "truncated.json: malformed JSON")
+mlactl_cli_test(validate-unknown-key RC 3 ARGS validate tests/cli/bad/unknown-key.json STDERR "/model/num_head: unknown key")
+mlactl_cli_test(validate-wrong-type RC 3 ARGS validate tests/cli/bad/wrong-type.json STDERR "/requests/1/context_len: must be an integer, got a string")
+mlactl_cli_test(validate-negative RC 3 ARGS validate tests/cli/bad/negative-length.json STDERR "/requests/0/context_len: must be >= 0")
+mlactl_cli_test(validate-heads-129 RC 3 ARGS validate --heads 129 --context 5 STDERR "/model/num_heads: ROCM AITER MLA requires a positive multiple of 16 heads.*but got 129")
+mlactl_cli_test(validate-heads-0 RC 3 ARGS validate --heads 0 --context 5 STDERR "/model/num_heads: .*but got 0")
+mlactl_cli_test(set-override RC 3 ARGS validate fixtures/seed000-verify-causal.json --set model.num_heads=130 STDERR "but got 130")
+mlactl_cli_test(set-bad RC 2 ARGS validate fixtures/seed000-verify-causal.json --set nonsense STDERR "--set expects key.path=value")
+mlactl_cli_test(inline-bad-context RC 2 ARGS windows --heads 12 --context 1,x STDERR "--context")
+mlactl_cli_test(windows-seed000 RC 0 ARGS --format json windows fixtures/seed000-verify-causal.json GOLDEN windows-seed000.json)
+mlactl_cli_test(windows-seed000-inline RC 0 ARGS windows --heads 12 --qlen 8 --context 0,1,37,512 --padding 1
+                STDOUT "route: gluon_verify.*40 rows, 0 mismatched")
+mlactl_cli_test(windows-seed000-broadcast RC 1 ARGS windows fixtures/seed000-verify-causal.json --inject verify-window-broadcast
+                STDOUT "MISMATCH \\+7.*40 rows, 28 mismatched")
+mlactl_cli_test(windows-noncausal RC 0 ARGS --format csv windows fixtures/noncausal-draft-block.json
+                STDOUT "row,request,token,position,window,length,mask,metadata,check\n0,0,0,10,\"\\[0, 14\\)\",14,non_causal")
+mlactl_cli_test(metadata-seed000 RC 0 ARGS --format json metadata fixtures/seed000-verify-causal.json GOLDEN metadata-seed000.json)
+mlactl_cli_test(metadata-table RC 0 ARGS metadata fixtures/seed000-verify-causal.json STDOUT "paged_kv_indptr: +\\[0,8,17,62,582,590\\]")

@@ -1,0 +1,27 @@
+# CLI tests through the real binary: exit codes, error texts, golden JSON.
+add_executable(json_golden ${CMAKE_CURRENT_LIST_DIR}/json_golden.cpp)
+target_link_libraries(json_golden PRIVATE nlohmann_json::nlohmann_json)
+
+set(MLACTL_FIXTURES ${CMAKE_SOURCE_DIR}/fixtures)
+set(MLACTL_GOLDEN ${CMAKE_CURRENT_LIST_DIR}/golden)
+
+# mlactl_cli_test(NAME RC <rc> ARGS <args...> [STDOUT <regex>] [STDERR <regex>] [GOLDEN <file>])
+function(mlactl_cli_test name)
+  cmake_parse_arguments(T "" "RC;STDOUT;STDERR;GOLDEN" "ARGS" ${ARGN})
+  string(REPLACE ";" " " args_str "${T_ARGS}")
+  set(golden_args "")
+  if(T_GOLDEN)
+    set(golden_args -DGOLDEN=${MLACTL_GOLDEN}/${T_GOLDEN} -DJSON_GOLDEN=$<TARGET_FILE:json_golden>
+                    -DOUTFILE=${CMAKE_CURRENT_BINARY_DIR}/cli_${name}.json)
+  endif()
+  add_test(NAME "cli: ${name}"
+           COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> "-DARGS=${args_str}" -DRC=${T_RC}
+                   "-DSTDOUT_RE=${T_STDOUT}" "-DSTDERR_RE=${T_STDERR}" ${golden_args} -DWORKDIR=${CMAKE_SOURCE_DIR}
+                   -P ${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
+  set_tests_properties("cli: ${name}" PROPERTIES LABELS cli)
+endfunction()
+
+file(GLOB MLACTL_CLI_CASE_FILES ${CMAKE_CURRENT_LIST_DIR}/cases_*.cmake)
+foreach(f ${MLACTL_CLI_CASE_FILES})
+  include(${f})
+endforeach()

@@ -1,0 +1,26 @@
+# Runs one mlactl command and checks its exit code, output regexes and, optionally,
+# a golden JSON file (compared by json_golden, ignoring "argv" and "tool").
+#   -DMLACTL=... -DARGS="a;b;c" -DRC=N [-DSTDOUT_RE=...] [-DSTDERR_RE=...] [-DGOLDEN=file -DJSON_GOLDEN=tool]
+separate_arguments(ARGS_LIST NATIVE_COMMAND "${ARGS}")
+execute_process(COMMAND ${MLACTL} ${ARGS_LIST} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+                WORKING_DIRECTORY ${WORKDIR})
+if(NOT "${rc}" STREQUAL "${RC}")
+  message(FATAL_ERROR "mlactl ${ARGS}: exit ${rc}, expected ${RC}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED STDOUT_RE AND NOT "${STDOUT_RE}" STREQUAL "")
+  if(NOT out MATCHES "${STDOUT_RE}")
+    message(FATAL_ERROR "mlactl ${ARGS}: stdout does not match /${STDOUT_RE}/\nstdout:\n${out}")
+  endif()
+endif()
+if(DEFINED STDERR_RE AND NOT "${STDERR_RE}" STREQUAL "")
+  if(NOT err MATCHES "${STDERR_RE}")
+    message(FATAL_ERROR "mlactl ${ARGS}: stderr does not match /${STDERR_RE}/\nstderr:\n${err}")
+  endif()
+endif()
+if(DEFINED GOLDEN AND NOT "${GOLDEN}" STREQUAL "")
+  file(WRITE ${OUTFILE} "${out}")
+  execute_process(COMMAND ${JSON_GOLDEN} ${GOLDEN} ${OUTFILE} RESULT_VARIABLE grc OUTPUT_VARIABLE gout ERROR_VARIABLE gerr)
+  if(NOT grc EQUAL 0)
+    message(FATAL_ERROR "mlactl ${ARGS}: output differs from ${GOLDEN}\n${gout}${gerr}")
+  endif()
+endif()
