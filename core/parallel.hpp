@@ -18,26 +18,30 @@ inline int default_thread_count() {
   return n == 0 ? 1 : (int)n;
 }
 
-// Calls fn(i) for every i in [0, n) on up to `threads` threads (<= 0: all cores).
-// The first exception thrown by any item is rethrown after all threads joined.
-template <class Fn>
-void parallel_for(int64_t n, int threads, Fn&& fn) {
+// Calls fn(state, i) for every i in [0, n) on up to `threads` threads (<= 0: all
+// cores); each worker owns one default-constructed State (scratch buffers reused
+// across its items instead of reallocated per item). The first exception thrown
+// by any item is rethrown after all threads joined.
+template <class State, class Fn>
+void parallel_for_with_state(int64_t n, int threads, Fn&& fn) {
   if (n <= 0) return;
   if (threads <= 0) threads = default_thread_count();
   threads = (int)std::min<int64_t>(threads, n);
   if (threads == 1) {
-    for (int64_t i = 0; i < n; ++i) fn(i);
+    State state;
+    for (int64_t i = 0; i < n; ++i) fn(state, i);
     return;
   }
   std::atomic<int64_t> next{0};
   std::exception_ptr first_error;
   std::mutex error_mutex;
   auto worker = [&]() {
+    State state;
     for (;;) {
       const int64_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= n) return;
       try {
-        fn(i);
+        fn(state, i);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (!first_error) first_error = std::current_exception();
@@ -51,6 +55,13 @@ void parallel_for(int64_t n, int threads, Fn&& fn) {
   worker();
   for (auto& th : pool) th.join();
   if (first_error) std::rethrow_exception(first_error);
+}
+
+// Calls fn(i) for every i in [0, n), as above without per-worker state.
+template <class Fn>
+void parallel_for(int64_t n, int threads, Fn&& fn) {
+  struct NoState {};
+  parallel_for_with_state<NoState>(n, threads, [&](NoState&, int64_t i) { fn(i); });
 }
 
 }  // namespace mlactl

@@ -146,8 +146,7 @@ ReferenceOutput compute_reference(const Batch& b, const std::vector<RowWindow>& 
     jobs.push_back({i, j});
     i = j;
   }
-  parallel_for((int64_t)jobs.size(), threads, [&](int64_t job) {
-    Workspace ws;
+  parallel_for_with_state<Workspace>((int64_t)jobs.size(), threads, [&](Workspace& ws, int64_t job) {
     const RequestRows& rr = jobs[job];
     if (rows[rr.begin].kind == MaskKind::sparse) {
       for (int64_t i = rr.begin; i < rr.end; ++i) sparse_row(b, rows[i], in, ws, ref);
