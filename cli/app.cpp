@@ -117,6 +117,8 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_schema(app, ctx);
   setup_metadata(app, ctx);
   setup_windows(app, ctx);
+  setup_route(app, ctx);
+  setup_schedule(app, ctx);
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

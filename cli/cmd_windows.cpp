@@ -1,6 +1,7 @@
 // `mlactl windows`: per query row, the oracle KV window and the window the routed
 // kernel's metadata gives it, with a mismatch flag (seed 000's symptom).
 #include "cli/app.hpp"
+#include "cli/common.hpp"
 #include "core/builder.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/route_input.hpp"
@@ -13,16 +14,11 @@ void setup_windows(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand("windows", "per query row: oracle KV window [begin, end) vs the window the routed kernel's metadata gives");
   add_batch_options(sub, *opts);
   auto kernel = std::make_shared<std::string>();
-  sub->add_option("--kernel", *kernel, "force a route (gluon_decode, gluon_verify, asm_persistent, asm_nonpersistent, triton_mla, sparse_triton, aiter_sparse)");
+  add_kernel_option(sub, *kernel);
   sub->callback([opts, kernel, &ctx]() {
     Batch b = load_batch(*opts);
     DecodeMetadata md0 = build_decode(b, false);
-    RouteInput ri = route_input_from_batch(b, md0);
-    if (!kernel->empty()) {
-      if (!route_from_string(*kernel)) throw Error(kExitUsage, "", "--kernel: unknown route \"" + *kernel + "\"");
-      ri.forced_route = *kernel;
-    }
-    RouteDecision rd = route_decode(ri);
+    RouteDecision rd = decide_route(b, md0, *kernel);
     DecodeMetadata md = route_needs_flatten(rd.route) ? build_decode(b, true) : std::move(md0);
     auto rows = oracle_windows(b);
     MetadataWindows mw = metadata_windows(b, md, rd.route, rows);

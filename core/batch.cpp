@@ -231,15 +231,28 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
   if (kv.num_blocks == 0) kv.num_blocks = total;
   else if (kv.num_blocks < total)
     throw invalid_input(child(ptr, "num_blocks"), "is " + std::to_string(kv.num_blocks) + " but the batch needs " + std::to_string(total) + " blocks");
-  std::vector<int32_t> perm((size_t)kv.num_blocks);
-  for (int64_t i = 0; i < kv.num_blocks; ++i) perm[i] = (int32_t)i;
+  // A seeded affine permutation i -> (a·i + c) mod N with gcd(a, N) = 1: O(1) per
+  // block, so placing tens of millions of page-size-1 blocks stays cheap, and
+  // neighbouring positions land far apart.
+  const uint64_t N = (uint64_t)kv.num_blocks;
   Rng rng(b.seed, kStreamPlacement);
-  for (int64_t i = kv.num_blocks - 1; i > 0; --i) std::swap(perm[i], perm[rng.below((uint64_t)i + 1)]);
-  int64_t next = 0;
+  auto gcd = [](uint64_t x, uint64_t y) { while (y) { uint64_t t = x % y; x = y; y = t; } return x; };
+  uint64_t a = 1;
+  if (N > 2) {
+    do a = 2 + rng.below(N - 2); while (gcd(a, N) != 1);
+  }
+  const uint64_t c = rng.below(N);
+  uint64_t id = c % N;  // running value of (a·i + c) mod N
+  const uint64_t a_mod = a % N;
   for (size_t r = 0; r < b.requests.size(); ++r) {
     const int64_t need = needed_blocks(b.requests[r]);
-    kv.block_table[r].assign(perm.begin() + next, perm.begin() + next + need);
-    next += need;
+    auto& row = kv.block_table[r];
+    row.resize(need);
+    for (int64_t j = 0; j < need; ++j) {
+      row[j] = (int32_t)id;
+      id += a_mod;
+      if (id >= N) id -= N;
+    }
   }
 }
 

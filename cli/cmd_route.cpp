@@ -1,0 +1,69 @@
+// `mlactl route`: which kernel the modelled stack picks and why, or the error it raises.
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "core/builder.hpp"
+#include "core/route_input.hpp"
+
+namespace mlactl::cli {
+
+nlohmann::ordered_json route_json(const RouteDecision& rd) {
+  nlohmann::ordered_json j;
+  j["route"] = to_string(rd.route);
+  j["persistent_schedule"] = rd.persistent_schedule;
+  j["padded_heads"] = rd.padded_heads;
+  j["aiter_rules"] = rd.aiter_rules;
+  j["aiter_kernel"] = rd.aiter_kernel;
+  if (rd.route == Route::refused) {
+    j["error_type"] = rd.error_type;
+    j["error"] = rd.error;
+  }
+  auto chain = nlohmann::ordered_json::array();
+  for (const auto& p : rd.chain) chain.push_back({{"name", p.name}, {"value", p.value}, {"why", p.why}});
+  j["chain"] = chain;
+  j["findings"] = rd.findings;
+  return j;
+}
+
+void setup_route(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<BatchOptions>();
+  auto kernel = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("route", "which kernel vLLM's ROCm AITER MLA backend routes the batch to, and why (or the error it raises)");
+  add_batch_options(sub, *opts);
+  add_kernel_option(sub, *kernel);
+  sub->callback([opts, kernel, &ctx]() {
+    Batch b = load_batch(*opts);
+    DecodeMetadata md = build_decode(b, false);
+    RouteDecision rd = decide_route(b, md, *kernel);
+    auto& os = *ctx.out;
+    if (ctx.global.fmt() == Format::json) {
+      auto j = json_envelope("route");
+      j["case"] = b.name;
+      for (auto& [k, v] : route_json(rd).items()) j[k] = v;
+      print_json(os, j);
+      return;
+    }
+    const Style st = ctx.global.style();
+    if (ctx.global.fmt() == Format::table) {
+      std::vector<std::pair<std::string, std::string>> kv = {
+          {"case", b.name.empty() ? "(unnamed)" : b.name},
+          {"route", rd.route == Route::refused ? st.red("refused") : st.bold(to_string(rd.route))},
+      };
+      if (rd.route == Route::refused) kv.push_back({"error", rd.error_type + ": " + rd.error});
+      kv.push_back({"persistent schedule", rd.persistent_schedule ? "yes" : "no"});
+      kv.push_back({"padded heads", std::to_string(rd.padded_heads)});
+      kv.push_back({"aiter rules", rd.aiter_rules});
+      if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
+      for (const auto& f : rd.findings) kv.push_back({"finding", st.yellow(f)});
+      print_kv(os, kv);
+      os << "\n";
+    }
+    Table t;
+    t.header = {"#", "predicate", "value", "why"};
+    t.right_align = {true, false, false, false};
+    for (size_t i = 0; i < rd.chain.size(); ++i) t.add({std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
+    t.print(os, ctx.global.fmt());
+    // a refusal is an answer: exit 0 (SPEC §6)
+  });
+}
+
+}  // namespace mlactl::cli

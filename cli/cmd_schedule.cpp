@@ -1,0 +1,224 @@
+// `mlactl schedule`: the split-KV work list a route's planner builds, its reduce
+// maps, buffer sizes vs capacity, balance, and the invariant check.
+#include <chrono>
+#include <sstream>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "core/invariants.hpp"
+#include "core/kernel_windows.hpp"
+#include "core/route_plan.hpp"
+
+namespace mlactl::cli {
+
+namespace {
+
+Route route_for_planner(const std::string& planner, const Batch& b, int64_t Q) {
+  if (planner == "aiter") return b.sparse ? Route::aiter_sparse : Route::asm_persistent;
+  if (planner == "nonpersistent") return Route::asm_nonpersistent;
+  if (planner == "triton") return Route::triton_mla;
+  if (planner == "sparse-rows") return Route::sparse_triton;
+  return Q > 1 ? Route::gluon_verify : Route::gluon_decode;
+}
+
+struct PlannedCase {
+  RoutePlan plan;
+  InvariantReport inv;
+  double plan_ms = 0, check_ms = 0;
+};
+
+PlannedCase plan_and_check(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
+                           const std::string& planner) {
+  PlannedCase pc;
+  auto t0 = std::chrono::steady_clock::now();
+  pc.plan = plan_route(b, md, rd, rows, planner);
+  auto t1 = std::chrono::steady_clock::now();
+  InvariantOptions io;
+  if (pc.plan.capacity) {
+    io.capacity = &*pc.plan.capacity;
+    io.partial_row_capacity = pc.plan.capacity->reduce_partial_map * std::max<int64_t>(1, md.max_qo_len);
+  }
+  pc.inv = check_invariants(pc.plan.work, pc.plan.kernel_view, pc.plan.expectations, io);
+  auto t2 = std::chrono::steady_clock::now();
+  pc.plan_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  pc.check_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  return pc;
+}
+
+nlohmann::ordered_json view_json(const KernelView& v) {
+  return {{"heads", v.heads}, {"fold_ratio", v.fold_ratio}, {"q_layout", to_string(v.q_layout)}, {"q_tokens_per_tile", v.q_tokens_per_tile},
+          {"causal", v.causal}, {"head_dim", v.head_dim}, {"v_dim", v.v_dim}, {"page_size", v.page_size},
+          {"q_dtype", to_string(v.q_dtype)}, {"kv_dtype", to_string(v.kv_dtype)}};
+}
+
+std::string view_text(const KernelView& v) {
+  std::ostringstream os;
+  os << v.heads << " heads x fold " << v.fold_ratio << ", " << to_string(v.q_layout) << ", " << v.q_tokens_per_tile << " q tokens/tile, "
+     << (v.causal ? "causal" : "non-causal") << ", head_dim " << v.head_dim << ", q " << to_string(v.q_dtype) << " / kv " << to_string(v.kv_dtype);
+  return os.str();
+}
+
+}  // namespace
+
+void setup_schedule(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<BatchOptions>();
+  auto kernel = std::make_shared<std::string>();
+  auto planners = std::make_shared<std::vector<std::string>>();
+  auto max_works = std::make_shared<int>(64);
+  auto* sub = app.add_subcommand("schedule", "the split-KV work list a route's planner builds, reduce maps, buffer sizes, balance, invariants");
+  add_batch_options(sub, *opts);
+  add_kernel_option(sub, *kernel);
+  sub->add_option("--planner", *planners, "plan with these planners instead of the route's (comma-separated to compare)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(planner_names()));
+  sub->add_option("--max-works", *max_works, "works listed in the table output (0 = all)")->capture_default_str();
+  sub->callback([opts, kernel, planners, max_works, &ctx]() {
+    Batch b = load_batch(*opts);
+    DecodeMetadata md0 = build_decode(b, false);
+    RouteDecision rd = decide_route(b, md0, *kernel);
+    std::vector<std::string> names = *planners;
+    if (names.empty()) {
+      if (rd.route == Route::refused)
+        throw Error(kExitRefused, "", "route refused: " + rd.error_type + ": " + rd.error + " (use --planner to plan anyway)");
+      names.push_back("");
+    }
+    auto rows = oracle_windows(b);
+    DecodeMetadata md = md0;
+    std::vector<PlannedCase> cases;
+    for (const auto& name : names) {
+      RouteDecision r = rd;
+      if (!name.empty()) {
+        // a planner runs with a route of its own family; the batch's route when it is one
+        const Route want = route_for_planner(name, b, md0.max_qo_len);
+        const bool same_family = rd.route == want || (name == "aiter" && rd.route == Route::aiter_sparse) ||
+                                 ((name == "gluon" || name == "gluon-split") && (rd.route == Route::gluon_decode || rd.route == Route::gluon_verify));
+        if (!same_family) r.route = want;
+      }
+      if (route_needs_flatten(r.route) && md.flat_indptr.empty()) md = build_decode(b, true);
+      cases.push_back(plan_and_check(b, md, r, rows, name));
+    }
+    int worst = 0;
+    for (const auto& c : cases)
+      if (!c.inv.ok) worst = kExitVerifyFailed;
+    if (ctx.global.verbose)
+      for (const auto& c : cases)
+        *ctx.err << "schedule: " << c.plan.planner << " planned in " << fmt_double(c.plan_ms, 3) << " ms, checked in " << fmt_double(c.check_ms, 3) << " ms\n";
+
+    auto& os = *ctx.out;
+    const Style st = ctx.global.style();
+    if (ctx.global.fmt() == Format::json) {
+      auto j = json_envelope("schedule");
+      j["case"] = b.name;
+      j["route"] = route_json(rd);
+      auto arr = nlohmann::ordered_json::array();
+      for (const auto& c : cases) {
+        const WorkList& w = c.plan.work;
+        nlohmann::ordered_json o;
+        o["planner"] = c.plan.planner;
+        o["work_planner"] = w.planner;
+        o["kernel_route"] = to_string(c.plan.route);
+        o["planned_view"] = view_json(w.planned_view);
+        o["kernel_view"] = view_json(c.plan.kernel_view);
+        o["num_workgroups"] = w.num_workgroups;
+        o["work_indptr"] = w.work_indptr;
+        auto wi = nlohmann::ordered_json::array();
+        for (const auto& x : w.work_info) wi.push_back(x.as_array());
+        o["work_info_set"] = wi;
+        o["reduce_indptr"] = w.reduce_indptr;
+        o["reduce_final_map"] = w.reduce_final_map;
+        o["reduce_partial_map"] = w.reduce_partial_map;
+        o["num_partial_rows"] = w.num_partial_rows;
+        if (c.plan.capacity) {
+          const auto& m = *c.plan.capacity;
+          o["buffers"] = {{"work_indptr", {{"used", w.work_indptr.size()}, {"capacity", m.work_indptr}}},
+                          {"work_info_set", {{"used", w.work_info.size()}, {"capacity", m.work_info_set}}},
+                          {"reduce_indptr", {{"used", w.reduce_indptr.size()}, {"capacity", m.reduce_indptr}}},
+                          {"reduce_final_map", {{"used", w.reduce_final_map.size()}, {"capacity", m.reduce_final_map}}},
+                          {"reduce_partial_map", {{"used", w.reduce_partial_map.size()}, {"capacity", m.reduce_partial_map}}}};
+        }
+        const auto& bal = c.inv.balance;
+        o["balance"] = {{"workgroups", bal.workgroups}, {"works", bal.works}, {"split_tiles", bal.split_tiles},
+                        {"max_load", bal.max_load}, {"mean_load", bal.mean_load}, {"efficiency", bal.efficiency}};
+        auto viol = nlohmann::ordered_json::array();
+        for (const auto& v : c.inv.violations)
+          viol.push_back({{"kind", v.kind}, {"q_row", v.q_row}, {"kv_begin", v.kv_begin}, {"kv_end", v.kv_end}, {"work", v.work}, {"message", v.message}});
+        o["invariants"] = {{"ok", c.inv.ok}, {"total_violations", c.inv.total_violations}, {"violations", viol}};
+        o["notes"] = c.plan.notes;
+        o["timing_ms"] = {{"plan", c.plan_ms}, {"check", c.check_ms}};
+        arr.push_back(o);
+      }
+      j["plans"] = arr;
+      print_json(os, j);
+      ctx.exit_code = worst;
+      return;
+    }
+    if (cases.size() > 1 || ctx.global.fmt() == Format::csv) {
+      // side-by-side comparison
+      Table t;
+      t.header = {"planner", "route", "workgroups", "works", "split_tiles", "partial_rows", "max_load", "efficiency", "invariants", "plan_ms"};
+      t.right_align = {false, false, true, true, true, true, true, true, false, true};
+      for (const auto& c : cases)
+        t.add({c.plan.planner, to_string(c.plan.route), std::to_string(c.inv.balance.workgroups), std::to_string(c.inv.balance.works),
+               std::to_string(c.inv.balance.split_tiles), std::to_string(c.plan.work.num_partial_rows), fmt_double(c.inv.balance.max_load, 6),
+               fmt_double(c.inv.balance.efficiency, 4), c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + ")",
+               fmt_double(c.plan_ms, 3)});
+      t.print(os, ctx.global.fmt());
+      ctx.exit_code = worst;
+      return;
+    }
+    const PlannedCase& c = cases.front();
+    const WorkList& w = c.plan.work;
+    std::vector<std::pair<std::string, std::string>> kv = {
+        {"case", b.name.empty() ? "(unnamed)" : b.name},
+        {"route", to_string(c.plan.route)},
+        {"planner", c.plan.planner + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
+        {"planned view", view_text(w.planned_view)},
+        {"kernel view", view_text(c.plan.kernel_view)},
+        {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +
+                           std::to_string(c.inv.balance.split_tiles) + " split tiles, " + std::to_string(w.num_partial_rows) + " partial rows"},
+        {"balance", "max load " + fmt_double(c.inv.balance.max_load, 6) + ", mean " + fmt_double(c.inv.balance.mean_load, 6) + ", efficiency " +
+                        fmt_double(c.inv.balance.efficiency, 4)},
+    };
+    if (c.plan.capacity) {
+      const auto& m = *c.plan.capacity;
+      auto cap = [&](size_t used, int64_t capn) {
+        std::string s = std::to_string(used) + " / " + std::to_string(capn);
+        return (int64_t)used > capn ? st.red(s + " OVER") : s;
+      };
+      kv.push_back({"buffers (used / get_mla_metadata_info_v1)",
+                    "work_indptr " + cap(w.work_indptr.size(), m.work_indptr) + ", work_info_set " + cap(w.work_info.size(), m.work_info_set) +
+                        ", reduce_indptr " + cap(w.reduce_indptr.size(), m.reduce_indptr) + ", reduce_final_map " +
+                        cap(w.reduce_final_map.size(), m.reduce_final_map) + ", reduce_partial_map " + cap(w.reduce_partial_map.size(), m.reduce_partial_map)});
+    }
+    kv.push_back({"reduce_indptr", join_ints(w.reduce_indptr)});
+    kv.push_back({"reduce_partial_map", join_ints(w.reduce_partial_map)});
+    kv.push_back({"invariants", c.inv.ok ? st.green("ok") : st.red("BROKEN: " + std::to_string(c.inv.total_violations) + " violations")});
+    for (const auto& n : c.plan.notes) kv.push_back({"note", n});
+    print_kv(os, kv);
+    os << "\nworks (ranges half-open [begin, end); kv in index-list entries):\n";
+    Table t;
+    t.header = {"wg", "work", "batch", "partial_qo_loc", "qo", "kv", "kv_len", "kv_offset"};
+    t.right_align = {true, true, true, true, false, false, true, true};
+    int64_t listed = 0;
+    for (int g = 0; g < w.num_workgroups; ++g)
+      for (int32_t i = w.work_indptr[g]; i < w.work_indptr[g + 1]; ++i) {
+        if (*max_works > 0 && listed >= *max_works) continue;
+        const auto& x = w.work_info[i];
+        t.add({std::to_string(g), std::to_string(i), std::to_string(x.batch_idx), std::to_string(x.partial_qo_loc),
+               "[" + std::to_string(x.qo_start) + ", " + std::to_string(x.qo_end) + ")", "[" + std::to_string(x.kv_start) + ", " + std::to_string(x.kv_end) + ")",
+               std::to_string(x.kv_end - x.kv_start), std::to_string(x.kv_offset)});
+        ++listed;
+      }
+    t.print(os, Format::table);
+    if ((int64_t)w.work_info.size() > listed) os << "... " << (w.work_info.size() - listed) << " more works (--max-works 0 lists all)\n";
+    if (!c.inv.ok) {
+      os << "\nviolations:\n";
+      for (const auto& v : c.inv.violations) os << "  " << st.red(v.kind) << ": " << v.message << "\n";
+      if (c.inv.total_violations > (int64_t)c.inv.violations.size())
+        os << "  ... " << (c.inv.total_violations - (int64_t)c.inv.violations.size()) << " more\n";
+    }
+    ctx.exit_code = worst;
+  });
+}
+
+}  // namespace mlactl::cli
