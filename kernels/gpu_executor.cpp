@@ -109,7 +109,8 @@ bool gpu_available(std::string* why) {
 std::string gpu_device_name() { return gpu_available() ? mla::gpu_device_name(0) : std::string(); }
 int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(0) : 0; }
 
-GpuExecutor::GpuExecutor() : state_(new DeviceState), device_name_(gpu_device_name()) {}
+GpuExecutor::GpuExecutor(bool force_scalar)
+    : state_(new DeviceState), device_name_(gpu_device_name()), force_scalar_(force_scalar) {}
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
@@ -198,6 +199,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   s1.partial_lse = d.partial_lse.as<float>();
   s1.num_partial_rows = w.num_partial_rows;
   s1.error = d.error.as<int32_t>();
+  s1.force_scalar = force_scalar_;
 
   mla::ReduceParams rd;
   rd.reduce_indptr = d.reduce_indptr.as<int32_t>();
@@ -256,7 +258,7 @@ std::string gpu_device_name() { return {}; }
 int gpu_device_warp_size() { return 0; }
 
 struct GpuExecutor::DeviceState {};
-GpuExecutor::GpuExecutor() : state_(new DeviceState) {}
+GpuExecutor::GpuExecutor(bool force_scalar) : state_(new DeviceState), force_scalar_(force_scalar) {}
 GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {

@@ -19,7 +19,9 @@ int gpu_device_warp_size();
 
 class GpuExecutor : public Executor {
  public:
-  GpuExecutor();
+  // force_scalar: always run the CUDA-core stage-1 kernel, even where the
+  // tensor-core one applies (tests compare the two; AMD builds always use it).
+  explicit GpuExecutor(bool force_scalar = false);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -34,6 +36,7 @@ class GpuExecutor : public Executor {
   struct DeviceState;                  // grow-only device buffers, reused across runs
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
+  bool force_scalar_ = false;
 };
 
 }  // namespace mlactl

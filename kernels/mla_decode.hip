@@ -449,6 +449,364 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
   }
 }
 
+// ---- Tensor-core stage 1 (NVIDIA sm_80+: mma.sync m16n8k16, ldmatrix, cp.async) ----
+//
+// Same contract as mla_stage1_kernel, for the common views: 16 (q row, head) pairs
+// per chunk as one m16 tile, KV tiles of 32 tokens double-buffered with cp.async.
+// 4 warps: for Q·Kᵀ warp w owns tokens [8w, 8w+8) of the tile; for P·V it owns
+// output columns [128w, 128w+128). Operands are 16-bit: bf16 (or fp16 when q or
+// KV is fp16); fp8 codes are exact in either, so the fp8 scales are applied to
+// the scores and to the output instead of to the operands. P is split into
+// hi + lo 16-bit parts (two MMAs) so P·V keeps ~fp32 accuracy.
+// AMD builds use mla_stage1_kernel (an MFMA version of this kernel is future work).
+#if defined(MLACTL_GPU_CUDA)
+namespace tc {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kM = 16;        // pairs per chunk (one m16 tile)
+constexpr int kN = 32;        // tokens per KV tile
+constexpr int kPStride = kN + 8;  // 16-bit elements per P row (pad: conflict-free ldmatrix)
+constexpr int kColsPerWarp = 128;
+
+__device__ inline uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// The fragment layer: four 8x8 b16 matrices per ldmatrix; register i of the
+// result holds matrix i, whose row addresses come from lanes 8i..8i+7.
+__device__ inline void ldmatrix_x4(uint32_t r[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(row_address))
+               : "memory");
+}
+__device__ inline void ldmatrix_x4_trans(uint32_t r[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(row_address))
+               : "memory");
+}
+// c (16x8 fp32) += a (16x16) * b (16x8); F16 picks fp16 operands, else bf16.
+template <bool F16>
+__device__ inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  if constexpr (F16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+// 16-byte global->shared copy; src_bytes 0 writes zeros and reads nothing.
+__device__ inline void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+template <bool F16>
+__device__ inline uint16_t encode16(float x) { return F16 ? encode_fp16(x) : encode_bf16(x); }
+template <bool F16>
+__device__ inline float decode16(uint16_t h) { return F16 ? decode_fp16(h) : decode_bf16(h); }
+
+__host__ __device__ inline int row_stride_elems(int head_dim) { return head_dim + 8; }  // 16-byte pad
+__host__ __device__ inline size_t smem_bytes(int head_dim, bool kv_fp8) {
+  const size_t rows16 = size_t(row_stride_elems(head_dim)) * 2;
+  return kM * rows16 + 2 * kN * rows16 + 2 * kM * kPStride * 2 + 2 * kWarps * kM * 4 + kM * 4 +
+         (kv_fp8 ? 2 * size_t(kN) * head_dim + 256 * 2 : 0);
+}
+
+template <bool F16, bool KV_FP8>
+__global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int heads = p.heads, head_dim = p.head_dim, v_dim = p.v_dim;
+  const int stride = row_stride_elems(head_dim);
+
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem_raw);                 // [kM][stride]
+  uint16_t* kv_s = q_s + kM * stride;                                     // [2][kN][stride]
+  uint16_t* p_hi = kv_s + 2 * kN * stride;                                // [kM][kPStride]
+  uint16_t* p_lo = p_hi + kM * kPStride;
+  float* red_max = reinterpret_cast<float*>(p_lo + kM * kPStride);        // [kWarps][kM]
+  float* red_sum = red_max + kWarps * kM;                                 // [kWarps][kM]
+  int* vis_end = reinterpret_cast<int*>(red_sum + kWarps * kM);           // [kM]
+  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kM);               // [2][kN][head_dim] fp8 staging
+  uint16_t* lut16 = reinterpret_cast<uint16_t*>(raw8 + 2 * kN * head_dim);  // fp8 code -> 16-bit operand
+
+  if constexpr (KV_FP8) {
+    for (int c = tid; c < 256; c += kThreads) lut16[c] = encode16<F16>(decode_fp8(uint8_t(c), p.fp8_fnuz));
+  }
+  const float kv_scale = KV_FP8 ? p.kv_scale : 1.0f;
+  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale;
+
+  const int c = blockIdx.x;
+  const int32_t w_begin = p.work_indptr[c], w_end = p.work_indptr[c + 1];
+  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
+    if (tid == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
+    return;
+  }
+  const int kv_bytes_per_row = head_dim * (KV_FP8 ? 1 : 2);
+  const int chunks_per_row = kv_bytes_per_row / 16;
+
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    const int qn = work.qo_end - work.qo_start;
+    if (qn <= 0) continue;
+    bool bad = false;
+    if (work.qo_start < 0 || work.qo_end > p.num_q_rows) {
+      if (tid == 0) record_error(p.error, kErrQRows, w, work.qo_end);
+      bad = true;
+    } else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices)) {
+      if (tid == 0) record_error(p.error, kErrKvRange, w, work.kv_end);
+      bad = true;
+    } else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows) {
+      if (tid == 0) record_error(p.error, kErrPartialRows, w, work.ploc);
+      bad = true;
+    }
+    if (bad) continue;
+
+    const int pairs = qn * heads;
+    for (int chunk = 0; chunk < pairs; chunk += kM) {
+      const int chunk_pairs = min(kM, pairs - chunk);
+      __syncthreads();  // the previous chunk is done with q_s / vis_end / kv_s
+
+      const int64_t q_base = (int64_t(work.qo_start) * heads + chunk) * head_dim;
+      for (int i = tid; i < kM * head_dim; i += kThreads) {
+        const int m = i / head_dim, d = i % head_dim;
+        uint16_t bits = 0;
+        if (m < chunk_pairs) {
+          const int64_t at = q_base + i;
+          if (p.q_type == ElemType::fp8) bits = encode16<F16>(decode_fp8(static_cast<const uint8_t*>(p.q)[at], p.fp8_fnuz));
+          else bits = static_cast<const uint16_t*>(p.q)[at];
+        }
+        q_s[m * stride + d] = bits;
+      }
+      if (tid < kM) {
+        int end = work.kv_start;
+        if (tid < chunk_pairs) {
+          const int row = (chunk + tid) / heads;
+          end = work.kv_end;
+          if (p.causal) end -= max(0, (qn - 1 - row) - work.kv_offset);
+          end = max(end, work.kv_start);
+        }
+        vis_end[tid] = end;
+      }
+      __syncthreads();
+      int max_end = work.kv_start;
+      for (int m = 0; m < chunk_pairs; ++m) max_end = max(max_end, vis_end[m]);
+
+      // This thread's two pair rows in every C fragment.
+      const int r0 = lane / 4, r1 = r0 + 8;
+      const int end0 = r0 < chunk_pairs ? vis_end[r0] : work.kv_start;
+      const int end1 = r1 < chunk_pairs ? vis_end[r1] : work.kv_start;
+      float run_max0 = kNegInf, run_max1 = kNegInf, run_sum0 = 0.0f, run_sum1 = 0.0f;
+      float o[16][4];
+#pragma unroll
+      for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+
+      // Issue the copy of the tile starting at `tile` into buffer `stage`.
+      auto issue_tile = [&](int tile, int stage) {
+        if (tile < max_end) {
+          const int count = min(kN, max_end - tile);
+          for (int u = tid; u < kN * chunks_per_row; u += kThreads) {
+            const int n = u / chunks_per_row, j = u % chunks_per_row;
+            const uint8_t* src = static_cast<const uint8_t*>(p.kv);
+            int bytes = 0;
+            if (n < count) {
+              const int64_t slot = p.kv_indices[tile + n];
+              if (slot < 0 || (slot + 1) * int64_t(head_dim) > p.kv_elements) {
+                if (j == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot));
+              } else {
+                src += slot * kv_bytes_per_row + 16 * j;
+                bytes = 16;
+              }
+            }
+            uint8_t* dst = KV_FP8 ? raw8 + (size_t(stage) * kN + n) * head_dim + 16 * j
+                                  : reinterpret_cast<uint8_t*>(kv_s + (size_t(stage) * kN + n) * stride) + 16 * j;
+            cp_async16(dst, src, bytes);
+          }
+        }
+        cp_async_commit();
+      };
+
+      issue_tile(work.kv_start, 0);
+      int stage = 0;
+      for (int tile = work.kv_start; tile < max_end; tile += kN, stage ^= 1) {
+        cp_async_wait_all();
+        __syncthreads();                      // tile ready; everyone done with the other buffer and P
+        issue_tile(tile + kN, stage ^ 1);     // overlaps this tile's math
+        uint16_t* kv_tile = kv_s + size_t(stage) * kN * stride;
+        if constexpr (KV_FP8) {
+          const uint8_t* raw = raw8 + size_t(stage) * kN * head_dim;
+          for (int u = tid; u < kN * head_dim / 8; u += kThreads) {
+            const int n = u / (head_dim / 8), d = (u % (head_dim / 8)) * 8;
+            const uint2 bytes8 = *reinterpret_cast<const uint2*>(raw + n * head_dim + d);
+            uint4 out;
+            out.x = lut16[bytes8.x & 0xffu] | (uint32_t(lut16[(bytes8.x >> 8) & 0xffu]) << 16);
+            out.y = lut16[(bytes8.x >> 16) & 0xffu] | (uint32_t(lut16[bytes8.x >> 24]) << 16);
+            out.z = lut16[bytes8.y & 0xffu] | (uint32_t(lut16[(bytes8.y >> 8) & 0xffu]) << 16);
+            out.w = lut16[(bytes8.y >> 16) & 0xffu] | (uint32_t(lut16[bytes8.y >> 24]) << 16);
+            *reinterpret_cast<uint4*>(kv_tile + n * stride + d) = out;
+          }
+          __syncthreads();
+        }
+
+        // S = Q · Kᵀ for this warp's 8 tokens.
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        {
+          const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
+          const int b_token = warp * 8 + lane % 8, b_col = (lane / 8) * 8;
+          for (int k0 = 0; k0 < head_dim; k0 += 32) {
+            uint32_t a0[4], a1[4], b[4];
+            ldmatrix_x4(a0, q_s + a_row * stride + k0 + a_col);
+            ldmatrix_x4(a1, q_s + a_row * stride + k0 + 16 + a_col);
+            ldmatrix_x4(b, kv_tile + b_token * stride + k0 + b_col);
+            mma_16816<F16>(s, a0, b[0], b[1]);
+            mma_16816<F16>(s, a1, b[2], b[3]);
+          }
+        }
+        // Mask, scale, tile max per row across the 4 lanes of a row and the 4 warps.
+        const int t0 = tile + warp * 8 + (lane % 4) * 2;
+        const bool v00 = t0 < end0, v01 = t0 + 1 < end0, v10 = t0 < end1, v11 = t0 + 1 < end1;
+        s[0] = v00 ? s[0] * score_scale : kNegInf;
+        s[1] = v01 ? s[1] * score_scale : kNegInf;
+        s[2] = v10 ? s[2] * score_scale : kNegInf;
+        s[3] = v11 ? s[3] * score_scale : kNegInf;
+        float m0 = fmaxf(s[0], s[1]), m1 = fmaxf(s[2], s[3]);
+#pragma unroll
+        for (int o_ = 1; o_ < 4; o_ <<= 1) {
+          m0 = fmaxf(m0, shfl_xor(m0, o_, 4));
+          m1 = fmaxf(m1, shfl_xor(m1, o_, 4));
+        }
+        if (lane % 4 == 0) {
+          red_max[warp * kM + r0] = m0;
+          red_max[warp * kM + r1] = m1;
+        }
+        __syncthreads();
+        float new0 = run_max0, new1 = run_max1;
+#pragma unroll
+        for (int w2 = 0; w2 < kWarps; ++w2) {
+          new0 = fmaxf(new0, red_max[w2 * kM + r0]);
+          new1 = fmaxf(new1, red_max[w2 * kM + r1]);
+        }
+        const float alpha0 = new0 == kNegInf ? 1.0f : expf(run_max0 - new0);
+        const float alpha1 = new1 == kNegInf ? 1.0f : expf(run_max1 - new1);
+        const float p00 = v00 ? expf(s[0] - new0) : 0.0f, p01 = v01 ? expf(s[1] - new0) : 0.0f;
+        const float p10 = v10 ? expf(s[2] - new1) : 0.0f, p11 = v11 ? expf(s[3] - new1) : 0.0f;
+        run_sum0 = run_sum0 * alpha0 + p00 + p01;
+        run_sum1 = run_sum1 * alpha1 + p10 + p11;
+        run_max0 = new0;
+        run_max1 = new1;
+        {
+          const int col = warp * 8 + (lane % 4) * 2;
+          const uint16_t h00 = encode16<F16>(p00), h01 = encode16<F16>(p01);
+          const uint16_t h10 = encode16<F16>(p10), h11 = encode16<F16>(p11);
+          *reinterpret_cast<uint32_t*>(p_hi + r0 * kPStride + col) = h00 | (uint32_t(h01) << 16);
+          *reinterpret_cast<uint32_t*>(p_hi + r1 * kPStride + col) = h10 | (uint32_t(h11) << 16);
+          const uint16_t l00 = encode16<F16>(p00 - decode16<F16>(h00)), l01 = encode16<F16>(p01 - decode16<F16>(h01));
+          const uint16_t l10 = encode16<F16>(p10 - decode16<F16>(h10)), l11 = encode16<F16>(p11 - decode16<F16>(h11));
+          *reinterpret_cast<uint32_t*>(p_lo + r0 * kPStride + col) = l00 | (uint32_t(l01) << 16);
+          *reinterpret_cast<uint32_t*>(p_lo + r1 * kPStride + col) = l10 | (uint32_t(l11) << 16);
+        }
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          o[j][0] *= alpha0;
+          o[j][1] *= alpha0;
+          o[j][2] *= alpha1;
+          o[j][3] *= alpha1;
+        }
+        __syncthreads();  // P complete
+
+        // O += P · V over this warp's 128 columns (two 16-token k-steps).
+        {
+          const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
+          const int v_token = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+#pragma unroll
+          for (int k0 = 0; k0 < kN; k0 += 16) {
+            uint32_t ahi[4], alo[4];
+            ldmatrix_x4(ahi, p_hi + a_row * kPStride + k0 + a_col);
+            ldmatrix_x4(alo, p_lo + a_row * kPStride + k0 + a_col);
+#pragma unroll
+            for (int j2 = 0; j2 < 8; ++j2) {
+              const int col0 = warp * kColsPerWarp + j2 * 16;
+              if (col0 < v_dim) {
+                uint32_t b[4];
+                ldmatrix_x4_trans(b, kv_tile + (k0 + v_token) * stride + col0 + v_col);
+                mma_16816<F16>(o[2 * j2], ahi, b[0], b[1]);
+                mma_16816<F16>(o[2 * j2], alo, b[0], b[1]);
+                mma_16816<F16>(o[2 * j2 + 1], ahi, b[2], b[3]);
+                mma_16816<F16>(o[2 * j2 + 1], alo, b[2], b[3]);
+              }
+            }
+          }
+        }
+      }
+      cp_async_wait_all();  // the last (empty) group
+
+      // Row sums: across the row's 4 lanes, then across warps.
+#pragma unroll
+      for (int o_ = 1; o_ < 4; o_ <<= 1) {
+        run_sum0 += shfl_xor(run_sum0, o_, 4);
+        run_sum1 += shfl_xor(run_sum1, o_, 4);
+      }
+      __syncthreads();
+      if (lane % 4 == 0) {
+        red_sum[warp * kM + r0] = run_sum0;
+        red_sum[warp * kM + r1] = run_sum1;
+      }
+      __syncthreads();
+      float sum0 = 0.0f, sum1 = 0.0f;
+#pragma unroll
+      for (int w2 = 0; w2 < kWarps; ++w2) {
+        sum0 += red_sum[w2 * kM + r0];
+        sum1 += red_sum[w2 * kM + r1];
+      }
+
+      const bool final_out = work.ploc < 0;
+      const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
+      const float inv0 = sum0 == 0.0f ? 0.0f : kv_scale / sum0, inv1 = sum1 == 0.0f ? 0.0f : kv_scale / sum1;
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        const int col = warp * kColsPerWarp + j * 8 + (lane % 4) * 2;
+        if (col >= v_dim) continue;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = half ? r1 : r0;
+          if (r >= chunk_pairs) continue;
+          const float inv = half ? inv1 : inv0;
+          const float x0 = o[j][2 * half] * inv, x1 = o[j][2 * half + 1] * inv;
+          const int64_t at = (row_base + r) * v_dim + col;
+          if (final_out) {
+            *reinterpret_cast<uint32_t*>(p.out + at) =
+                uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+          } else {
+            *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+          }
+        }
+      }
+      if (warp == 0 && lane % 4 == 0) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int r = half ? r1 : r0;
+          if (r >= chunk_pairs) continue;
+          const float sum = half ? sum1 : sum0, mx = half ? run_max1 : run_max0;
+          const float lse = sum == 0.0f ? kNegInf : mx + logf(sum);
+          if (final_out) {
+            if (p.lse) p.lse[row_base + r] = lse;
+          } else {
+            p.partial_lse[row_base + r] = lse;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace tc
+#endif  // MLACTL_GPU_CUDA
+
 template <ElemType KV>
 bool launch_stage1_typed(const Stage1Params& p, std::string* error) {
   const size_t smem = stage1_smem_bytes(p.head_dim, Elem<KV>::bytes);
@@ -457,10 +815,42 @@ bool launch_stage1_typed(const Stage1Params& p, std::string* error) {
   return check_launch("stage-1 launch", error);
 }
 
+#if defined(MLACTL_GPU_CUDA)
+template <bool F16, bool KV_FP8>
+bool launch_stage1_mma(const Stage1Params& p, std::string* error) {
+  const size_t smem = tc::smem_bytes(p.head_dim, KV_FP8);
+  if (!check(gpu_set_max_dynamic_shared(tc::stage1_mma_kernel<F16, KV_FP8>, int(smem)), "set stage-1 shared memory", error))
+    return false;
+  tc::stage1_mma_kernel<F16, KV_FP8><<<dim3(p.num_workgroups), dim3(tc::kThreads), smem, 0>>>(p);
+  return check_launch("stage-1 (tensor core) launch", error);
+}
+#endif
+
 }  // namespace
 
-bool launch_stage1(const Stage1Params& p, std::string* error) {
-  if (p.num_workgroups <= 0) return true;
+bool stage1_uses_tensor_cores(const Stage1Params& p) {
+#if defined(MLACTL_GPU_CUDA)
+  const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
+  // Both operands must be exact in the MMA's 16-bit type (fp8 codes are, in both).
+  const bool exact = f16 ? (p.q_type != ElemType::bf16 && p.kv_type != ElemType::bf16) : true;
+  return !p.force_scalar && exact && p.head_dim % 32 == 0 && p.v_dim % 16 == 0 &&
+         p.v_dim <= tc::kWarps * tc::kColsPerWarp;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+namespace {
+bool launch_stage1_any(const Stage1Params& p, std::string* error) {
+#if defined(MLACTL_GPU_CUDA)
+  if (stage1_uses_tensor_cores(p)) {
+    const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
+    const bool kv_fp8 = p.kv_type == ElemType::fp8;
+    if (f16) return kv_fp8 ? launch_stage1_mma<true, true>(p, error) : launch_stage1_mma<true, false>(p, error);
+    return kv_fp8 ? launch_stage1_mma<false, true>(p, error) : launch_stage1_mma<false, false>(p, error);
+  }
+#endif
   switch (p.kv_type) {
     case ElemType::bf16: return launch_stage1_typed<ElemType::bf16>(p, error);
     case ElemType::fp16: return launch_stage1_typed<ElemType::fp16>(p, error);
@@ -468,6 +858,12 @@ bool launch_stage1(const Stage1Params& p, std::string* error) {
   }
   if (error) *error = "stage-1: unknown KV element type";
   return false;
+}
+}  // namespace
+
+bool launch_stage1(const Stage1Params& p, std::string* error) {
+  if (p.num_workgroups <= 0) return true;
+  return launch_stage1_any(p, error);
 }
 
 bool launch_reduce(const ReduceParams& p, std::string* error) {

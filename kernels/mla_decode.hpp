@@ -49,6 +49,7 @@ struct Stage1Params {
   float* partial_lse = nullptr;          // [num_partial_rows][heads]
   int64_t num_partial_rows = 0;
   int32_t* error = nullptr;              // kDeviceErrorWords
+  bool force_scalar = false;             // skip the tensor-core kernel (tests run both)
 };
 
 struct ReduceParams {
@@ -73,6 +74,10 @@ struct ReduceParams {
 constexpr int kMaxHeadDim = 576;
 constexpr int kMaxVDim = 512;
 constexpr int kHeadDimMultiple = 8;
+
+// Whether launch_stage1 picks the tensor-core kernel for these parameters
+// (NVIDIA builds; 16-bit-exact operand types, head_dim % 32, v_dim % 16).
+bool stage1_uses_tensor_cores(const Stage1Params& p);
 
 // Enqueue on the default stream; false (with text) when the launch is refused.
 bool launch_stage1(const Stage1Params& p, std::string* error);
