@@ -3,8 +3,30 @@
 
 #include "cli/app.hpp"
 #include "core/builder.hpp"
+#include "cli/common.hpp"
 
 namespace mlactl::cli {
+
+nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten) {
+  (void)b;
+  const auto& hp = md.heads;
+  nlohmann::ordered_json j;
+  j["builder"] = "vllm R1 _build_decode";
+  j["num_requests"] = md.num_requests;
+  j["max_qo_len"] = md.max_qo_len;
+  j["uniform_padded_mtp_qo_len"] = md.uniform_pad;
+  j["uni_seqlen_qo"] = md.uni_seqlen ? md.max_qo_len : -1;
+  j["qo_indptr"] = md.qo_indptr;
+  j["seq_lens"] = md.seq_k;
+  j["paged_kv_indptr"] = md.paged_kv_indptr;
+  j["paged_kv_indices"] = md.paged_kv_indices;
+  j["paged_kv_last_page_len"] = md.paged_kv_last_page_len;
+  j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
+  if (with_flatten) j["r0_verify_flatten"] = {{"indptr", md.flat_indptr}, {"indices", md.flat_indices}};
+  j["head_padding"] = {{"num_heads", hp.num_heads}, {"padded_heads", hp.padded_heads}, {"method", hp.method}, {"source", hp.source}, {"unpad", hp.unpad}};
+  j["notes"] = md.notes;
+  return j;
+}
 
 void setup_metadata(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<BatchOptions>();
@@ -26,20 +48,8 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("metadata");
       j["case"] = b.name;
-      j["builder"] = "vllm R1 _build_decode";
-      j["num_requests"] = md.num_requests;
-      j["max_qo_len"] = md.max_qo_len;
-      j["uniform_padded_mtp_qo_len"] = md.uniform_pad;
-      j["uni_seqlen_qo"] = md.uni_seqlen ? md.max_qo_len : -1;
-      j["qo_indptr"] = md.qo_indptr;
-      j["seq_lens"] = md.seq_k;
-      j["paged_kv_indptr"] = md.paged_kv_indptr;
-      j["paged_kv_indices"] = md.paged_kv_indices;
-      j["paged_kv_last_page_len"] = md.paged_kv_last_page_len;
-      j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
-      if (want_flatten) j["r0_verify_flatten"] = {{"indptr", md.flat_indptr}, {"indices", md.flat_indices}};
-      j["head_padding"] = {{"num_heads", hp.num_heads}, {"padded_heads", hp.padded_heads}, {"method", hp.method}, {"source", hp.source}, {"unpad", hp.unpad}};
-      j["notes"] = md.notes;
+      const auto part = metadata_json(b, md, want_flatten);
+      for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
       print_json(os, j);
       return;
     }

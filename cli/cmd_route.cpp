@@ -38,7 +38,8 @@ void setup_route(CLI::App& app, Context& ctx) {
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("route");
       j["case"] = b.name;
-      for (auto& [k, v] : route_json(rd).items()) j[k] = v;
+      const auto part = route_json(rd);
+      for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
       print_json(os, j);
       return;
     }

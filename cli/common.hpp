@@ -16,5 +16,6 @@ void add_kernel_option(CLI::App* sub, std::string& kernel);
 // route_decode on the batch, with --kernel forcing a route when given.
 RouteDecision decide_route(const Batch& b, const DecodeMetadata& md, const std::string& forced_kernel);
 nlohmann::ordered_json route_json(const RouteDecision& rd);
+nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten);
 
 }  // namespace mlactl::cli
