@@ -204,9 +204,12 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   mla::ReduceParams rd;
   rd.reduce_indptr = d.reduce_indptr.as<int32_t>();
   rd.num_tiles = w.reduce_indptr.empty() ? 0 : int32_t(w.reduce_indptr.size() - 1);
-  for (int32_t t = 0; t < rd.num_tiles; ++t)
-    if (w.reduce_indptr[t + 1] - w.reduce_indptr[t] > 1 && size_t(t) < w.reduce_final_map.size())
-      rd.max_tile_rows = std::max(rd.max_tile_rows, w.reduce_final_map[t][1] - w.reduce_final_map[t][0]);
+  for (int32_t t = 0; t < rd.num_tiles; ++t) {
+    const int splits = w.reduce_indptr[t + 1] - w.reduce_indptr[t];
+    if (splits > 1 && size_t(t) < w.reduce_final_map.size())
+      rd.max_items = std::max(rd.max_items, mla::reduce_items(std::max(0, w.reduce_final_map[t][1] - w.reduce_final_map[t][0]),
+                                                               v.heads, v.v_dim, splits));
+  }
   rd.reduce_final_map = d.reduce_final_map.as<int32_t>();
   rd.reduce_partial_map = d.reduce_partial_map.as<int32_t>();
   rd.num_partial_map = int64_t(w.reduce_partial_map.size());

@@ -364,34 +364,26 @@ __global__ void __launch_bounds__(kThreads) mla_stage1_kernel(Stage1Params p) {
   }
 }
 
-// Reduce (§7.1 stage 2). One block per (tile, output row, head, 64-column slice):
+// Reduce (§7.1 stage 2). Grid: x = tile, y strides over (row, head, column
+// slice) of the tile:
 //   LSE = M + ln Σ exp(lse_k − M) (+inf when the sum is 0 or NaN, as AITER);
 //   out = Σ exp(lse_k − LSE) · partial[rpm[k] + r].
-// The block's 256 threads are 4 split-groups × 64 columns, so a tile with
-// hundreds of splits (one long request) is read by many blocks in parallel.
+// The block's 256 threads are `groups` split-groups × (256 / groups) columns;
+// groups grows with the split count (reduce_split_groups), so a tile with
+// hundreds of splits is read by many threads in parallel and a 2-split tile
+// costs one load per thread. Every wave computes the LSE itself (no barrier).
 constexpr int kReduceThreads = 256;
-constexpr int kReduceCols = 64;
-constexpr int kReduceGroups = kReduceThreads / kReduceCols;
-constexpr int kReduceWeightChunk = 1024;  // split weights staged in shared memory per pass
 
-__device__ inline float block_reduce(float v, bool is_max, float* scratch) {
-  // every lane of a wave holds the wave's result after the XOR butterfly
-  for (int o = warp_size() / 2; o > 0; o >>= 1) {
-    const float other = shfl_xor(v, o, warp_size());
-    v = is_max ? fmaxf(v, other) : v + other;
-  }
-  const int lane = threadIdx.x % warp_size(), wave = threadIdx.x / warp_size();
-  constexpr int waves = kReduceThreads / warp_size();
-  __syncthreads();
-  if (lane == 0) scratch[wave] = v;
-  __syncthreads();
-  float r = scratch[0];
-  for (int i = 1; i < waves; ++i) r = is_max ? fmaxf(r, scratch[i]) : r + scratch[i];
-  return r;
+__device__ inline float wave_max(float v) {
+  for (int o = warp_size() / 2; o > 0; o >>= 1) v = fmaxf(v, shfl_xor(v, o, warp_size()));
+  return v;
+}
+__device__ inline float wave_sum(float v) {
+  for (int o = warp_size() / 2; o > 0; o >>= 1) v += shfl_xor(v, o, warp_size());
+  return v;
 }
 
-__global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams p, int32_t slices_per_head) {
-  __shared__ float weights[kReduceWeightChunk];
+__global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams p) {
   __shared__ float scratch[kReduceThreads];
   const int t = blockIdx.x, tid = threadIdx.x;
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
@@ -409,43 +401,42 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
     return;
   }
   const int heads = p.heads, v_dim = p.v_dim;
-  // blockIdx.y strides over (row, head, column slice) of the tile.
-  const int items = rows * heads * slices_per_head;
+  const int groups = reduce_split_groups(e - s), cols = kReduceThreads / groups;
+  const int slices = (v_dim + cols - 1) / cols;
+  const int group = tid / cols, lane = tid % warp_size();
+  const int items = rows * heads * slices;
   for (int item = blockIdx.y; item < items; item += gridDim.y) {
-    const int slice = item % slices_per_head, pair = item / slices_per_head;
+    const int slice = item % slices, pair = item / slices;
     const int r = pair / heads, h = pair % heads;
     auto lse_of = [&](int32_t k) { return p.partial_lse[(int64_t(p.reduce_partial_map[k]) + r) * heads + h]; };
 
     float m = kNegInf;
-    for (int32_t k = s + tid; k < e; k += kReduceThreads) m = fmaxf(m, lse_of(k));
-    m = block_reduce(m, true, scratch);
+    for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, lse_of(k));
+    m = wave_max(m);
     float sum = 0.0f;
-    for (int32_t k = s + tid; k < e; k += kReduceThreads) sum += expf(lse_of(k) - m);
-    sum = block_reduce(sum, false, scratch);
+    for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(lse_of(k) - m);
+    sum = wave_sum(sum);
     const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
     const int64_t out_row = (int64_t(q0) + r) * heads + h;
     if (tid == 0 && slice == 0 && p.lse) p.lse[out_row] = lse;
 
-    const int group = tid / kReduceCols, c = slice * kReduceCols + tid % kReduceCols;
+    const int c = slice * cols + tid % cols;
     float acc = 0.0f;
-    for (int32_t k0 = s; k0 < e; k0 += kReduceWeightChunk) {
-      const int32_t k1 = min(e, k0 + kReduceWeightChunk);
-      __syncthreads();
-      for (int32_t k = k0 + tid; k < k1; k += kReduceThreads) weights[k - k0] = expf(lse_of(k) - lse);
-      __syncthreads();
-      if (c < v_dim)
-        for (int32_t k = k0 + group; k < k1; k += kReduceGroups) {
-          const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * heads + h;
-          acc = fmaf(weights[k - k0], p.partial_out[prow * v_dim + c], acc);
-        }
+    if (c < v_dim) {
+#pragma unroll 4
+      for (int32_t k = s + group; k < e; k += groups) {
+        const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * heads + h;
+        acc = fmaf(expf(p.partial_lse[prow] - lse), p.partial_out[prow * v_dim + c], acc);
+      }
     }
-    __syncthreads();
-    scratch[tid] = acc;
-    __syncthreads();
-    if (group == 0 && c < v_dim) {
-      for (int g = 1; g < kReduceGroups; ++g) acc += scratch[g * kReduceCols + tid];
-      p.out[out_row * v_dim + c] = encode_out(p.out_type, acc);
+    if (groups > 1) {
+      __syncthreads();  // the previous item is done with scratch
+      scratch[tid] = acc;
+      __syncthreads();
+      if (group == 0)
+        for (int g = 1; g < groups; ++g) acc += scratch[g * cols + tid];
     }
+    if (group == 0 && c < v_dim) p.out[out_row * v_dim + c] = encode_out(p.out_type, acc);
   }
 }
 
@@ -500,8 +491,8 @@ __device__ inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, u
 }
 // 16-byte global->shared copy; src_bytes 0 writes zeros and reads nothing.
 __device__ inline void cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes)
-               : "memory");
+  // No memory clobber: ordering comes from cp_async_wait_all() and the barrier.
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
 }
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
@@ -607,26 +598,28 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
       for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
       // Issue the copy of the tile starting at `tile` into buffer `stage`.
+      // Issue the copy of the tile starting at `tile` into buffer `stage`. Four
+      // threads share a row, so each thread loads one slot index per tile (a
+      // per-chunk index load would serialise behind every cp.async).
       auto issue_tile = [&](int tile, int stage) {
+        constexpr int kThreadsPerRow = kThreads / kN;
         if (tile < max_end) {
-          const int count = min(kN, max_end - tile);
-          for (int u = tid; u < kN * chunks_per_row; u += kThreads) {
-            const int n = u / chunks_per_row, j = u % chunks_per_row;
-            const uint8_t* src = static_cast<const uint8_t*>(p.kv);
-            int bytes = 0;
-            if (n < count) {
-              const int64_t slot = p.kv_indices[tile + n];
-              if (slot < 0 || (slot + 1) * int64_t(head_dim) > p.kv_elements) {
-                if (j == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-              } else {
-                src += slot * kv_bytes_per_row + 16 * j;
-                bytes = 16;
-              }
+          const int n = tid / kThreadsPerRow;
+          const uint8_t* src = static_cast<const uint8_t*>(p.kv);
+          int bytes = 0;
+          if (n < min(kN, max_end - tile)) {
+            const int64_t slot = p.kv_indices[tile + n];
+            if (slot < 0 || (slot + 1) * int64_t(head_dim) > p.kv_elements) {
+              if (tid % kThreadsPerRow == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot));
+            } else {
+              src += slot * kv_bytes_per_row;
+              bytes = 16;
             }
-            uint8_t* dst = KV_FP8 ? raw8 + (size_t(stage) * kN + n) * head_dim + 16 * j
-                                  : reinterpret_cast<uint8_t*>(kv_s + (size_t(stage) * kN + n) * stride) + 16 * j;
-            cp_async16(dst, src, bytes);
           }
+          uint8_t* dst = KV_FP8 ? raw8 + (size_t(stage) * kN + n) * head_dim
+                                : reinterpret_cast<uint8_t*>(kv_s + (size_t(stage) * kN + n) * stride);
+          for (int j = tid % kThreadsPerRow; j < chunks_per_row; j += kThreadsPerRow)
+            cp_async16(dst + 16 * j, src + (bytes ? 16 * j : 0), bytes);
         }
         cp_async_commit();
       };
@@ -868,11 +861,9 @@ bool launch_stage1(const Stage1Params& p, std::string* error) {
 
 bool launch_reduce(const ReduceParams& p, std::string* error) {
   if (p.num_tiles <= 0) return true;
-  if (p.max_tile_rows <= 0) return true;
-  const int32_t slices = (p.v_dim + kReduceCols - 1) / kReduceCols;
-  const int64_t items = int64_t(p.max_tile_rows) * p.heads * slices;
-  const unsigned blocks_y = unsigned(std::min<int64_t>(items, 65535));  // grid y limit; the kernel strides
-  mla_reduce_kernel<<<dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), 0, 0>>>(p, slices);
+  if (p.max_items <= 0) return true;
+  const unsigned blocks_y = unsigned(std::min<int64_t>(p.max_items, 65535));  // grid y limit; the kernel strides
+  mla_reduce_kernel<<<dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), 0, 0>>>(p);
   return check_launch("reduce launch", error);
 }
 

@@ -4,6 +4,12 @@
 #include <cstdint>
 #include <string>
 
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define MLA_SHARED_FN __host__ __device__ inline constexpr
+#else
+#define MLA_SHARED_FN inline constexpr
+#endif
+
 namespace mla {
 
 enum class ElemType : int32_t { bf16 = 0, fp16 = 1, fp8 = 2 };
@@ -55,7 +61,7 @@ struct Stage1Params {
 struct ReduceParams {
   const int32_t* reduce_indptr = nullptr;     // [num_tiles + 1]
   int32_t num_tiles = 0;
-  int32_t max_tile_rows = 0;                  // max over split tiles of q1 - q0 (grid size)
+  int64_t max_items = 0;                      // max over split tiles of reduce_items() (grid size)
   const int32_t* reduce_final_map = nullptr;  // [num_tiles][2]
   const int32_t* reduce_partial_map = nullptr;
   int64_t num_partial_map = 0;
@@ -69,6 +75,17 @@ struct ReduceParams {
   int64_t num_q_rows = 0;
   int32_t* error = nullptr;
 };
+
+// Reduce work decomposition, shared by the kernel and the launch: a block's 256
+// threads are split-groups x columns; more splits, more groups.
+MLA_SHARED_FN int reduce_split_groups(int splits) {
+  return splits >= 32 ? 8 : splits >= 16 ? 4 : splits >= 8 ? 2 : 1;
+}
+// Blocks' worth of items one tile needs: rows x heads x column slices.
+inline int64_t reduce_items(int rows, int heads, int v_dim, int splits) {
+  const int cols = 256 / reduce_split_groups(splits);
+  return int64_t(rows) * heads * ((v_dim + cols - 1) / cols);
+}
 
 // Limits of this kernel build; the executor refuses views outside them.
 constexpr int kMaxHeadDim = 576;

@@ -542,6 +542,29 @@ void contract_cases(Executor& gpu) {
   }
   {
     Problem p;
+    p.name = "many splits: 3 requests split 40, 9 and 17 ways (every reduce layout)";
+    p.view = make_view(16, DType::bf16, DType::bf16, true);
+    const int splits[3] = {40, 9, 17}, chunk = 37;
+    p.num_q_rows = 3;
+    int total = 0;
+    for (int n : splits) total += n * chunk;
+    p.num_slots = total + 50;
+    p.kv_indices = random_slots(r, total, p.num_slots);
+    int kv = 0, ploc = 0, wg = 0;
+    for (int b = 0; b < 3; ++b) {
+      std::vector<int32_t> rows;
+      const int ke = kv + splits[b] * chunk;
+      for (int k = 0; k < splits[b]; ++k) {
+        add_work(p, wg++ % 13, work(ploc, b, b + 1, kv + k * chunk, kv + (k + 1) * chunk, ke - (kv + (k + 1) * chunk), b));
+        rows.push_back(ploc++);
+      }
+      add_reduce_tile(p, b, b + 1, rows);
+      kv = ke;
+    }
+    run_case(gpu, p, 19);
+  }
+  {
+    Problem p;
     p.name = "fp16 q and KV, fp16 out";
     p.view = make_view(16, DType::fp16, DType::fp16);
     p.out_dtype = DType::fp16;
@@ -708,7 +731,7 @@ void decode_probe(Executor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scal
 }
 
 // ---- --bench: an M1-like case (SPEC §8: b 128, s_k 8192, 16 heads, q_len 1, bf16) --
-void bench(Executor& gpu, int batch, int seq, int heads) {
+void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
   Problem p;
   p.name = "bench";
   p.view = make_view(heads);
@@ -717,7 +740,7 @@ void bench(Executor& gpu, int batch, int seq, int heads) {
   p.kv_indices.resize(p.num_slots);
   for (int64_t i = 0; i < p.num_slots; ++i) p.kv_indices[i] = (int32_t)i;
   // Split each request into `splits` chunks so batch * splits blocks fill the GPU.
-  const int splits = std::max(1, 528 / batch);
+  if (splits <= 0) splits = std::max(1, 528 / batch);
   int ploc = 0, wg = 0;
   for (int b = 0; b < batch; ++b) {
     std::vector<int32_t> rows;
@@ -804,7 +827,9 @@ int main(int argc, char** argv) {
     for (auto& exec : executors) {
       std::printf("bench on %s\n", exec == executors.front() ? "default kernels" : "CUDA-core stage 1");
       bench(*exec, 128, 8192, 16);
+      bench(*exec, 128, 8192, 16, 2);
       bench(*exec, 1, 32768, 16);
+      bench(*exec, 1, 32768, 16, 132);
       bench(*exec, 128, 4096, 128);
     }
   }
