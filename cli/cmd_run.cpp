@@ -1,0 +1,66 @@
+// `mlactl run`: route, plan, audit positions, execute, compare with the reference.
+#include <iostream>
+#include <sstream>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "cli/pipeline.hpp"
+
+namespace mlactl::cli {
+
+namespace {
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=,:") == std::string::npos) return s;
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+}  // namespace
+
+std::string repro_command() {
+  std::string s = "mlactl";
+  const auto& argv = current_argv();
+  for (size_t i = 1; i < argv.size(); ++i) s += " " + shell_quote(argv[i]);
+  return s;
+}
+
+void add_run_options(CLI::App* sub, RunOptions& o) {
+  sub->add_option("--backend", o.backend, "executor: auto (GPU when present), cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  add_kernel_option(sub, o.kernel);
+  sub->add_option("--planner", o.planner, "plan with this planner instead of the route's")->check(CLI::IsMember(planner_names()));
+  sub->add_flag("--cross-check", o.cross_check, "also run the CPU executor on the same work list and diff it with the GPU's");
+  sub->add_option("--atol", o.atol, "absolute tolerance (overrides the dtype default)");
+  sub->add_option("--rtol", o.rtol, "relative tolerance");
+  sub->add_option("--cos-tol", o.cos_tol, "global cosine-diff tolerance");
+  sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)");
+  sub->add_option("--dump-dir", o.dump_dir, "write inputs/outputs of a failing case here (.npy + JSON)");
+}
+
+void setup_run(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<BatchOptions>();
+  auto ro = std::make_shared<RunOptions>();
+  auto* sub = app.add_subcommand("run", "run the routed kernel's work list (CPU or GPU) and diff it with the Eigen reference");
+  add_batch_options(sub, *opts);
+  add_run_options(sub, *ro);
+  sub->callback([opts, ro, &ctx]() {
+    Batch b = load_batch(*opts);
+    RunOutcome o = run_pipeline(b, *ro);
+    ctx.exit_code = o.exit_code;
+    if (ctx.global.fmt() == Format::json) {
+      auto j = json_envelope("run");
+      j["case"] = b.name;
+      const auto part = outcome_json(o);
+      for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
+      if (o.exit_code == kExitVerifyFailed) j["repro"] = repro_command();
+      print_json(*ctx.out, j);
+    } else {
+      print_outcome(*ctx.out, b, o, ctx.global.style().color, ctx.global.verbose);
+      if (o.exit_code == kExitVerifyFailed) *ctx.out << "\nrepro: " << repro_command() << "\n";
+    }
+    if (o.status == "refused" && !ctx.global.quiet) *ctx.err << "mlactl: refused: " << o.message << "\n";
+    if (o.status == "skipped" && !ctx.global.quiet) *ctx.err << "mlactl: skipped: " << o.message << "\n";
+    if (o.status == "failed") *ctx.err << "mlactl: error: " << o.message << "\n";
+  });
+}
+
+}  // namespace mlactl::cli

@@ -1,0 +1,332 @@
+#include "cli/pipeline.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <ostream>
+#include <sys/stat.h>
+
+#include "cli/common.hpp"
+#include "cli/output.hpp"
+#include "core/kernel_windows.hpp"
+#include "core/layout.hpp"
+#include "core/route_input.hpp"
+#include "kernels/cpu_executor.hpp"
+#include "kernels/gpu_executor.hpp"
+
+namespace mlactl::cli {
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0) { return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count(); }
+
+uint16_t nan_bits(DType d) { return d == DType::fp16 ? 0x7E00 : 0x7FC0; }
+
+// Executes the plan with one executor on freshly poisoned outputs; returns the
+// user-layout output and LSE.
+struct ExecOutput {
+  ExecResult result;
+  std::vector<float> out, lse;
+};
+ExecOutput execute(Executor& ex, const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout, const EncodedTensor& kq) {
+  ExecOutput eo;
+  const KernelView& v = plan.kernel_view;
+  const DType out_dtype = b.model.dtype;
+  const int64_t view_rows = layout.view_rows;
+  std::vector<uint16_t> out((size_t)(view_rows * v.heads * v.v_dim), nan_bits(out_dtype));
+  std::vector<float> lse((size_t)(view_rows * v.heads), std::numeric_limits<float>::quiet_NaN());
+  // partial rows: what the works address (a corrupted list may address more than planned)
+  int64_t partial_rows = plan.work.num_partial_rows;
+  for (const auto& w : plan.work.work_info)
+    if (w.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, (int64_t)w.partial_qo_loc + std::max(0, w.qo_end - w.qo_start));
+  std::vector<float> pout((size_t)(std::max<int64_t>(1, partial_rows) * v.heads * v.v_dim), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> plse((size_t)(std::max<int64_t>(1, partial_rows) * v.heads), std::numeric_limits<float>::quiet_NaN());
+  WorkList wl = plan.work;
+  wl.num_partial_rows = partial_rows;
+  ExecArgs a;
+  a.work = &wl;
+  a.view = v;
+  a.kv_indices = plan.kv_indices.data();
+  a.num_kv_indices = (int64_t)plan.kv_indices.size();
+  a.q = kq.data();
+  a.num_q_rows = view_rows;
+  a.q_scale = kq.scale;
+  a.kv = in.kv.data();
+  a.num_slots = in.num_slots;
+  a.kv_row_stride = in.head_dim;
+  a.kv_scale = in.kv.scale;
+  a.fp8_flavor = b.fp8_flavor();
+  a.softmax_scale = (float)b.model.softmax_scale;
+  a.out_dtype = out_dtype;
+  a.out = out.data();
+  a.lse = lse.data();
+  a.partial_out = pout.data();
+  a.partial_lse = plse.data();
+  eo.result = ex.run(a);
+  if (eo.result.ok) {
+    eo.out = unlayout_out(layout, out_dtype, out.data(), v.v_dim);
+    eo.lse = unlayout_lse(layout, lse.data());
+  }
+  return eo;
+}
+
+void dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, const Inputs& in, const std::vector<float>& out,
+                  const ReferenceOutput& ref) {
+  ::mkdir(dir.c_str(), 0755);
+  const std::string stem = dir + "/" + (b.name.empty() ? std::string("case") : b.name);
+  {
+    std::ofstream f(stem + ".batch.json");
+    f << batch_to_json(b).dump(2) << "\n";
+  }
+  {
+    std::ofstream f(stem + ".result.json");
+    f << outcome_json(o).dump(2) << "\n";
+  }
+  // .npy float32 arrays: output and reference [rows, heads, v_dim]
+  auto npy = [&](const std::string& path, const std::vector<float>& data) {
+    std::ofstream f(path, std::ios::binary);
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(ref.num_rows) + ", " +
+                         std::to_string(ref.num_heads) + ", " + std::to_string(ref.v_dim) + "), }";
+    while ((10 + header.size() + 1) % 64) header += ' ';
+    header += '\n';
+    const uint16_t hl = (uint16_t)header.size();
+    f.write("\x93NUMPY\x01\x00", 8);
+    f.write((const char*)&hl, 2);
+    f << header;
+    f.write((const char*)data.data(), (std::streamsize)(data.size() * sizeof(float)));
+  };
+  npy(stem + ".out.npy", out);
+  npy(stem + ".ref.npy", ref.out);
+  (void)in;
+}
+}  // namespace
+
+std::unique_ptr<Executor> make_executor(const std::string& backend, int threads, std::string* skip_reason) {
+  std::string why;
+  if (backend == "cpu") return std::make_unique<CpuExecutor>(threads);
+  const bool have = gpu_available(&why);
+  if (backend == "gpu") {
+    if (!have) {
+      if (skip_reason) *skip_reason = "no GPU: " + why;
+      return nullptr;
+    }
+    return std::make_unique<GpuExecutor>();
+  }
+  if (have) return std::make_unique<GpuExecutor>();
+  return std::make_unique<CpuExecutor>(threads);
+}
+
+RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
+  RunOutcome o;
+  o.out_dtype = b.model.dtype;
+  auto t0 = clock_type::now();
+  DecodeMetadata md = build_decode(b, false);
+  o.route = decide_route(b, md, opt.kernel);
+  if (o.route.route == Route::refused) {
+    o.status = "refused";
+    o.exit_code = kExitRefused;
+    o.message = (o.route.error_type.empty() ? "" : o.route.error_type + ": ") + o.route.error;
+    return o;
+  }
+  if (route_needs_flatten(o.route.route)) md = build_decode(b, true);
+  o.ms_metadata = ms_since(t0);
+  auto rows = oracle_windows(b);
+
+  t0 = clock_type::now();
+  o.plan = plan_route(b, md, o.route, rows, opt.planner);
+  o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
+  o.ms_plan = ms_since(t0);
+
+  std::string skip;
+  std::unique_ptr<Executor> ex = make_executor(opt.backend, opt.threads, &skip);
+  if (!ex) {
+    o.status = "skipped";
+    o.exit_code = kExitSkipped;
+    o.message = skip;
+    return o;
+  }
+  o.executor = ex->name();
+
+  t0 = clock_type::now();
+  Inputs in = generate_inputs(b, rows, opt.threads);
+  const RoutePlan& plan = *o.plan;
+  ViewLayout layout;
+  try {
+    layout = make_view_layout((int64_t)rows.size(), plan.kernel_view, plan.heads, plan.uniform_qlen);
+  } catch (const std::exception& e) {
+    o.status = "failed";
+    o.exit_code = kExitDevice;
+    o.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
+    return o;
+  }
+  EncodedTensor kq = build_kernel_q(in, layout, plan.kernel_view);
+  o.ms_inputs = ms_since(t0);
+
+  t0 = clock_type::now();
+  ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
+  o.ms_reference = ms_since(t0);
+
+  t0 = clock_type::now();
+  ExecOutput eo = execute(*ex, b, plan, in, layout, kq);
+  o.ms_execute = ms_since(t0);
+  if (!eo.result.ok) {
+    o.status = "failed";
+    o.exit_code = kExitDevice;
+    o.message = "device/runtime error: " + eo.result.error;
+    return o;
+  }
+
+  t0 = clock_type::now();
+  CompareOptions co;
+  co.tol = default_tolerance(b.model.dtype, b.kv_cache.dtype, b.decode.q_dtype);
+  if (opt.atol || opt.rtol || opt.cos_tol) co.tol.source = "command line";
+  if (opt.atol) co.tol.atol = *opt.atol;
+  if (opt.rtol) co.tol.rtol = *opt.rtol;
+  if (opt.cos_tol) co.tol.cos_tol = *opt.cos_tol;
+  co.out_dtype = b.model.dtype;
+  co.max_rows_listed = opt.max_listed;
+  o.compare = compare_outputs(rows, ref, eo.out.data(), eo.lse.data(), co);
+  if (opt.cross_check && o.executor != "cpu") {
+    CpuExecutor cpu(opt.threads);
+    ExecOutput ec = execute(cpu, b, plan, in, layout, kq);
+    if (ec.result.ok) {
+      // the CPU executor's output plays the reference: same work list, same inputs
+      ReferenceOutput cref = ref;
+      cref.out = ec.out;
+      cref.lse = ec.lse;
+      for (size_t i = 0; i < rows.size(); ++i) cref.computed[i] = rows[i].kind != MaskKind::padding;
+      o.cross = compare_outputs(rows, cref, eo.out.data(), eo.lse.data(), co);
+    }
+  }
+  o.ms_compare = ms_since(t0);
+
+  const bool numeric_ok = o.compare->passed && (!o.cross || o.cross->passed);
+  if (!o.audit->ok || !numeric_ok) {
+    o.status = "incorrect";
+    o.exit_code = kExitVerifyFailed;
+    o.message = !o.audit->ok ? "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions"
+                             : "numeric comparison failed";
+    if (!opt.dump_dir.empty()) dump_failure(opt.dump_dir, b, o, in, eo.out, ref);
+  }
+  return o;
+}
+
+nlohmann::ordered_json outcome_json(const RunOutcome& o) {
+  nlohmann::ordered_json j;
+  j["status"] = o.status;
+  j["exit_code"] = o.exit_code;
+  if (!o.message.empty()) j["message"] = o.message;
+  j["route"] = route_json(o.route);
+  if (!o.executor.empty()) j["executor"] = o.executor;
+  if (o.plan) {
+    j["planner"] = o.plan->planner;
+    j["works"] = o.plan->work.work_info.size();
+    j["notes"] = o.plan->notes;
+  }
+  if (o.audit) {
+    auto bad = nlohmann::ordered_json::array();
+    for (const auto& r : o.audit->bad)
+      bad.push_back({{"row", r.row}, {"request", r.request}, {"token", r.token}, {"heads", r.heads}, {"extra", r.extra}, {"missing", r.missing}, {"detail", r.detail}});
+    j["position_audit"] = {{"ok", o.audit->ok}, {"rows_checked", o.audit->rows_checked}, {"bad_rows", o.audit->bad_rows},
+                           {"stray_q_rows", o.audit->stray_q_rows}, {"errors", o.audit->errors}, {"rows", bad}};
+  }
+  auto cmp_json = [](const CompareReport& c) {
+    nlohmann::ordered_json k;
+    k["passed"] = c.passed;
+    k["tolerance"] = {{"atol", c.tol.atol}, {"rtol", c.tol.rtol}, {"cos_tol", c.tol.cos_tol}, {"source", c.tol.source},
+                      {"lse_atol", c.lse_tol.atol}, {"lse_rtol", c.lse_tol.rtol}};
+    k["compared_rows"] = c.compared_rows;
+    k["compared_elements"] = c.compared_elements;
+    k["failing_elements"] = c.failing_elements;
+    k["max_abs_err"] = c.max_abs_err;
+    k["max_abs_at"] = {{"request", c.max_abs_at.request}, {"token", c.max_abs_at.token}, {"head", c.max_abs_at.head}, {"dim", c.max_abs_at.dim},
+                       {"reference", c.max_abs_at.reference}, {"actual", c.max_abs_at.actual}};
+    k["max_rel_err"] = c.max_rel_err;
+    k["max_rel_at"] = {{"request", c.max_rel_at.request}, {"token", c.max_rel_at.token}, {"head", c.max_rel_at.head}, {"dim", c.max_rel_at.dim}};
+    k["cos_diff"] = c.cos_diff;
+    k["nmse"] = c.nmse;
+    k["nonfinite_mismatches"] = c.nonfinite_mismatches;
+    auto fr = nlohmann::ordered_json::array();
+    for (const auto& r : c.failing) fr.push_back({{"request", r.request}, {"token", r.token}, {"head", r.head}, {"failing_elements", r.failing_elements}});
+    k["failing_row_heads"] = c.failing_row_heads;
+    k["failing"] = fr;
+    auto un = nlohmann::ordered_json::array();
+    for (const auto& r : c.unwritten) un.push_back({{"request", r.request}, {"token", r.token}, {"head", r.head}});
+    k["unwritten_row_heads"] = c.unwritten_row_heads;
+    k["unwritten"] = un;
+    k["lse"] = {{"compared", c.lse_compared}, {"passed", c.lse_passed}, {"failing", c.lse_failing}, {"max_abs_err", c.lse_max_abs_err}};
+    k["reasons"] = c.reasons;
+    return k;
+  };
+  if (o.compare) j["compare"] = cmp_json(*o.compare);
+  if (o.cross) j["cross_check"] = cmp_json(*o.cross);
+  j["timing_ms"] = {{"metadata", o.ms_metadata}, {"plan_and_audit", o.ms_plan}, {"inputs", o.ms_inputs}, {"reference", o.ms_reference},
+                    {"execute", o.ms_execute}, {"compare", o.ms_compare}};
+  return j;
+}
+
+void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool color, int verbose) {
+  Style st;
+  st.color = color;
+  std::vector<std::pair<std::string, std::string>> kv;
+  kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
+  std::string status = o.status;
+  if (o.status == "passed") status = st.green("PASSED");
+  else if (o.status == "incorrect" || o.status == "failed") status = st.red(o.status == "incorrect" ? "INCORRECT" : "FAILED");
+  else status = st.yellow(o.status == "refused" ? "REFUSED" : "SKIPPED");
+  kv.push_back({"status", status});
+  if (!o.message.empty()) kv.push_back({"message", o.message});
+  kv.push_back({"route", std::string(to_string(o.route.route)) + (o.route.aiter_kernel.empty() ? "" : " (" + o.route.aiter_kernel + ")")});
+  if (o.plan) kv.push_back({"planner", o.plan->planner + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
+                                           std::to_string(o.plan->work.num_workgroups) + " workgroups"});
+  if (!o.executor.empty()) kv.push_back({"executor", o.executor});
+  if (o.audit)
+    kv.push_back({"position audit", o.audit->ok ? "ok (" + std::to_string(o.audit->rows_checked) + " rows)"
+                                                : st.red(std::to_string(o.audit->bad_rows) + " of " + std::to_string(o.audit->rows_checked) +
+                                                         " rows read wrong KV positions")});
+  if (o.compare) {
+    const auto& c = *o.compare;
+    kv.push_back({"tolerance", "atol " + fmt_double(c.tol.atol) + ", rtol " + fmt_double(c.tol.rtol) + ", cos " + fmt_double(c.tol.cos_tol) + " (" +
+                                   c.tol.source + ")"});
+    kv.push_back({"max abs err", fmt_double(c.max_abs_err) + " at request " + std::to_string(c.max_abs_at.request) + ", token " +
+                                     std::to_string(c.max_abs_at.token) + ", head " + std::to_string(c.max_abs_at.head) + ", dim " +
+                                     std::to_string(c.max_abs_at.dim)});
+    kv.push_back({"max rel err", fmt_double(c.max_rel_err)});
+    kv.push_back({"cos diff", fmt_double(c.cos_diff) + ", NMSE " + fmt_double(c.nmse)});
+    kv.push_back({"numeric", c.passed ? st.green("ok") : st.red(std::to_string(c.failing_elements) + " of " + std::to_string(c.compared_elements) + " elements fail")});
+    if (c.lse_compared) kv.push_back({"lse", c.lse_passed ? "ok (max abs err " + fmt_double(c.lse_max_abs_err) + ")" : st.red(std::to_string(c.lse_failing) + " fail")});
+    for (const auto& r : c.reasons) kv.push_back({"reason", r});
+  }
+  if (o.cross) kv.push_back({"gpu vs cpu", o.cross->passed ? st.green("ok") + " (max abs err " + fmt_double(o.cross->max_abs_err) + ")" : st.red("DIFFER")});
+  if (verbose || o.status != "passed")
+    kv.push_back({"time (ms)", "metadata " + fmt_double(o.ms_metadata, 3) + ", plan+audit " + fmt_double(o.ms_plan, 3) + ", inputs " + fmt_double(o.ms_inputs, 3) +
+                                   ", reference " + fmt_double(o.ms_reference, 3) + ", executor " + fmt_double(o.ms_execute, 3) + ", compare " +
+                                   fmt_double(o.ms_compare, 3)});
+  print_kv(os, kv);
+  if (o.audit && !o.audit->ok) {
+    os << "\nrows reading the wrong KV positions (first " << o.audit->bad.size() << " of " << o.audit->bad_rows << "):\n";
+    Table t;
+    t.header = {"row", "request", "token", "heads", "extra", "missing", "detail"};
+    t.right_align = {true, true, true, false, true, true, false};
+    for (const auto& r : o.audit->bad) {
+      std::string heads = r.heads.size() == (size_t)b.model.num_heads ? "all" : std::to_string(r.heads.size());
+      t.add({std::to_string(r.row), std::to_string(r.request), std::to_string(r.token), heads, std::to_string(r.extra), std::to_string(r.missing), r.detail});
+    }
+    t.print(os, Format::table);
+    for (const auto& e : o.audit->errors) os << "  " << e << "\n";
+  }
+  if (o.compare && !o.compare->passed) {
+    const auto& c = *o.compare;
+    if (!c.failing.empty()) {
+      os << "\nfailing (request, token, head) (first " << c.failing.size() << " of " << c.failing_row_heads << "):\n";
+      for (const auto& r : c.failing) os << "  request " << r.request << ", token " << r.token << ", head " << r.head << ": " << r.failing_elements << " elements\n";
+    }
+    if (!c.unwritten.empty()) {
+      os << "\nunwritten (request, token, head) (first " << c.unwritten.size() << " of " << c.unwritten_row_heads << "):\n";
+      for (const auto& r : c.unwritten) os << "  request " << r.request << ", token " << r.token << ", head " << r.head << "\n";
+    }
+  }
+}
+
+}  // namespace mlactl::cli
