@@ -496,6 +496,16 @@ __device__ inline void cp_async16(void* dst, const void* src, int src_bytes) {
 }
 __device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// Wait until at most `Pending` committed groups are still in flight.
+template <int Pending>
+__device__ inline void cp_async_wait_pending() { asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory"); }
+
+// KV pipeline depth (tiles of 32 tokens). Measured on the H200 (M1): 2 stages
+// with 2 blocks per SM 590 us; 4 stages (1 block per SM, 3 tiles in flight)
+// 867 us: a second block hiding this one's barriers matters more than bytes in
+// flight. Kept as a parameter for the next pipeline (fewer barriers per tile).
+template <bool KV_FP8>
+__host__ __device__ constexpr int stages() { return KV_FP8 ? 2 : 2; }
 
 template <bool F16>
 __device__ inline uint16_t encode16(float x) { return F16 ? encode_fp16(x) : encode_bf16(x); }
@@ -505,8 +515,9 @@ __device__ inline float decode16(uint16_t h) { return F16 ? decode_fp16(h) : dec
 __host__ __device__ inline int row_stride_elems(int head_dim) { return head_dim + 8; }  // 16-byte pad
 __host__ __device__ inline size_t smem_bytes(int head_dim, bool kv_fp8) {
   const size_t rows16 = size_t(row_stride_elems(head_dim)) * 2;
-  return kM * rows16 + 2 * kN * rows16 + 2 * kM * kPStride * 2 + 2 * kWarps * kM * 4 + kM * 4 +
-         (kv_fp8 ? 2 * size_t(kN) * head_dim + 256 * 2 : 0);
+  const int n_stages = kv_fp8 ? stages<true>() : stages<false>();
+  return kM * rows16 + n_stages * kN * rows16 + 2 * kM * kPStride * 2 + 2 * kWarps * kM * 4 + kM * 4 +
+         (kv_fp8 ? n_stages * size_t(kN) * head_dim + 256 * 2 : 0);
 }
 
 template <bool F16, bool KV_FP8>
@@ -517,14 +528,15 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
   const int stride = row_stride_elems(head_dim);
 
   uint16_t* q_s = reinterpret_cast<uint16_t*>(smem_raw);                 // [kM][stride]
-  uint16_t* kv_s = q_s + kM * stride;                                     // [2][kN][stride]
-  uint16_t* p_hi = kv_s + 2 * kN * stride;                                // [kM][kPStride]
+  constexpr int kStages = stages<KV_FP8>();
+  uint16_t* kv_s = q_s + kM * stride;                                     // [kStages][kN][stride]
+  uint16_t* p_hi = kv_s + kStages * kN * stride;                          // [kM][kPStride]
   uint16_t* p_lo = p_hi + kM * kPStride;
   float* red_max = reinterpret_cast<float*>(p_lo + kM * kPStride);        // [kWarps][kM]
   float* red_sum = red_max + kWarps * kM;                                 // [kWarps][kM]
   int* vis_end = reinterpret_cast<int*>(red_sum + kWarps * kM);           // [kM]
-  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kM);               // [2][kN][head_dim] fp8 staging
-  uint16_t* lut16 = reinterpret_cast<uint16_t*>(raw8 + 2 * kN * head_dim);  // fp8 code -> 16-bit operand
+  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kM);               // [kStages][kN][head_dim] fp8 staging
+  uint16_t* lut16 = reinterpret_cast<uint16_t*>(raw8 + kStages * kN * head_dim);  // fp8 code -> 16-bit operand
 
   if constexpr (KV_FP8) {
     for (int c = tid; c < 256; c += kThreads) lut16[c] = encode16<F16>(decode_fp8(uint8_t(c), p.fp8_fnuz));
@@ -597,7 +609,6 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
 #pragma unroll
       for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-      // Issue the copy of the tile starting at `tile` into buffer `stage`.
       // Issue the copy of the tile starting at `tile` into buffer `stage`. Four
       // threads share a row, so each thread loads one slot index per tile (a
       // per-chunk index load would serialise behind every cp.async).
@@ -624,12 +635,16 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
         cp_async_commit();
       };
 
-      issue_tile(work.kv_start, 0);
+      // Prologue: kStages-1 tiles in flight (empty groups past the end keep the
+      // group count uniform, so wait_group's arithmetic holds at the tail).
+#pragma unroll
+      for (int i = 0; i < kStages - 1; ++i) issue_tile(work.kv_start + i * kN, i);
       int stage = 0;
-      for (int tile = work.kv_start; tile < max_end; tile += kN, stage ^= 1) {
-        cp_async_wait_all();
-        __syncthreads();                      // tile ready; everyone done with the other buffer and P
-        issue_tile(tile + kN, stage ^ 1);     // overlaps this tile's math
+      for (int tile = work.kv_start; tile < max_end; tile += kN, stage = stage + 1 == kStages ? 0 : stage + 1) {
+        cp_async_wait_pending<kStages - 2>();  // this tile's group is complete
+        __syncthreads();                       // visible to all; everyone done with the buffer refilled next, and P
+        const int refill = stage == 0 ? kStages - 1 : stage - 1;  // the buffer used by the previous tile
+        issue_tile(tile + (kStages - 1) * kN, refill);
         uint16_t* kv_tile = kv_s + size_t(stage) * kN * stride;
         if constexpr (KV_FP8) {
           const uint8_t* raw = raw8 + size_t(stage) * kN * head_dim;
