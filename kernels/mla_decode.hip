@@ -505,7 +505,7 @@ __device__ inline void cp_async_wait_pending() { asm volatile("cp.async.wait_gro
 // 867 us: a second block hiding this one's barriers matters more than bytes in
 // flight. Kept as a parameter for the next pipeline (fewer barriers per tile).
 template <bool KV_FP8>
-__host__ __device__ constexpr int stages() { return KV_FP8 ? 2 : 2; }
+__host__ __device__ constexpr int stages() { return KV_FP8 ? 2 : 2; }  // per KV dtype: fp8 also stages raw bytes
 
 template <bool F16>
 __device__ inline uint16_t encode16(float x) { return F16 ? encode_fp16(x) : encode_bf16(x); }
