@@ -120,6 +120,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_route(app, ctx);
   setup_schedule(app, ctx);
   setup_run(app, ctx);
+  setup_check(app, ctx);
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
