@@ -121,6 +121,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_schedule(app, ctx);
   setup_run(app, ctx);
   setup_check(app, ctx);
+  setup_defects(app, ctx);
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

@@ -59,6 +59,7 @@ void setup_route(CLI::App& app, Context& ctx);
 void setup_schedule(CLI::App& app, Context& ctx);
 void setup_run(CLI::App& app, Context& ctx);
 void setup_check(CLI::App& app, Context& ctx);
+void setup_defects(CLI::App&, Context&);
 
 void build_app(CLI::App& app, Context& ctx);
 // Runs the CLI on argv with the given streams; returns the process exit code.

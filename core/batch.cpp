@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/defects.hpp"
 #include "core/builder.hpp"
 #include "core/rng.hpp"
 
@@ -497,13 +498,9 @@ Batch parse_batch(const json& doc) {
   // inject
   if (const json* v = find(doc, "inject")) {
     if (!v->is_array()) throw invalid_input("/inject", std::string("must be an array of defect ids, got ") + type_name(*v));
-    static const char* kDefects[] = {"verify-window-broadcast", "causal-flag-dropped", "noncausal-probe-silent", "sparse-route-legacy",
-                                     "pad-repeat-noop", "pad-append-only", "gluon-arch-ungated", "metadata-dtype-omitted"};
     for (size_t i = 0; i < v->size(); ++i) {
       std::string id = get_string((*v)[i], child("/inject", i));
-      bool known = false;
-      for (const char* d : kDefects) known |= id == d;
-      if (!known) throw invalid_input(child("/inject", i), "unknown defect id \"" + id + "\" (see `mlactl defects`)");
+      if (!is_known_defect(id)) throw invalid_input(child("/inject", i), "unknown defect id \"" + id + "\" (see `mlactl defects`)");
       if (!b.has_defect(id)) b.inject.push_back(id);
     }
   }

@@ -1,0 +1,114 @@
+// `mlactl defects [ID]`: the defect catalog (SPEC §7) — every id `inject` accepts,
+// its seed, the PR that fixed it, the stage it switches and the symptom; with an ID,
+// the plain-English explanation and the fixture pair that shows it.
+#include "cli/app.hpp"
+#include "core/defects.hpp"
+
+namespace mlactl::cli {
+
+namespace {
+
+nlohmann::ordered_json defect_json(const DefectInfo& d, bool full) {
+  nlohmann::ordered_json j;
+  j["id"] = d.id;
+  j["seed"] = d.seed;
+  j["seed_file"] = d.seed_file;
+  j["fixed_by"] = d.fixed_by;
+  j["stage"] = d.stage;
+  j["changes"] = d.changes;
+  j["symptom"] = d.symptom;
+  j["fixture"] = "fixtures/" + defect_fixture(d) + ".json";
+  j["fixed_fixture"] = "fixtures/" + defect_fixed_fixture(d) + ".json";
+  if (full) {
+    j["introduced"] = d.introduced;
+    j["where"] = d.where;
+    j["explanation"] = d.explanation;
+    auto extra = nlohmann::ordered_json::array();
+    for (const auto& f : d.extra_fixtures) extra.push_back("fixtures/" + f + ".json");
+    j["related_fixtures"] = extra;
+  }
+  return j;
+}
+
+// Greedy word wrap for the explanation paragraph.
+std::string wrap(const std::string& text, size_t width, const std::string& indent) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t sp = text.find(' ', pos);
+    if (sp == std::string::npos) sp = text.size();
+    const std::string word = text.substr(pos, sp - pos);
+    pos = sp + 1;
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+}  // namespace
+
+void setup_defects(CLI::App& app, Context& ctx) {
+  auto id = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("defects", "the defect catalog: ids for `inject`, their seeds, fixing PRs, stages and symptoms");
+  sub->add_option("id", *id, "show one defect with its explanation and fixtures");
+  sub->callback([id, &ctx]() {
+    auto& os = *ctx.out;
+    const Format fmt = ctx.global.fmt();
+    if (!id->empty()) {
+      const DefectInfo* d = find_defect(*id);
+      if (!d) throw Error(kExitUsage, "", "unknown defect id \"" + *id + "\"; known ids: " + defect_id_list());
+      if (fmt == Format::json) {
+        auto j = json_envelope("defects");
+        const auto part = defect_json(*d, true);
+        for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
+        print_json(os, j);
+        return;
+      }
+      if (fmt == Format::csv) {
+        Table t;
+        t.header = {"field", "value"};
+        const nlohmann::ordered_json j = defect_json(*d, true);
+        for (auto it = j.begin(); it != j.end(); ++it) t.add({it.key(), it->is_string() ? it->get<std::string>() : it->dump()});
+        t.print(os, fmt);
+        return;
+      }
+      const Style st = ctx.global.style();
+      std::vector<std::pair<std::string, std::string>> kv = {
+          {"id", st.bold(d->id)},
+          {"seed", d->seed + " (shared/seeds/" + d->seed_file + ")"},
+          {"fixed by", "vLLM " + d->fixed_by},
+          {"introduced", d->introduced},
+          {"stage", d->stage},
+          {"switch acts in", d->where},
+          {"changes", d->changes},
+          {"symptom", d->symptom},
+          {"fixture (defect on)", "fixtures/" + defect_fixture(*d) + ".json"},
+          {"fixture (fixed)", "fixtures/" + defect_fixed_fixture(*d) + ".json"},
+      };
+      for (const auto& f : d->extra_fixtures) kv.push_back({"related fixture", "fixtures/" + f + ".json"});
+      print_kv(os, kv);
+      os << "\n" << wrap(d->explanation, 88, "  ");
+      os << "\ntry: mlactl check fixtures/" << defect_fixture(*d) << ".json fixtures/" << defect_fixed_fixture(*d) << ".json\n";
+      return;
+    }
+    if (fmt == Format::json) {
+      auto j = json_envelope("defects");
+      auto arr = nlohmann::ordered_json::array();
+      for (const auto& d : defect_catalog()) arr.push_back(defect_json(d, true));
+      j["defects"] = arr;
+      print_json(os, j);
+      return;
+    }
+    Table t;
+    t.header = {"id", "seed", "fixed by", "stage", "symptom"};
+    for (const auto& d : defect_catalog()) t.add({d.id, d.seed, d.fixed_by, d.stage, d.symptom});
+    t.print(os, fmt);
+    if (fmt == Format::table) os << "\n`mlactl defects ID` explains one; switch one on with `inject: [ID]` in a batch or `--inject ID`.\n";
+  });
+}
+
+}  // namespace mlactl::cli

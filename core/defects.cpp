@@ -1,0 +1,185 @@
+// The defect catalog. Sources: shared/seeds/00*.txt (the PR write-ups) and the
+// timeline in reference/vllm_rocm_mla.md §0 (which names the PR of each seed):
+//   000 -> #50476 (regression from #50000)   001 -> #55966 (rebase of #53001)
+//   002 -> #55239 (issue #53943)             003 -> #50578 (with #51647 later)
+//   004 -> #46997 (#46952 was the head-padding workaround)
+#include "core/defects.hpp"
+
+namespace mlactl {
+
+const std::vector<DefectInfo>& defect_catalog() {
+  static const std::vector<DefectInfo> catalog = {
+      {
+          "verify-window-broadcast",
+          "000",
+          "000_144e1a837e8e0dc5.txt",
+          "#50476",
+          "#50000 (Gluon small-head decode and the verify flatten, merged the same day)",
+          "builder",
+          "core/builder.cpp (R0 verify flatten)",
+          "R0 flatten gives every verify row the whole request length",
+          "`windows` flags rows past their causal end; `run` fails the position audit naming those rows",
+          "With fewer than 16 heads per rank, vLLM's R0 backend flattened a multi-token verify block into one "
+          "row per token and called AITER's Gluon kernel with a per-row index pointer. The first version built "
+          "that pointer from seq_lens, which already include the block being verified, so every row got the "
+          "whole request: verify token t could attend to the draft tokens after it, the very tokens it is "
+          "supposed to check. Nothing raised; the output looked plausible and acceptance went up, so the bug "
+          "read as a throughput win. The fix (#50476) gives row r*q+t exactly seq_len - (q-1) + t entries, a "
+          "prefix of the request's slots, clamped to 0 for cudagraph padding rows, and takes min_kv_seq_len "
+          "from those rows. Affected: small-head verify on Gluon (e.g. DeepSeek 8 heads/rank at TP16, Kimi 12 "
+          "heads/rank at TP8).",
+          {"seed000-verify-causal"},
+      },
+      {
+          "causal-flag-dropped",
+          "001",
+          "001_08851e9555e23627.txt",
+          "#55966",
+          "the causal-only AITER MLA decode before #55966 (is_causal=True hard-wired in get_mla_metadata_v1)",
+          "planner",
+          "core/route_plan.cpp, core/kernel_windows.cpp (planner and kernel causal flag)",
+          "non-causal block planned and executed as causal (`is_causal` hard-wired)",
+          "`run` fails: draft tokens miss later block tokens",
+          "A DSpark draft block (DeepSeek V4.1's speculative drafter) is non-causal: every token of the block "
+          "sees the whole block. AITER's persistent schedule is what carries the mask, and vLLM called "
+          "get_mla_metadata_v1 with is_causal=True hard-wired, so the schedule and the kernel applied the "
+          "causal staircase anyway: draft token t did not see block tokens t+1.. that it should see. #55966 "
+          "records the block's causality in the per-ubatch builder, passes it to get_mla_metadata_v1 and to "
+          "mla_decode_fwd(causal=...), and keeps the persistent schedule for non-causal blocks. mlactl shows "
+          "the staircase in `windows` and a position-audit failure in `run`.",
+          {"noncausal-draft-block"},
+      },
+      {
+          "noncausal-probe-silent",
+          "001",
+          "001_08851e9555e23627.txt",
+          "#55966",
+          "the first revision of #55966's capability probe (return False instead of raising)",
+          "router",
+          "core/router.cpp (mla_decode_supports_non_causal)",
+          "an AITER without `causal=` silently falls back to TRITON_MLA instead of failing closed",
+          "`route` answers `triton_mla` with the finding \"silent fallback\" instead of `refused`",
+          "Non-causal decode needs an AITER whose mla_decode_fwd takes causal= (and, since the review, "
+          "gfx950's msk0 kernels). The probe first returned False on an old AITER, so backend selection "
+          "quietly skipped ROCM_AITER_MLA and served the draft from TRITON_MLA: correct numbers, a much slower "
+          "path, and only a log line nobody reads. The review of #55966 made it fail closed: an AITER without "
+          "causal= raises a RuntimeError that says AITER MLA decode is causal-only, so the deployment stops "
+          "until AITER is upgraded or the draft is pinned to TRITON_MLA on purpose. mlactl's `route` answers "
+          "triton_mla with the finding \"silent fallback\" when the defect is on, and `refused` (\"causal-only\") "
+          "when it is off.",
+          {},
+      },
+      {
+          "sparse-route-legacy",
+          "002",
+          "002_2cd9c4d559c86a72.txt",
+          "#55239",
+          "the pre-#55239 _use_rocm_sparse_triton (issue #53943)",
+          "router",
+          "core/router.cpp (_use_rocm_sparse_triton)",
+          "pre-fix predicate (plain_decode and max_query_len == 1)",
+          "MTP rows routed to `aiter_sparse` on rope-free geometry; `run` incorrect",
+          "ROCm's sparse MLA backend picks between a ragged Triton kernel and AITER's sparse MLA. AITER cannot "
+          "run the rope-free BF16 geometry (head_size == kv_lora_rank == 512, GLM-5.3): it reads 576-wide KV "
+          "rows. The old predicate sent only plain one-token decode (num_decode_tokens == num_decodes and "
+          "max_query_len == 1) to Triton, so MTP verification rows (several tokens per request) fell through "
+          "to AITER and read KV with the wrong stride: GSM8K went to 0% with MTP on, with no error. #55239 "
+          "keys the choice on geometry alone: not fp8, head_size == kv_lora_rank, and any prefill or decode "
+          "rows. mlactl routes the MTP batch to aiter_sparse with the defect on, runs it with a 576 stride over "
+          "a 512-wide cache, and the comparison fails.",
+          {"seed002-sparse-route-mtp-legacy", "seed002-sparse-route-mtp"},
+      },
+      {
+          "pad-repeat-noop",
+          "003",
+          "003_4fe7f66535437ef8.txt",
+          "#50578",
+          "get_mla_padded_q before #50578 (repeat_interleave(16 // n) for every head count)",
+          "padding",
+          "core/heads.cpp, core/router.cpp (head padding and the pre-#50578 small-head routing)",
+          "non-divisor heads use repeat_interleave(16 // n): no padding for 12",
+          "gfx950: the route stays on Gluon (`bench` shows seed 003's slowdown); gfx942: `refused` (\"mla_gluon "
+          "requires gfx950\"); forced onto ASM: `refused`, head count != 16",
+          "AITER's ASM MLA decode runs 16 heads per q row, so fewer heads must be padded to 16. The old padding "
+          "was repeat_interleave(16 // n), exact for divisors of 16 (1, 2, 4, 8) but a no-op for 12 heads "
+          "(16 // 12 == 1): Kimi-K3 at TP8 could not use the ASM decode and stayed on the Gluon kernel, which "
+          "parallelises only over heads, so one workgroup walks the whole KV and latency grows linearly with "
+          "context (2.3x slower TPOT at 32K). On gfx942 there is no Gluon build at all, so the same batch "
+          "asserts \"mla_gluon requires gfx950\". #50578 pads non-divisors by tile-and-slice "
+          "(q.repeat(...)[:, :16], made contiguous; unpad takes o[:, :n]) and routes them to the padded ASM "
+          "decode.",
+          {"seed003-pad-repeat-noop-gfx950", "seed003-h12-gfx950-asm", "seed003-h12-gfx942-asm"},
+      },
+      {
+          "pad-append-only",
+          "003",
+          "003_4fe7f66535437ef8.txt",
+          "#50578",
+          "an early revision of #50578 (append the heads once)",
+          "padding",
+          "core/heads.cpp, core/router.cpp (head padding)",
+          "early padding appended heads once (6 -> 12, not 16)",
+          "ASM route: `refused`, head count != 16",
+          "An early revision of #50578 padded by appending the query heads once instead of tiling them. That "
+          "reaches 16 only when n >= 8; at TP16 Kimi-K3 has 6 heads per rank and got 12, which the ASM "
+          "decode (16 heads per q row) cannot take. The review (the worry about TP > 8) led to tile-and-slice "
+          "padding, exact for every n in 1..15, with a round-trip test over all of them. mlactl refuses the "
+          "6-head batch on the ASM route with the head count it would have been given.",
+          {"seed003-h6-gfx950-asm"},
+      },
+      {
+          "gluon-arch-ungated",
+          "003",
+          "003_4fe7f66535437ef8.txt",
+          "#50578",
+          "use_gluon_decode and the DSpark verify branch before #50578's _gluon_mla_decode_supported()",
+          "router",
+          "core/router.cpp (_gluon_mla_decode_supported)",
+          "Gluon chosen on gfx942",
+          "`refused`: \"mla_gluon requires gfx950\"",
+          "AITER's Gluon small-head kernel needs about 160 KiB of LDS; gfx942 (MI300/MI325, CDNA3) has 64 KiB, "
+          "so there is no Gluon build there and selecting it asserts \"mla_gluon requires gfx950\". Before "
+          "#50578 the small-head routing had no architecture gate: divisor head counts (8 heads/rank, "
+          "DeepSeek at TP16) took Gluon on gfx942 and the server did not start, and the DSpark multi-token "
+          "verify branch called mla_gluon directly, so speculative decoding asserted on gfx942 too. #50578 "
+          "adds _gluon_mla_decode_supported() (on_gfx950) to both call sites; on gfx942 every small head "
+          "count takes the padded ASM decode.",
+          {"seed003-gluon-arch-ungated-verify", "seed003-h8-gfx942-asm"},
+      },
+      {
+          "metadata-dtype-omitted",
+          "004",
+          "004_429af160dc008967.txt",
+          "#46997",
+          "AiterMLAMetadataBuilder._build_decode before #46997 (#46952 padded 32 heads to 64 as a workaround)",
+          "planner",
+          "core/router.cpp, core/route_plan.cpp (get_mla_metadata_v1 without dtype_q/dtype_kv)",
+          "planner plans as bf16/bf16 while the kernel runs the real dtypes",
+          "fold mismatch between planner and kernel views; `run` fails",
+          "get_mla_metadata_v1 decides the head->batch fold and the q tiling from dtype_q and dtype_kv; left "
+          "out, they default to bf16/bf16, while mla_decode_fwd and the kernel fold on the real tensors. vLLM "
+          "passed the dtypes to get_mla_metadata_info_v1 but not to get_mla_metadata_v1, so on gfx950 with an "
+          "fp8 KV cache and 32 heads per rank (the a16w8 era: bf16 q) the schedule was planned unfolded and "
+          "run folded: wrong split/reduce metadata and GSM8K from 0.93 to about 0, with no error. #46997 "
+          "stores the dtypes at init and passes them. The same mismatch hits gfx942 fp8 with 128 heads "
+          "(planned folded x8, run native) and the other shapes of reference aiter_mla_metadata.md §6. mlactl "
+          "reports the fold mismatch, the broken invariants under the kernel's view, and a failed run.",
+          {"seed004-gfx942-fp8-h128-omitted", "seed004-gfx942-fp8-h128", "seed004-gfx950-fp8-h32-fp8q-omitted"},
+      },
+  };
+  return catalog;
+}
+
+const DefectInfo* find_defect(const std::string& id) {
+  for (const auto& d : defect_catalog())
+    if (d.id == id) return &d;
+  return nullptr;
+}
+
+std::string defect_id_list() {
+  std::string s;
+  for (const auto& d : defect_catalog()) s += (s.empty() ? "" : ", ") + d.id;
+  return s;
+}
+
+}  // namespace mlactl
