@@ -108,7 +108,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "asserts \"mla_gluon requires gfx950\". #50578 pads non-divisors by tile-and-slice "
           "(q.repeat(...)[:, :16], made contiguous; unpad takes o[:, :n]) and routes them to the padded ASM "
           "decode.",
-          {"seed003-pad-repeat-noop-gfx950", "seed003-h12-gfx950-asm", "seed003-h12-gfx942-asm"},
+          {"seed003-pad-repeat-noop-gfx950", "seed003-h12-gfx950-asm", "seed003-h12-gfx942-verify"},
       },
       {
           "pad-append-only",
@@ -125,7 +125,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "decode (16 heads per q row) cannot take. The review (the worry about TP > 8) led to tile-and-slice "
           "padding, exact for every n in 1..15, with a round-trip test over all of them. mlactl refuses the "
           "6-head batch on the ASM route with the head count it would have been given.",
-          {"seed003-h6-gfx950-asm"},
+          {},
       },
       {
           "gluon-arch-ungated",
@@ -144,7 +144,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "verify branch called mla_gluon directly, so speculative decoding asserted on gfx942 too. #50578 "
           "adds _gluon_mla_decode_supported() (on_gfx950) to both call sites; on gfx942 every small head "
           "count takes the padded ASM decode.",
-          {"seed003-gluon-arch-ungated-verify", "seed003-h8-gfx942-asm"},
+          {"seed003-gluon-arch-ungated-verify", "seed003-h12-gfx942-verify", "seed003-h8-gfx942-asm"},
       },
       {
           "metadata-dtype-omitted",
