@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/dtype.hpp"
 
@@ -36,6 +37,9 @@ LseTolerance default_lse_tolerance() { return {1e-5, 8.0 / 65536}; }
 
 CompareReport compare_outputs(const std::vector<RowWindow>& rows, const ReferenceOutput& ref, const float* out,
                               const float* lse, const CompareOptions& opt) {
+  if ((int64_t)rows.size() != ref.num_rows)
+    throw std::invalid_argument("compare: " + std::to_string(rows.size()) + " oracle rows but the reference has " +
+                                std::to_string(ref.num_rows));
   CompareReport rep;
   rep.tol = opt.tol;
   rep.lse_tol = opt.lse_tol;

@@ -95,6 +95,7 @@ struct CompareReport {
 // `lse` [rows, ref.num_heads] or null when the route's kernel produces none.
 // An element passes if |d| <= atol or |d|/|ref| <= rtol; NaN/inf positions must
 // match exactly; the global cos diff must be <= cos_tol; unwritten (row, head)s fail.
+// Throws std::invalid_argument when rows and ref disagree on the row count.
 CompareReport compare_outputs(const std::vector<RowWindow>& rows, const ReferenceOutput& ref, const float* out,
                               const float* lse, const CompareOptions& opt);
 
