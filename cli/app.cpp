@@ -7,6 +7,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/budget.hpp"
+
 namespace mlactl::cli {
 
 namespace {
@@ -54,14 +56,7 @@ nlohmann::json batch_document(const BatchOptions& o) {
     if (!in) throw Error(kExitInvalidInput, "", o.file + ": cannot open batch file");
     std::stringstream ss;
     ss << in.rdbuf();
-    try {
-      doc = nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
-      std::string what = e.what();
-      auto p = what.find("] ");
-      if (p != std::string::npos) what = what.substr(p + 2);
-      throw Error(kExitInvalidInput, "", o.file + ": malformed JSON: " + what);
-    }
+    doc = parse_json_document(ss.str(), o.file);  // malformed, too deep, duplicate keys: exit 3
     // inline knobs may still adjust a file
   } else {
     if (!inline_given) throw Error(kExitUsage, "", "no batch: give a batch file, or --heads and --context for an inline batch");
@@ -113,6 +108,8 @@ void build_app(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_flag("-v,--verbose", ctx.global.verbose, "more detail on stderr (repeatable)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "only errors on stderr");
+  app.add_option("--max-memory", ctx.global.max_memory, "memory budget: batches needing more are refused (exit 3) [4G]")
+      ->each([](const std::string& v) { set_memory_budget(parse_bytes(v)); });
   setup_validate(app, ctx);
   setup_schema(app, ctx);
   setup_metadata(app, ctx);
@@ -126,6 +123,7 @@ void build_app(CLI::App& app, Context& ctx) {
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   g_argv = args;
+  set_memory_budget(kDefaultMemoryBudget);
   Context ctx;
   ctx.out = &out;
   ctx.err = &err;

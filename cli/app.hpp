@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/output.hpp"
+#include "cli/run_cli.hpp"
 #include "core/batch.hpp"
 
 namespace mlactl::cli {
@@ -17,6 +18,7 @@ struct GlobalOptions {
   std::string color = "auto";
   int verbose = 0;
   bool quiet = false;
+  std::string max_memory;
   Format fmt() const { return format == "json" ? Format::json : format == "csv" ? Format::csv : Format::table; }
   Style style() const;
 };
@@ -62,8 +64,6 @@ void setup_check(CLI::App& app, Context& ctx);
 void setup_defects(CLI::App&, Context&);
 
 void build_app(CLI::App& app, Context& ctx);
-// Runs the CLI on argv with the given streams; returns the process exit code.
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 const std::vector<std::string>& current_argv();
 
 }  // namespace mlactl::cli

@@ -90,10 +90,10 @@ std::string case_id(const std::string& file) {
   std::stringstream ss;
   ss << in.rdbuf();
   try {
-    auto doc = nlohmann::json::parse(ss.str());
+    auto doc = parse_json_document(ss.str(), file);
     if (doc.is_object() && doc.contains("name") && doc["name"].is_string() && !doc["name"].get<std::string>().empty())
       return doc["name"].get<std::string>();
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const Error&) {
   }
   return fs::path(file).stem().string();
 }
@@ -121,11 +121,11 @@ CaseResult run_case(const std::string& file, const std::string& backend) {
   ss << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+    doc = parse_json_document(ss.str(), file);
+  } catch (const Error& e) {
     cr.status = "invalid_input";
     cr.exit_code = kExitInvalidInput;
-    fail(std::string("malformed JSON: ") + e.what());
+    fail(e.what());
     return cr;
   }
   if (doc.is_object() && doc.contains("expect")) expect = doc["expect"];

@@ -1,7 +1,7 @@
 // Entry point: only maps the CLI's result to the process exit code.
 #include <iostream>
 
-#include "cli/app.hpp"
+#include "cli/run_cli.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);

@@ -9,6 +9,7 @@
 
 #include "cli/common.hpp"
 #include "cli/output.hpp"
+#include "core/budget.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/layout.hpp"
 #include "core/route_input.hpp"
@@ -138,6 +139,19 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   o.ms_plan = ms_since(t0);
 
+  {
+    // refuse up front what would not fit (SPEC §9): inputs, reference + output copies,
+    // the kernel's q/out/partial buffers and the audit's slot map
+    const RoutePlan& p = *o.plan;
+    const int64_t nrows = (int64_t)rows.size();
+    const int64_t out_elems = nrows * b.model.num_heads * b.model.kv_lora_rank;
+    const int64_t view_elems = nrows * std::max(1, p.kernel_view.fold_ratio) * p.kernel_view.heads * p.kernel_view.v_dim;
+    const int64_t partial_elems = p.work.num_partial_rows * p.kernel_view.heads * p.kernel_view.v_dim;
+    const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
+    const int64_t need = estimated_input_bytes(b, nrows) + out_elems * 4 * 4 + view_elems * (2 + 4) + partial_elems * 4 * 2 + slots * 8 +
+                         (int64_t)p.kv_indices.size() * 4;
+    require_within_budget(need, "/requests", "inputs, reference and outputs");
+  }
   std::string skip;
   std::unique_ptr<Executor> ex = make_executor(opt.backend, opt.threads, &skip);
   if (!ex) {

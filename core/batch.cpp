@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/defects.hpp"
+#include "core/budget.hpp"
 #include "core/builder.hpp"
 #include "core/rng.hpp"
 
@@ -25,6 +26,7 @@ constexpr int64_t kMaxRequests = 1 << 22;
 constexpr int64_t kMaxLen = std::numeric_limits<int32_t>::max();
 constexpr int kMaxHeads = 1024;
 constexpr int kMaxBlockSize = 1 << 16;
+constexpr size_t kMaxJsonDepth = 64;  // a batch document needs 5 levels; expect/captured a few more
 
 std::string child(const std::string& ptr, const std::string& key) {
   // RFC 6901 escaping
@@ -37,6 +39,14 @@ std::string child(const std::string& ptr, const std::string& key) {
   return ptr + "/" + k;
 }
 std::string child(const std::string& ptr, size_t i) { return ptr + "/" + std::to_string(i); }
+
+// A user string echoed in a message, quoted, and cut so a 10 MB value still gives
+// a readable line: "abc" or "abcd..." (10485760 bytes).
+constexpr size_t kMaxShown = 64;
+std::string shown(const std::string& s) {
+  if (s.size() <= kMaxShown) return "\"" + s + "\"";
+  return "\"" + s.substr(0, kMaxShown) + "...\" (" + std::to_string(s.size()) + " bytes)";
+}
 
 const char* type_name(const json& v) {
   switch (v.type()) {
@@ -64,19 +74,21 @@ void check_keys(const json& obj, const std::string& ptr, std::initializer_list<c
     if (!ok) {
       std::string list;
       for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
-      throw invalid_input(child(ptr, it.key()), "unknown key (allowed here: " + list + ")");
+      throw invalid_input(child(ptr, it.key().size() <= kMaxShown ? it.key() : it.key().substr(0, kMaxShown) + "..."), "unknown key (allowed here: " + list + ")");
     }
   }
 }
 
 int64_t get_int(const json& v, const std::string& ptr, int64_t lo, int64_t hi) {
   int64_t x = 0;
-  if (v.is_number_integer()) {
-    x = v.get<int64_t>();
-  } else if (v.is_number_unsigned()) {
+  // unsigned first: is_number_integer() is also true for unsigned values, and 2^63
+  // read as int64_t wraps to a negative number
+  if (v.is_number_unsigned()) {
     uint64_t u = v.get<uint64_t>();
     if (u > (uint64_t)std::numeric_limits<int64_t>::max()) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
     x = (int64_t)u;
+  } else if (v.is_number_integer()) {
+    x = v.get<int64_t>();
   } else if (v.is_number_float()) {
     double d = v.get<double>();
     if (!std::isfinite(d) || d != std::floor(d)) throw invalid_input(ptr, "must be an integer, got " + v.dump());
@@ -115,7 +127,7 @@ std::string get_enum(const json& v, const std::string& ptr, std::initializer_lis
     if (s == c) return s;
     list += std::string(list.empty() ? "" : ", ") + c;
   }
-  throw invalid_input(ptr, "must be one of " + list + ", got \"" + s + "\"");
+  throw invalid_input(ptr, "must be one of " + list + ", got " + shown(s));
 }
 
 const json* find(const json& obj, const char* key) {
@@ -182,6 +194,21 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
     int64_t len = r.padding ? pad_rows : r.seq_len();
     return (len + Kb - 1) / Kb;
   };
+  if (!kv.explicit_block_table) {
+    // the table and, downstream, the token-slot indices: refuse before allocating (SPEC §9)
+    int64_t blocks = 0, tokens = 0;
+    for (const auto& r : b.requests) {
+      blocks += kv.layout == KvLayout::sequential ? 0 : needed_blocks(r);
+      tokens += r.padding ? pad_rows : r.seq_len();
+    }
+    if (kv.layout == KvLayout::sequential) {
+      int64_t stride = 0;
+      for (const auto& r : b.requests) stride = std::max(stride, needed_blocks(r));
+      blocks = stride * (int64_t)b.requests.size();
+    }
+    require_within_budget(blocks * 4 + (int64_t)b.requests.size() * 24 + tokens * 4, "/requests",
+                          "its block table and " + std::to_string(tokens) + " KV token slots");
+  }
   if (kv.explicit_block_table) {
     if (kv.block_table.size() != b.requests.size())
       throw invalid_input(child(ptr, "block_table"), "must have one list per request (" +
@@ -500,7 +527,7 @@ Batch parse_batch(const json& doc) {
     if (!v->is_array()) throw invalid_input("/inject", std::string("must be an array of defect ids, got ") + type_name(*v));
     for (size_t i = 0; i < v->size(); ++i) {
       std::string id = get_string((*v)[i], child("/inject", i));
-      if (!is_known_defect(id)) throw invalid_input(child("/inject", i), "unknown defect id \"" + id + "\" (see `mlactl defects`)");
+      if (!is_known_defect(id)) throw invalid_input(child("/inject", i), "unknown defect id " + shown(id) + " (see `mlactl defects`)");
       if (!b.has_defect(id)) b.inject.push_back(id);
     }
   }
@@ -508,6 +535,28 @@ Batch parse_batch(const json& doc) {
     require_object(*v, "/captured");
     check_keys(*v, "/captured", {"qo_indptr", "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "min_kv_seq_len", "work_indptr",
                                  "work_info_set", "reduce_indptr", "reduce_final_map", "reduce_partial_map"});
+    // captured tensors: an integer, a list of integers, or (work_info_set) a list of rows
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      const std::string cp = child("/captured", it.key());
+      auto check_int = [](const json& x, const std::string& ptr) {
+        (void)get_int(x, ptr, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+      };
+      if (!it->is_array()) {
+        check_int(*it, cp);
+        continue;
+      }
+      for (size_t i = 0; i < it->size(); ++i) {
+        const json& e = (*it)[i];
+        if (e.is_array()) {
+          for (size_t j = 0; j < e.size(); ++j) {
+            if (e[j].is_array()) throw invalid_input(child(child(cp, i), j), "must be an integer, got an array (at most [rows][columns])");
+            check_int(e[j], child(child(cp, i), j));
+          }
+        } else {
+          check_int(e, child(cp, i));
+        }
+      }
+    }
     b.captured = *v;
   }
   if (const json* v = find(doc, "expect")) {
@@ -520,19 +569,78 @@ Batch parse_batch(const json& doc) {
   return b;
 }
 
-Batch parse_batch_text(const std::string& text, const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+json parse_json_document(const std::string& text, const std::string& source) {
+  // nlohmann's parser is iterative, but copying a parsed value is recursive: a
+  // 10 MB file of nested brackets under /captured overflowed the stack in
+  // parse_batch. Bound the depth while parsing (and reject duplicate keys: strict JSON).
+  struct Frame {
+    bool object = false;
+    int64_t index = -1;      // arrays: current element
+    std::string key;         // objects: current key
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  auto pointer = [&stack](size_t levels) {
+    std::string ptr;
+    for (size_t i = 0; i < levels && i < stack.size(); ++i)
+      ptr = stack[i].object ? child(ptr, stack[i].key) : child(ptr, (size_t)stack[i].index);
+    return ptr;
+  };
+  auto element = [&stack]() {
+    if (!stack.empty() && !stack.back().object) ++stack.back().index;
+  };
+  json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t ev, json& parsed) -> bool {
+    switch (ev) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        element();
+        if (stack.size() >= kMaxJsonDepth) {
+          std::string at = pointer(8);
+          if (stack.size() > 8) at += "/...";
+          throw Error(kExitInvalidInput, "", source + ": malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                                 " levels (at " + (at.empty() ? "/" : at) + ")");
+        }
+        stack.push_back(Frame{ev == json::parse_event_t::object_start, -1, {}, {}});
+        break;
+      case json::parse_event_t::key:
+        if (!stack.empty() && stack.back().object) {
+          stack.back().key = parsed.get<std::string>();
+          if (!stack.back().keys.insert(stack.back().key).second)
+            throw invalid_input(pointer(stack.size()), "duplicate key (each key may appear once)");
+        }
+        break;
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!stack.empty()) stack.pop_back();
+        break;
+      case json::parse_event_t::value:
+        element();
+        break;
+    }
+    return true;
+  };
+  auto strip = [](const std::string& what) {
     // nlohmann's message carries the line and column; strip its "[json.exception...] " prefix
-    std::string what = e.what();
     auto p = what.find("] ");
-    if (p != std::string::npos) what = what.substr(p + 2);
-    throw Error(kExitInvalidInput, "", source + ": malformed JSON: " + what);
+    return p == std::string::npos ? what : what.substr(p + 2);
+  };
+  try {
+    return json::parse(text, cb);
+  } catch (const json::parse_error& e) {
+    throw Error(kExitInvalidInput, "", source + ": malformed JSON: " + strip(e.what()));
+  } catch (const json::out_of_range& e) {
+    // a number beyond double's range (1e309): nlohmann throws out_of_range.406, not a
+    // parse error. The value being parsed is the next element of the innermost container.
+    std::string at;
+    if (!stack.empty()) {
+      if (!stack.back().object) ++stack.back().index;
+      at = pointer(stack.size());
+    }
+    throw Error(kExitInvalidInput, at.empty() ? "/" : at, strip(e.what()) + " (not a finite number)");
   }
-  return parse_batch(doc);
 }
+
+Batch parse_batch_text(const std::string& text, const std::string& source) { return parse_batch(parse_json_document(text, source)); }
 
 Batch load_batch_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

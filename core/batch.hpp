@@ -107,6 +107,9 @@ struct Batch {
 // Parse a batch document. `source` names the file in messages. Throws
 // mlactl::Error (exit 3) naming the JSON pointer of the offending field.
 Batch parse_batch(const nlohmann::json& doc);
+// Strict JSON text -> document: malformed JSON, nesting deeper than 64 levels and
+// duplicate keys throw mlactl::Error (exit 3). Every batch file goes through this.
+nlohmann::json parse_json_document(const std::string& text, const std::string& source);
 Batch parse_batch_text(const std::string& text, const std::string& source);
 Batch load_batch_file(const std::string& path);
 

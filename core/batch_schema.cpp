@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "core/batch.hpp"
+#include "core/defects.hpp"
 
 namespace mlactl {
 
@@ -37,6 +38,14 @@ ojson integer(int64_t mn, const char* desc, ojson def = nullptr) {
 }
 ojson boolean(bool def, const char* desc) { return ojson{{"type", "boolean"}, {"default", def}, {"description", desc}}; }
 ojson str(const char* desc) { return ojson{{"type", "string"}, {"description", desc}}; }
+// the defect ids come from the one catalog (core/defects)
+ojson defect_enum() {
+  ojson o;
+  o["enum"] = ojson::array();
+  for (const auto& d : defect_catalog()) o["enum"].push_back(d.id);
+  o["description"] = "defect id (SPEC §7; `mlactl defects`)";
+  return o;
+}
 }  // namespace
 
 ojson batch_json_schema() {
@@ -82,9 +91,7 @@ ojson batch_json_schema() {
                                                                  ojson{{"type", "array"}, {"items", ojson{{"type", "array"}, {"items", ojson{{"type", "integer"}, {"minimum", -1}}}}}}})}}}},
                      {"topk"})},
       {"data", obj({{"seed", integer(0, "seed for q, KV, placement and sparse indices", 0)}})},
-      {"inject", ojson{{"type", "array"}, {"items", en({"verify-window-broadcast", "causal-flag-dropped", "noncausal-probe-silent", "sparse-route-legacy",
-                                                         "pad-repeat-noop", "pad-append-only", "gluon-arch-ungated", "metadata-dtype-omitted"},
-                                                        nullptr, "defect id (SPEC §7)")}}},
+      {"inject", ojson{{"type", "array"}, {"items", defect_enum()}}},
       {"captured", ojson{{"type", "object"}, {"description", "arrays captured from a real run (AITER/vLLM names)"}}},
       {"expect", ojson{{"type", "object"}, {"description", "expectations for `mlactl check`"}}},
   }, {"schema", "model", "requests"});

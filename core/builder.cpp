@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/budget.hpp"
+
 namespace mlactl {
 
 int64_t uniform_padded_mtp_qo_len(const std::vector<int64_t>& qo_len, int64_t max_qo_len, int64_t num_decode_tokens) {
@@ -114,6 +116,14 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
   // every row the whole request length instead.
   if (with_flatten) {
     const bool broadcast = b.has_defect("verify-window-broadcast");
+    int64_t flat_entries = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t s = b.requests[r].seq_len();
+      for (int64_t t = 0; t < Q; ++t) flat_entries += broadcast ? s : std::max<int64_t>(0, s - (Q - 1) + t);
+    }
+    require_within_budget(flat_entries * 4, "/requests", "the R0 verify flatten (" + std::to_string(flat_entries) + " index entries)");
+    if (flat_entries > std::numeric_limits<int32_t>::max())
+      throw invalid_input("/requests", "the R0 verify flatten needs " + std::to_string(flat_entries) + " index entries, more than int32 indptr holds");
     m.flat_indptr.resize(R * Q + 1);
     m.flat_indptr[0] = 0;
     for (int64_t r = 0; r < R; ++r) {

@@ -1,5 +1,7 @@
 #include "core/heads.hpp"
 
+#include <algorithm>
+
 namespace mlactl {
 
 HeadPadding head_padding(int n, bool native_h24, const PaddingDefects& defects) {
@@ -13,8 +15,9 @@ HeadPadding head_padding(int n, bool native_h24, const PaddingDefects& defects) 
     m = n * (16 / n);
     p.method = "pad-repeat-noop";
   } else if (defects.append_only && n < 16 && 16 % n != 0) {
-    // early padding appended the heads once: 6 -> 12, not 16 (seed 003).
-    m = 2 * n;
+    // early padding appended heads once, cat([q, q[:, :16-n]]): 6 -> 12, not 16 (seed 003);
+    // from 8 heads up that happens to reach 16
+    m = n + std::min(n, 16 - n);
     p.method = "pad-append-only";
   }
   p.padded_heads = m;

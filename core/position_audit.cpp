@@ -54,7 +54,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
   }
 
   // coverage per kernel q row, with the AITER causal rule (reference §7.1)
-  const int64_t k = v.q_layout == QLayout::per_request ? std::max(1, v.fold_ratio) : 1;
+  const int64_t k = std::max(1, v.fold_ratio);
   const int64_t L = std::max<int64_t>(1, plan.uniform_qlen);
   int64_t view_rows = (int64_t)rows.size() * k;
   std::vector<std::vector<Interval>> cover((size_t)view_rows);
@@ -77,6 +77,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
   // kernel q row of (oracle row i, head group g)
   auto view_row_of = [&](size_t i, int64_t g) -> int64_t {
     if (k == 1) return (int64_t)i;
+    if (v.q_layout != QLayout::per_request) return (int64_t)i * k + g;  // each token its own batch
     return ((int64_t)rows[i].request * k + g) * L + rows[i].token;
   };
   std::vector<uint8_t> seen;

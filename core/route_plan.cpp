@@ -169,14 +169,16 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
                                       p.heads.padded_heads, in.dtypes_given ? in.dtype_q : DType::bf16,
                                       in.dtypes_given ? in.dtype_kv : DType::bf16, false);
     // the kernel (mla.py) folds with the REAL dtypes; the planner with what it was given
-    if (!sparse) {
-      MlaPyFold f = mla_py_head_fold(b.platform.arch, p.heads.padded_heads, (int)Q, q_fp8, kv_fp8);
+    // (the sparse builder never passes them, reference §1 (e))
+    {
+      const int kernel_L = sparse ? 1 : (int)Q;
+      MlaPyFold f = mla_py_head_fold(b.platform.arch, p.heads.padded_heads, kernel_L, q_fp8, kv_fp8);
       kv.fold_ratio = f.ratio;
       kv.heads = f.gqa;
       AiterFold af = aiter_fold(b.platform.arch, p.heads.padded_heads, (int)Q, q_fp8, kv_fp8, false);
       kv.q_tokens_per_tile = !af.qo_splits ? (int)Q : (af.heads * 2 > af.wg ? 1 : (int)std::max<int64_t>(1, af.wg / af.heads));
     }
-    p.uniform_qlen = Q;
+    p.uniform_qlen = sparse ? 1 : Q;
   } else if (p.planner == "nonpersistent") {
     if (sparse || flattened) throw Error(kExitUsage, "", "--planner nonpersistent plans per-request q; route " + std::string(to_string(rd.route)) + " does not");
     NonPersistentInput in;
@@ -216,7 +218,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
   // ---- expectations from the oracle, in index-list space -----------------------------
   // Row i of the user layout covers the oracle window; for the fold, every head group
   // of the row covers the same window (reference §5.1).
-  const int k = (kv.q_layout == QLayout::per_request) ? kv.fold_ratio : 1;
+  const int k = std::max(1, kv.fold_ratio);
   const bool uniform = md.uni_seqlen;
   p.expectations.reserve(rows.size() * k);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -231,7 +233,9 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
     }
     for (int g = 0; g < k; ++g) {
       RowExpectation e;
-      e.q_row = (k == 1) ? (int64_t)i : ((int64_t)w.request * k + g) * Q + w.token;
+      // folded rows: per request (b*k+g)*L+t; per token (each token its own batch) i*k+g
+      e.q_row = (k == 1) ? (int64_t)i
+                         : (kv.q_layout == QLayout::per_request ? ((int64_t)w.request * k + g) * Q + w.token : (int64_t)i * k + g);
       e.kv_begin = base;
       e.kv_end = base + len;
       e.required = w.kind != MaskKind::padding;

@@ -153,7 +153,7 @@ TEST_CASE("sparse explicit indices are range-checked", "[batch]") {
   CHECK_THAT(error_of(d), Catch::StartsWith("/sparse/indices/0/1: index 4 is outside [0, 4)"));
 }
 
-TEST_CASE("--set overrides any field", "[batch]") {
+TEST_CASE("set overrides any field", "[batch]") {
   json d = minimal();
   apply_set(d, "platform.arch=gfx942");
   apply_set(d, "requests.0.context_len=99");

@@ -1,0 +1,354 @@
+#include "core/captured.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace mlactl {
+
+using nlohmann::json;
+
+bool CapturedMetadata::empty() const {
+  return !qo_indptr && !paged_kv_indptr && !paged_kv_indices && !paged_kv_last_page_len && !min_kv_seq_len && !work_indptr &&
+         !work_info_set && !reduce_indptr && !reduce_final_map && !reduce_partial_map;
+}
+
+namespace {
+
+int64_t int_at(const json& v, const std::string& ptr) {
+  if (!v.is_number_integer()) throw invalid_input(ptr, std::string("must be an integer, got ") + v.type_name());
+  const int64_t x = v.get<int64_t>();
+  if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) throw invalid_input(ptr, "must fit int32 (AITER's index type)");
+  return x;
+}
+
+std::vector<int64_t> int_array(const json& v, const std::string& ptr) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of integers, got ") + v.type_name());
+  std::vector<int64_t> out;
+  out.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out.push_back(int_at(v[i], ptr + "/" + std::to_string(i)));
+  return out;
+}
+
+// rows of N ints, given as nested arrays or as one flat array
+template <size_t N>
+std::vector<std::array<int64_t, N>> row_array(const json& v, const std::string& ptr) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array, got ") + v.type_name());
+  std::vector<std::array<int64_t, N>> out;
+  if (!v.empty() && v[0].is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const std::string rp = ptr + "/" + std::to_string(i);
+      if (!v[i].is_array() || v[i].size() != N) throw invalid_input(rp, "must be an array of " + std::to_string(N) + " integers");
+      std::array<int64_t, N> row{};
+      for (size_t j = 0; j < N; ++j) row[j] = int_at(v[i][j], rp + "/" + std::to_string(j));
+      out.push_back(row);
+    }
+  } else {
+    std::vector<int64_t> flat = int_array(v, ptr);
+    if (flat.size() % N) throw invalid_input(ptr, "a flat array must hold a multiple of " + std::to_string(N) + " integers, got " + std::to_string(flat.size()));
+    for (size_t i = 0; i < flat.size(); i += N) {
+      std::array<int64_t, N> row{};
+      for (size_t j = 0; j < N; ++j) row[j] = flat[i + j];
+      out.push_back(row);
+    }
+  }
+  return out;
+}
+
+void require_len(const std::vector<int64_t>& v, size_t n, const std::string& ptr, const std::string& what) {
+  if (v.size() < n)
+    throw invalid_input(ptr, "has " + std::to_string(v.size()) + " entries, fewer than the " + std::to_string(n) + " " + what);
+}
+
+std::string row_name(const RowWindow& w) {
+  return "row " + std::to_string(w.row) + " (request " + std::to_string(w.request) + ", token " + std::to_string(w.token) + ")";
+}
+
+}  // namespace
+
+CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_rows) {
+  CapturedMetadata cap;
+  if (c.is_null()) return cap;
+  const int64_t R = (int64_t)b.requests.size();
+  const std::string p = "/captured";
+  if (c.contains("qo_indptr")) {
+    cap.qo_indptr = int_array(c["qo_indptr"], p + "/qo_indptr");
+    require_len(*cap.qo_indptr, R + 1, p + "/qo_indptr", "a batch of " + std::to_string(R) + " requests needs");
+  }
+  if (c.contains("paged_kv_indptr")) {
+    cap.paged_kv_indptr = int_array(c["paged_kv_indptr"], p + "/paged_kv_indptr");
+    require_len(*cap.paged_kv_indptr, R + 1, p + "/paged_kv_indptr", "a batch of " + std::to_string(R) + " requests needs");
+    // one entry per query row: the R0 flatten's per-row seq_info (seed 000)
+    cap.flattened_rows = oracle_rows != R && (int64_t)cap.paged_kv_indptr->size() == oracle_rows + 1;
+    const auto& ip = *cap.paged_kv_indptr;
+    const size_t used = cap.flattened_rows ? (size_t)oracle_rows + 1 : (size_t)R + 1;
+    for (size_t i = 1; i < used; ++i)
+      if (ip[i] < ip[i - 1]) throw invalid_input(p + "/paged_kv_indptr/" + std::to_string(i), "decreases (" + std::to_string(ip[i - 1]) + " -> " + std::to_string(ip[i]) + ")");
+    if (ip[0] < 0) throw invalid_input(p + "/paged_kv_indptr/0", "must be >= 0");
+  }
+  if (c.contains("paged_kv_indices")) {
+    cap.paged_kv_indices = int_array(c["paged_kv_indices"], p + "/paged_kv_indices");
+    if (cap.paged_kv_indptr) {
+      const auto& ip = *cap.paged_kv_indptr;
+      const int64_t used = ip[cap.flattened_rows ? oracle_rows : R];
+      require_len(*cap.paged_kv_indices, (size_t)used, p + "/paged_kv_indices", "entries paged_kv_indptr addresses");
+    }
+    const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
+    const size_t used = cap.paged_kv_indptr ? (size_t)(*cap.paged_kv_indptr)[cap.flattened_rows ? oracle_rows : R] : cap.paged_kv_indices->size();
+    for (size_t i = 0; i < used && i < cap.paged_kv_indices->size(); ++i) {
+      const int64_t s = (*cap.paged_kv_indices)[i];
+      if (s < 0 || s >= slots)
+        throw invalid_input(p + "/paged_kv_indices/" + std::to_string(i), "token slot " + std::to_string(s) + " is outside the KV cache [0, " + std::to_string(slots) + ")");
+    }
+  }
+  if (c.contains("paged_kv_last_page_len")) {
+    cap.paged_kv_last_page_len = int_array(c["paged_kv_last_page_len"], p + "/paged_kv_last_page_len");
+    require_len(*cap.paged_kv_last_page_len, R, p + "/paged_kv_last_page_len", "a batch of " + std::to_string(R) + " requests needs");
+  }
+  if (c.contains("min_kv_seq_len")) cap.min_kv_seq_len = int_at(c["min_kv_seq_len"], p + "/min_kv_seq_len");
+  if (c.contains("work_indptr")) cap.work_indptr = int_array(c["work_indptr"], p + "/work_indptr");
+  if (c.contains("work_info_set")) cap.work_info_set = row_array<8>(c["work_info_set"], p + "/work_info_set");
+  if (c.contains("reduce_indptr")) cap.reduce_indptr = int_array(c["reduce_indptr"], p + "/reduce_indptr");
+  if (c.contains("reduce_final_map")) cap.reduce_final_map = row_array<2>(c["reduce_final_map"], p + "/reduce_final_map");
+  if (c.contains("reduce_partial_map")) cap.reduce_partial_map = int_array(c["reduce_partial_map"], p + "/reduce_partial_map");
+  if ((cap.work_indptr != std::nullopt) != (cap.work_info_set != std::nullopt))
+    throw invalid_input(p + (cap.work_indptr ? "/work_info_set" : "/work_indptr"), "a captured work list needs both work_indptr and work_info_set");
+  if (cap.work_indptr) {
+    const auto& wi = *cap.work_indptr;
+    if (wi.empty()) throw invalid_input(p + "/work_indptr", "must not be empty");
+    for (size_t i = 1; i < wi.size(); ++i)
+      if (wi[i] < wi[i - 1]) throw invalid_input(p + "/work_indptr/" + std::to_string(i), "decreases");
+    if (wi.back() > (int64_t)cap.work_info_set->size())
+      throw invalid_input(p + "/work_info_set", "has " + std::to_string(cap.work_info_set->size()) + " rows but work_indptr addresses " + std::to_string(wi.back()));
+  }
+  return cap;
+}
+
+std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowWindow>& rows, const CapturedMetadata& cap) {
+  std::vector<int64_t> len;
+  if (!cap.paged_kv_indptr) return len;
+  const auto& ip = *cap.paged_kv_indptr;
+  len.assign(rows.size(), 0);
+  if (cap.flattened_rows) {
+    for (size_t i = 0; i < rows.size(); ++i) len[i] = ip[i + 1] - ip[i];
+    return len;
+  }
+  // per request, with the kernel's causal diagonal over the request's q rows
+  std::vector<int64_t> qn(b.requests.size(), 0);
+  for (const auto& w : rows) qn[w.request]++;
+  const bool causal = b.decode.causal || b.has_defect("causal-flag-dropped");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t s = ip[rows[i].request + 1] - ip[rows[i].request];
+    len[i] = causal ? std::max<int64_t>(0, s - (qn[rows[i].request] - 1) + rows[i].token) : s;
+  }
+  return len;
+}
+
+CapturedDiff diff_captured(const Batch& /*b*/, const DecodeMetadata& md, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
+                           const RoutePlan* plan) {
+  CapturedDiff d;
+  const int64_t R = md.num_requests;
+  auto differ = [&](const std::string& field, int64_t index, int64_t want, int64_t got, std::vector<int64_t> affected, std::string msg) {
+    if (!d.same) return;
+    d.same = false;
+    d.field = field;
+    d.index = index;
+    d.expected = std::to_string(want);
+    d.got = std::to_string(got);
+    d.rows = std::move(affected);
+    d.message = std::move(msg);
+  };
+  auto rows_of_request = [&](int64_t r) {
+    std::vector<int64_t> v;
+    for (const auto& w : rows)
+      if (w.request == r) v.push_back(w.row);
+    return v;
+  };
+
+  if (cap.qo_indptr) {
+    d.compared.push_back("qo_indptr");
+    for (int64_t i = 0; i <= R && d.same; ++i)
+      if ((*cap.qo_indptr)[i] != md.qo_indptr[i])
+        differ("qo_indptr", i, md.qo_indptr[i], (*cap.qo_indptr)[i], rows_of_request(std::max<int64_t>(0, i - 1)),
+               "qo_indptr[" + std::to_string(i) + "]: mlactl builds " + std::to_string(md.qo_indptr[i]) + ", captured " + std::to_string((*cap.qo_indptr)[i]));
+  }
+  // expected per-row (flattened) or per-request index pointers and index lists
+  std::vector<int64_t> want_ip;
+  std::vector<int64_t> want_idx;
+  if (cap.flattened_rows) {
+    // the causal flatten, from the oracle: row i gets its window, a prefix of its request's slots
+    want_ip.push_back(0);
+    for (const auto& w : rows) {
+      const int64_t n = w.kind == MaskKind::padding ? 0 : w.length();
+      want_ip.push_back(want_ip.back() + n);
+      const int32_t* src = md.paged_kv_indices.data() + md.paged_kv_indptr[w.request];
+      want_idx.insert(want_idx.end(), src, src + n);
+    }
+  } else {
+    want_ip.assign(md.paged_kv_indptr.begin(), md.paged_kv_indptr.end());
+    want_idx.assign(md.paged_kv_indices.begin(), md.paged_kv_indices.end());
+  }
+  if (cap.paged_kv_indptr) {
+    d.compared.push_back("paged_kv_indptr");
+    const auto& ip = *cap.paged_kv_indptr;
+    for (size_t i = 1; i < want_ip.size() && d.same; ++i) {
+      const int64_t got_len = ip[i] - ip[i - 1], want_len = want_ip[i] - want_ip[i - 1];
+      if (ip[i] == want_ip[i] && got_len == want_len) continue;
+      if (cap.flattened_rows) {
+        const RowWindow& w = rows[i - 1];
+        const int64_t excess = got_len - want_len;
+        differ("paged_kv_indptr", (int64_t)i, want_ip[i], ip[i], {w.row},
+               "paged_kv_indptr[" + std::to_string(i) + "]: " + row_name(w) + " gets " + std::to_string(got_len) + " KV entries, its " +
+                   (w.kind == MaskKind::padding ? std::string("padding row has none") : std::string(to_string(w.kind)) + " window [" + std::to_string(w.begin) + ", " + std::to_string(w.end) + ") has " + std::to_string(want_len)) +
+                   " (" + (excess > 0 ? "+" : "") + std::to_string(excess) + (excess > 0 ? " excess" : "") + ")");
+      } else {
+        const int64_t r = (int64_t)i - 1;
+        differ("paged_kv_indptr", (int64_t)i, want_ip[i], ip[i], rows_of_request(r),
+               "paged_kv_indptr[" + std::to_string(i) + "]: request " + std::to_string(r) + " gets " + std::to_string(got_len) +
+                   " KV entries, mlactl builds " + std::to_string(want_len) + " (seq_len " + std::to_string(md.seq_k[r]) + ")");
+      }
+    }
+  }
+  if (cap.paged_kv_indices && d.same) {
+    d.compared.push_back("paged_kv_indices");
+    const auto& idx = *cap.paged_kv_indices;
+    for (size_t e = 0; e < want_idx.size() && e < idx.size() && d.same; ++e) {
+      if (idx[e] == want_idx[e]) continue;
+      // the row (or request) owning entry e
+      auto it = std::upper_bound(want_ip.begin(), want_ip.end(), (int64_t)e);
+      const int64_t owner = (int64_t)(it - want_ip.begin()) - 1;
+      std::vector<int64_t> affected = cap.flattened_rows ? std::vector<int64_t>{rows[owner].row} : rows_of_request(owner);
+      const int64_t pos = (int64_t)e - want_ip[owner];
+      differ("paged_kv_indices", (int64_t)e, want_idx[e], idx[e], affected,
+             "paged_kv_indices[" + std::to_string(e) + "]: " + (cap.flattened_rows ? row_name(rows[owner]) : "request " + std::to_string(owner)) +
+                 ", KV position " + std::to_string(pos) + ": captured slot " + std::to_string(idx[e]) + ", the block table gives " + std::to_string(want_idx[e]));
+    }
+  }
+  if (cap.paged_kv_last_page_len && d.same) {
+    d.compared.push_back("paged_kv_last_page_len");
+    for (int64_t r = 0; r < R && d.same; ++r)
+      if ((*cap.paged_kv_last_page_len)[r] != md.paged_kv_last_page_len[r])
+        differ("paged_kv_last_page_len", r, md.paged_kv_last_page_len[r], (*cap.paged_kv_last_page_len)[r], rows_of_request(r),
+               "paged_kv_last_page_len[" + std::to_string(r) + "]: AITER is called with page size 1, so every entry is 1");
+  }
+  if (cap.min_kv_seq_len && d.same) {
+    d.compared.push_back("min_kv_seq_len");
+    const int64_t want = cap.flattened_rows ? md.min_kv_seq_len_r0 : md.min_kv_seq_len_r1;
+    if (*cap.min_kv_seq_len != want)
+      differ("min_kv_seq_len", 0, want, *cap.min_kv_seq_len, {},
+             std::string("min_kv_seq_len: mlactl builds ") + std::to_string(want) + (cap.flattened_rows ? " (R0: shortest causal row)" : " (R1: shortest active request)") +
+                 ", captured " + std::to_string(*cap.min_kv_seq_len));
+  }
+  if (plan && cap.work_indptr && d.same) {
+    const WorkList& w = plan->work;
+    d.compared.push_back("work_indptr");
+    const auto& wi = *cap.work_indptr;
+    for (size_t i = 0; i < w.work_indptr.size() && i < wi.size() && d.same; ++i)
+      if (wi[i] != w.work_indptr[i])
+        differ("work_indptr", (int64_t)i, w.work_indptr[i], wi[i], {},
+               "work_indptr[" + std::to_string(i) + "]: the " + plan->planner + " planner gives workgroup " + std::to_string(i ? i - 1 : 0) + " a different work count");
+    if (d.same && wi.size() < w.work_indptr.size())
+      differ("work_indptr", (int64_t)wi.size(), w.work_indptr[wi.size()], -1, {}, "work_indptr: captured array is shorter than the plan's");
+    if (d.same) {
+      d.compared.push_back("work_info_set");
+      const auto& ws = *cap.work_info_set;
+      for (size_t i = 0; i < w.work_info.size() && d.same; ++i) {
+        const auto a = w.work_info[i].as_array();
+        for (int f = 0; f < 8 && d.same; ++f)
+          if (i >= ws.size() || ws[i][f] != a[f]) {
+            static const char* names[8] = {"batch_idx", "partial_qo_loc", "qo_start", "qo_end", "kv_start", "kv_end", "kv_offset", "pad"};
+            differ("work_info_set", (int64_t)i, a[f], i < ws.size() ? ws[i][f] : -1, {},
+                   "work_info_set[" + std::to_string(i) + "]." + names[f] + ": the " + plan->planner + " planner gives " + std::to_string(a[f]) + ", captured " +
+                       (i < ws.size() ? std::to_string(ws[i][f]) : std::string("nothing")));
+          }
+      }
+    }
+    if (d.same && cap.reduce_indptr) {
+      d.compared.push_back("reduce_indptr");
+      for (size_t i = 0; i < w.reduce_indptr.size() && i < cap.reduce_indptr->size() && d.same; ++i)
+        if ((*cap.reduce_indptr)[i] != w.reduce_indptr[i])
+          differ("reduce_indptr", (int64_t)i, w.reduce_indptr[i], (*cap.reduce_indptr)[i], {}, "reduce_indptr[" + std::to_string(i) + "] differs");
+    }
+    if (d.same && cap.reduce_final_map) {
+      d.compared.push_back("reduce_final_map");
+      for (size_t i = 0; i < w.reduce_final_map.size() && i < cap.reduce_final_map->size() && d.same; ++i) {
+        if (w.reduce_final_map[i][0] < 0) continue;  // v1.2 leaves unsplit tiles unwritten
+        for (int f = 0; f < 2; ++f)
+          if ((*cap.reduce_final_map)[i][f] != w.reduce_final_map[i][f])
+            differ("reduce_final_map", (int64_t)i, w.reduce_final_map[i][f], (*cap.reduce_final_map)[i][f], {}, "reduce_final_map[" + std::to_string(i) + "] differs");
+      }
+    }
+    if (d.same && cap.reduce_partial_map) {
+      d.compared.push_back("reduce_partial_map");
+      for (size_t i = 0; i < w.reduce_partial_map.size() && i < cap.reduce_partial_map->size() && d.same; ++i)
+        if ((*cap.reduce_partial_map)[i] != w.reduce_partial_map[i])
+          differ("reduce_partial_map", (int64_t)i, w.reduce_partial_map[i], (*cap.reduce_partial_map)[i], {}, "reduce_partial_map[" + std::to_string(i) + "] differs");
+    }
+  }
+  if (d.same) d.message = "captured metadata matches what mlactl builds (" + std::to_string(d.compared.size()) + " fields compared)";
+  return d;
+}
+
+DecodeMetadata metadata_with_captured(const DecodeMetadata& md, const CapturedMetadata& cap) {
+  DecodeMetadata m = md;
+  const int64_t R = md.num_requests;
+  auto to32 = [](const std::vector<int64_t>& v, size_t n) {
+    std::vector<int32_t> o(v.begin(), v.begin() + (ptrdiff_t)std::min(n, v.size()));
+    return o;
+  };
+  if (cap.qo_indptr) m.qo_indptr = to32(*cap.qo_indptr, (size_t)R + 1);
+  if (cap.paged_kv_indptr) {
+    if (cap.flattened_rows) {
+      m.flat_indptr = to32(*cap.paged_kv_indptr, cap.paged_kv_indptr->size());
+      if (cap.paged_kv_indices) m.flat_indices = to32(*cap.paged_kv_indices, (size_t)m.flat_indptr.back());
+    } else {
+      m.paged_kv_indptr = to32(*cap.paged_kv_indptr, (size_t)R + 1);
+      for (int64_t r = 0; r < R; ++r) m.seq_k[r] = m.paged_kv_indptr[r + 1] - m.paged_kv_indptr[r];
+      if (cap.paged_kv_indices) m.paged_kv_indices = to32(*cap.paged_kv_indices, (size_t)m.paged_kv_indptr[R]);
+    }
+  } else if (cap.paged_kv_indices) {
+    const size_t n = std::min(cap.paged_kv_indices->size(), m.paged_kv_indices.size());
+    for (size_t i = 0; i < n; ++i) m.paged_kv_indices[i] = (int32_t)(*cap.paged_kv_indices)[i];
+  }
+  if (cap.paged_kv_last_page_len) m.paged_kv_last_page_len = to32(*cap.paged_kv_last_page_len, (size_t)R);
+  return m;
+}
+
+void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap) {
+  if (!cap.work_indptr) return;
+  WorkList& w = plan.work;
+  const auto& wi = *cap.work_indptr;
+  // the persistent buffer may carry a stale tail: use the plan's workgroup count when it fits
+  const int ngroups = (w.num_workgroups > 0 && (size_t)w.num_workgroups + 1 <= wi.size()) ? w.num_workgroups : (int)wi.size() - 1;
+  w.num_workgroups = ngroups;
+  w.work_indptr.assign(wi.begin(), wi.begin() + ngroups + 1);
+  for (auto& x : w.work_indptr) x = std::max(0, x);
+  w.work_info.clear();
+  for (int64_t i = 0; i < w.work_indptr.back(); ++i) {
+    const auto& r = (*cap.work_info_set)[(size_t)i];
+    WorkInfo x;
+    x.batch_idx = (int32_t)r[0];
+    x.partial_qo_loc = (int32_t)r[1];
+    x.qo_start = (int32_t)r[2];
+    x.qo_end = (int32_t)r[3];
+    x.kv_start = (int32_t)r[4];
+    x.kv_end = (int32_t)r[5];
+    x.kv_offset = (int32_t)r[6];
+    x.pad = (int32_t)r[7];
+    w.work_info.push_back(x);
+  }
+  if (cap.reduce_indptr) w.reduce_indptr.assign(cap.reduce_indptr->begin(), cap.reduce_indptr->end());
+  if (cap.reduce_final_map) {
+    w.reduce_final_map.clear();
+    for (const auto& r : *cap.reduce_final_map) w.reduce_final_map.push_back({(int32_t)r[0], (int32_t)r[1]});
+  }
+  if (cap.reduce_partial_map) w.reduce_partial_map.assign(cap.reduce_partial_map->begin(), cap.reduce_partial_map->end());
+  int64_t partial_rows = 0;
+  for (const auto& x : w.work_info)
+    if (x.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, (int64_t)x.partial_qo_loc + std::max(0, x.qo_end - x.qo_start));
+  w.num_partial_rows = partial_rows;
+  w.planner = "captured";
+  plan.planner = "captured";
+  plan.notes.push_back("executing the captured work list (run --use-captured)");
+}
+
+}  // namespace mlactl

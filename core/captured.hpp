@@ -1,0 +1,60 @@
+// Captured metadata (SPEC §2 `captured`): arrays a real vLLM/AITER run produced,
+// compared with what mlactl builds and, with `run --use-captured`, executed.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/batch.hpp"
+#include "core/builder.hpp"
+#include "core/route_plan.hpp"
+#include "core/semantics.hpp"
+
+namespace mlactl {
+
+struct CapturedMetadata {
+  std::optional<std::vector<int64_t>> qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len;
+  std::optional<int64_t> min_kv_seq_len;
+  std::optional<std::vector<int64_t>> work_indptr, reduce_indptr, reduce_partial_map;
+  std::optional<std::vector<std::array<int64_t, 8>>> work_info_set;
+  std::optional<std::vector<std::array<int64_t, 2>>> reduce_final_map;
+  // paged_kv_indptr with one entry per query row + 1 (rather than per request): the
+  // per-row table the R0 verify flatten hands Gluon as seq_info.
+  bool flattened_rows = false;
+  bool empty() const;
+};
+
+// Validates types and lengths (exit 3, JSON pointer under /captured).
+CapturedMetadata parse_captured(const Batch& b, const nlohmann::json& captured, int64_t oracle_rows);
+
+struct CapturedDiff {
+  bool same = true;
+  std::string field;            // first differing field, e.g. "paged_kv_indptr"
+  int64_t index = -1;           // first differing index in it
+  std::string expected, got;    // values (as text) at that index: mlactl's, captured
+  std::vector<int64_t> rows;    // oracle rows the difference affects (first few)
+  std::string message;          // one line a user can act on
+  std::vector<std::string> compared;  // fields compared, in order
+};
+
+// Compares the used prefix of every captured array with what mlactl builds (and,
+// when a work list is captured, with the route's plan when given).
+CapturedDiff diff_captured(const Batch& b, const DecodeMetadata& md, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
+                           const RoutePlan* plan);
+
+// The per-row KV windows the captured index pointers give (for `windows`): lengths
+// per oracle row, or empty when nothing captured determines them.
+std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowWindow>& rows, const CapturedMetadata& cap);
+
+// run --use-captured: the decode metadata with the captured index arrays in place of
+// mlactl's (the route's planner then plans over them), and the captured work list
+// in place of the planner's when one was captured — so the kernel runs exactly what
+// the real stack produced.
+DecodeMetadata metadata_with_captured(const DecodeMetadata& md, const CapturedMetadata& cap);
+void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap);
+
+}  // namespace mlactl
