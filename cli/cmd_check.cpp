@@ -12,6 +12,7 @@
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/pipeline.hpp"
+#include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/route_plan.hpp"
 
@@ -195,6 +196,25 @@ CaseResult run_case(const std::string& file, const std::string& backend) {
       cr.checks.push_back("windows");
     }
   }
+  if (expect.contains("captured")) {
+    // "matches", or {"field": F[, "index": I]}: the first difference expected
+    CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
+    std::optional<RoutePlan> plan;
+    if (rd.route != Route::refused && cap.work_indptr) plan = plan_route(b, md, rd, rows);
+    CapturedDiff cd = diff_captured(b, md, rows, cap, plan ? &*plan : nullptr);
+    const auto& want = expect["captured"];
+    if (want.is_string() && want.get<std::string>() == "matches") {
+      if (!cd.same) fail("captured: expected to match, " + cd.message);
+      else cr.checks.push_back("captured");
+    } else if (want.is_object()) {
+      if (cd.same) fail("captured: expected a difference in " + want.value("field", std::string("?")) + ", but it matches");
+      else if (want.contains("field") && want["field"].get<std::string>() != cd.field) fail("captured: expected the first difference in " + want["field"].get<std::string>() + ", got " + cd.message);
+      else if (want.contains("index") && want["index"].get<int64_t>() != cd.index) fail("captured: expected the first difference at index " + want["index"].dump() + ", got " + cd.message);
+      else cr.checks.push_back("captured (" + cd.message + ")");
+    } else {
+      fail("captured: expect \"matches\" or {\"field\": ..., \"index\": ...}");
+    }
+  }
   if (expect.contains("metadata")) {
     nlohmann::json got = nlohmann::json::parse(metadata_json(b, md, !md.flat_indptr.empty()).dump());
     std::string why;
@@ -241,6 +261,7 @@ CaseResult run_case(const std::string& file, const std::string& backend) {
     const std::string want = expect["run"].get<std::string>();
     RunOptions ro;
     ro.backend = backend;
+    ro.use_captured = !b.captured.is_null();  // a fixture that carries captured arrays is about them
     if (expect.contains("tolerance")) {
       const auto& t = expect["tolerance"];
       if (t.contains("atol")) ro.atol = t["atol"].get<double>();

@@ -29,6 +29,7 @@ void add_run_options(CLI::App* sub, RunOptions& o) {
   add_kernel_option(sub, o.kernel);
   sub->add_option("--planner", o.planner, "plan with this planner instead of the route's")->check(CLI::IsMember(planner_names()));
   sub->add_flag("--cross-check", o.cross_check, "also run the CPU executor on the same work list and diff it with the GPU's");
+  sub->add_flag("--use-captured", o.use_captured, "execute the batch's captured metadata (index arrays, work list) instead of mlactl's");
   sub->add_option("--atol", o.atol, "absolute tolerance (overrides the dtype default)");
   sub->add_option("--rtol", o.rtol, "relative tolerance");
   sub->add_option("--cos-tol", o.cos_tol, "global cosine-diff tolerance");

@@ -1,8 +1,11 @@
 // `mlactl windows`: per query row, the oracle KV window and the window the routed
 // kernel's metadata gives it, with a mismatch flag (seed 000's symptom).
+#include <optional>
+
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "core/builder.hpp"
+#include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/route_input.hpp"
 #include "core/semantics.hpp"
@@ -22,6 +25,21 @@ void setup_windows(CLI::App& app, Context& ctx) {
     DecodeMetadata md = route_needs_flatten(rd.route) ? build_decode(b, true) : std::move(md0);
     auto rows = oracle_windows(b);
     MetadataWindows mw = metadata_windows(b, md, rd.route, rows);
+    // captured arrays (SPEC §2): the windows the real run's index pointers gave
+    std::optional<CapturedDiff> cdiff;
+    if (!b.captured.is_null()) {
+      CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
+      cdiff = diff_captured(b, md, rows, cap, nullptr);
+      std::vector<int64_t> len = captured_row_lengths(b, rows, cap);
+      if (!len.empty()) {
+        mw.path = std::string("captured paged_kv_indptr (") + (cap.flattened_rows ? "one entry per query row, as the R0 flatten hands Gluon" : "per request, with the kernel's causal diagonal") + ")";
+        mw.available = true;
+        for (size_t i = 0; i < rows.size(); ++i) {
+          mw.begin[i] = 0;
+          mw.end[i] = len[i];
+        }
+      }
+    }
     int64_t mismatches = 0;
     std::vector<bool> flag(rows.size(), false);
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -42,6 +60,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
       j["metadata_path"] = mw.path;
       j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
       j["mismatched_rows"] = mismatches;
+      if (cdiff) j["captured"] = {{"matches", cdiff->same}, {"field", cdiff->field}, {"index", cdiff->index}, {"rows", cdiff->rows}, {"message", cdiff->message}};
       auto arr = nlohmann::ordered_json::array();
       for (size_t i = 0; i < rows.size(); ++i) {
         const auto& w = rows[i];
@@ -68,6 +87,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
         os << "case: " << (b.name.empty() ? "(unnamed)" : b.name) << "   route: " << to_string(rd.route) << "\n";
         os << "metadata: " << mw.path << "\n";
         os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
+        if (cdiff) os << "captured: " << (cdiff->same ? cdiff->message : st.red("first difference: ") + cdiff->message) << "\n";
         os << "ranges are half-open [begin, end)\n\n";
       }
       Table t;

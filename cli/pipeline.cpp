@@ -135,7 +135,21 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   auto rows = oracle_windows(b);
 
   t0 = clock_type::now();
-  o.plan = plan_route(b, md, o.route, rows, opt.planner);
+  CapturedMetadata cap;
+  if (!b.captured.is_null()) {
+    cap = parse_captured(b, b.captured, (int64_t)rows.size());
+    RoutePlan own = plan_route(b, md, o.route, rows, opt.planner);
+    o.captured = diff_captured(b, md, rows, cap, &own);
+  }
+  if (opt.use_captured) {
+    if (cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
+    // the kernel runs exactly what the real stack produced (SPEC §2 captured)
+    md = metadata_with_captured(md, cap);
+    o.plan = plan_route(b, md, o.route, rows, opt.planner);
+    apply_captured_work(*o.plan, cap);
+  } else {
+    o.plan = plan_route(b, md, o.route, rows, opt.planner);
+  }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   o.ms_plan = ms_since(t0);
 
@@ -273,6 +287,11 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
     k["reasons"] = c.reasons;
     return k;
   };
+  if (o.captured) {
+    const auto& c = *o.captured;
+    j["captured"] = {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"expected", c.expected}, {"got", c.got},
+                     {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
+  }
   if (o.compare) j["compare"] = cmp_json(*o.compare);
   if (o.cross) j["cross_check"] = cmp_json(*o.cross);
   j["timing_ms"] = {{"metadata", o.ms_metadata}, {"plan_and_audit", o.ms_plan}, {"inputs", o.ms_inputs}, {"reference", o.ms_reference},
@@ -295,6 +314,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   if (o.plan) kv.push_back({"planner", o.plan->planner + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
                                            std::to_string(o.plan->work.num_workgroups) + " workgroups"});
   if (!o.executor.empty()) kv.push_back({"executor", o.executor});
+  if (o.captured) kv.push_back({"captured", o.captured->same ? o.captured->message : st.red("differs: ") + o.captured->message});
   if (o.audit)
     kv.push_back({"position audit", o.audit->ok ? "ok (" + std::to_string(o.audit->rows_checked) + " rows)"
                                                 : st.red(std::to_string(o.audit->bad_rows) + " of " + std::to_string(o.audit->rows_checked) +

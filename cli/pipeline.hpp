@@ -8,6 +8,7 @@
 
 #include "core/batch.hpp"
 #include "core/builder.hpp"
+#include "core/captured.hpp"
 #include "core/compare.hpp"
 #include "core/inputs.hpp"
 #include "core/position_audit.hpp"
@@ -23,6 +24,7 @@ struct RunOptions {
   std::string kernel;            // forced route
   std::string planner;           // planner override
   bool cross_check = false;      // also run the CPU executor on the same work list and diff
+  bool use_captured = false;     // execute the batch's captured metadata instead of mlactl's
   std::optional<double> atol, rtol, cos_tol;
   int threads = 0;
   std::string dump_dir;
@@ -38,6 +40,7 @@ struct RunOutcome {
   std::optional<PositionAudit> audit;
   std::optional<CompareReport> compare;
   std::optional<CompareReport> cross;  // GPU vs CPU on the same work list
+  std::optional<CapturedDiff> captured;  // captured arrays vs what mlactl builds
   std::string executor;
   double ms_metadata = 0, ms_plan = 0, ms_inputs = 0, ms_reference = 0, ms_execute = 0, ms_compare = 0;
   DType out_dtype = DType::bf16;
