@@ -119,6 +119,7 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_run(app, ctx);
   setup_check(app, ctx);
   setup_defects(app, ctx);
+  setup_bench(app, ctx);
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

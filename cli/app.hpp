@@ -62,6 +62,7 @@ void setup_schedule(CLI::App& app, Context& ctx);
 void setup_run(CLI::App& app, Context& ctx);
 void setup_check(CLI::App& app, Context& ctx);
 void setup_defects(CLI::App&, Context&);
+void setup_bench(CLI::App&, Context&);
 
 void build_app(CLI::App& app, Context& ctx);
 const std::vector<std::string>& current_argv();

@@ -115,27 +115,18 @@ GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
 
-ExecResult GpuExecutor::run(const ExecArgs& a) {
-  ExecResult result;
-  std::string& err = result.error;
-  auto fail = [&](const std::string& text) {
-    result.ok = false;
-    if (err.empty()) err = text;
-    return result;
-  };
-  if (!a.work) return fail("no work list");
-  if (std::string why; !gpu_available(&why)) return fail(why);
-  if (std::string why = unsupported_reason(a); !why.empty()) return fail(why);
+namespace {
+struct Sizes {
+  size_t q = 0, kv = 0, out = 0, lse = 0, partial = 0, partial_lse = 0;
+};
 
+// Uploads everything a launch reads (the KV cache unless `upload_kv` is false) and
+// fills the launch parameters.
+bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, bool force_scalar, mla::Stage1Params& s1,
+             mla::ReduceParams& rd, Sizes& sz, std::string* errp) {
+  std::string& err = *errp;
   const WorkList& w = *a.work;
   const KernelView& v = a.view;
-  DeviceState& d = *state_;
-  if (!d.events_ready) {
-    for (auto& e : d.events)
-      if (!mla::check(mla::gpu_event_create(&e), "create event", &err)) return fail(err);
-    d.events_ready = true;
-  }
-
   std::vector<int32_t> work_info;
   work_info.reserve(w.work_info.size() * 8);
   for (const WorkInfo& wi : w.work_info)
@@ -148,30 +139,29 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   }
   const int32_t error_init[mla::kDeviceErrorWords] = {0, -1, 0};
 
-  const size_t q_bytes = size_t(a.num_q_rows) * v.heads * v.head_dim * dtype_bytes(v.q_dtype);
-  const size_t kv_bytes = size_t(a.num_slots) * a.kv_row_stride * dtype_bytes(v.kv_dtype);
-  const size_t out_bytes = size_t(a.num_q_rows) * v.heads * v.v_dim * sizeof(uint16_t);
-  const size_t lse_bytes = a.lse ? size_t(a.num_q_rows) * v.heads * sizeof(float) : 0;
-  const size_t partial_bytes = size_t(w.num_partial_rows) * v.heads * v.v_dim * sizeof(float);
-  const size_t partial_lse_bytes = size_t(w.num_partial_rows) * v.heads * sizeof(float);
+  sz.q = size_t(a.num_q_rows) * v.heads * v.head_dim * dtype_bytes(v.q_dtype);
+  sz.kv = size_t(a.num_slots) * a.kv_row_stride * dtype_bytes(v.kv_dtype);
+  sz.out = size_t(a.num_q_rows) * v.heads * v.v_dim * sizeof(uint16_t);
+  sz.lse = a.lse ? size_t(a.num_q_rows) * v.heads * sizeof(float) : 0;
+  sz.partial = size_t(w.num_partial_rows) * v.heads * v.v_dim * sizeof(float);
+  sz.partial_lse = size_t(w.num_partial_rows) * v.heads * sizeof(float);
 
   // Outputs start as the caller poisoned them, so rows no work writes stay NaN.
   bool ok = d.work_indptr.upload(w.work_indptr.data(), w.work_indptr.size() * 4, "upload work_indptr", &err) &&
             d.work_info.upload(work_info.data(), work_info.size() * 4, "upload work_info", &err) &&
             d.kv_indices.upload(a.kv_indices, size_t(a.num_kv_indices) * 4, "upload kv_indices", &err) &&
-            d.q.upload(a.q, q_bytes, "upload q", &err) && d.kv.upload(a.kv, kv_bytes, "upload kv", &err) &&
-            d.out.upload(a.out, out_bytes, "upload out", &err) &&
-            d.lse.upload(a.lse, lse_bytes, "upload lse", &err) &&
-            d.partial_out.upload(a.partial_out, partial_bytes, "upload partial_out", &err) &&
-            d.partial_lse.upload(a.partial_lse, partial_lse_bytes, "upload partial_lse", &err) &&
+            d.q.upload(a.q, sz.q, "upload q", &err) && (!upload_kv || d.kv.upload(a.kv, sz.kv, "upload kv", &err)) &&
+            d.out.upload(a.out, sz.out, "upload out", &err) && d.lse.upload(a.lse, sz.lse, "upload lse", &err) &&
+            d.partial_out.upload(a.partial_out, sz.partial, "upload partial_out", &err) &&
+            d.partial_lse.upload(a.partial_lse, sz.partial_lse, "upload partial_lse", &err) &&
             d.reduce_indptr.upload(w.reduce_indptr.data(), w.reduce_indptr.size() * 4, "upload reduce_indptr", &err) &&
             d.reduce_final_map.upload(final_map.data(), final_map.size() * 4, "upload reduce_final_map", &err) &&
             d.reduce_partial_map.upload(w.reduce_partial_map.data(), w.reduce_partial_map.size() * 4,
                                         "upload reduce_partial_map", &err) &&
             d.error.upload(error_init, sizeof(error_init), "upload error word", &err);
-  if (!ok) return fail(err);
+  if (!ok) return false;
 
-  mla::Stage1Params s1;
+  s1 = mla::Stage1Params{};
   s1.work_indptr = d.work_indptr.as<int32_t>();
   s1.num_workgroups = w.num_workgroups;
   s1.work_info = d.work_info.as<int32_t>();
@@ -199,9 +189,9 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   s1.partial_lse = d.partial_lse.as<float>();
   s1.num_partial_rows = w.num_partial_rows;
   s1.error = d.error.as<int32_t>();
-  s1.force_scalar = force_scalar_;
+  s1.force_scalar = force_scalar;
 
-  mla::ReduceParams rd;
+  rd = mla::ReduceParams{};
   rd.reduce_indptr = d.reduce_indptr.as<int32_t>();
   rd.num_tiles = w.reduce_indptr.empty() ? 0 : int32_t(w.reduce_indptr.size() - 1);
   for (int32_t t = 0; t < rd.num_tiles; ++t) {
@@ -223,12 +213,42 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   rd.lse = s1.lse;
   rd.num_q_rows = a.num_q_rows;
   rd.error = s1.error;
+  return true;
+}
 
-  ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err) &&
-       mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) && mla::launch_reduce(rd, &err) &&
-       mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
-       mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
-       mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
+bool ensure_events(GpuExecutor::DeviceState& d, std::string* err) {
+  if (d.events_ready) return true;
+  for (auto& e : d.events)
+    if (!mla::check(mla::gpu_event_create(&e), "create event", err)) return false;
+  d.events_ready = true;
+  return true;
+}
+}  // namespace
+
+ExecResult GpuExecutor::run(const ExecArgs& a) {
+  ExecResult result;
+  std::string& err = result.error;
+  auto fail = [&](const std::string& text) {
+    result.ok = false;
+    if (err.empty()) err = text;
+    return result;
+  };
+  if (!a.work) return fail("no work list");
+  if (std::string why; !gpu_available(&why)) return fail(why);
+  if (std::string why = unsupported_reason(a); !why.empty()) return fail(why);
+
+  DeviceState& d = *state_;
+  if (!ensure_events(d, &err)) return fail(err);
+  mla::Stage1Params s1;
+  mla::ReduceParams rd;
+  Sizes sz;
+  if (!prepare(a, d, /*upload_kv=*/true, force_scalar_, s1, rd, sz, &err)) return fail(err);
+
+  bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err) &&
+            mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) && mla::launch_reduce(rd, &err) &&
+            mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
+            mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
+            mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
   if (!ok) return fail(err);
   float stage1_ms = 0, reduce_ms = 0;
   if (!mla::check(mla::gpu_event_elapsed_ms(&stage1_ms, d.events[0], d.events[1]), "event time", &err) ||
@@ -239,12 +259,143 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
 
   int32_t error_words[mla::kDeviceErrorWords] = {};
   ok = d.error.download(error_words, sizeof(error_words), "download error word", &err) &&
-       d.out.download(a.out, out_bytes, "download out", &err) && d.lse.download(a.lse, lse_bytes, "download lse", &err) &&
-       d.partial_out.download(a.partial_out, partial_bytes, "download partial_out", &err) &&
-       d.partial_lse.download(a.partial_lse, partial_lse_bytes, "download partial_lse", &err);
+       d.out.download(a.out, sz.out, "download out", &err) && d.lse.download(a.lse, sz.lse, "download lse", &err) &&
+       d.partial_out.download(a.partial_out, sz.partial, "download partial_out", &err) &&
+       d.partial_lse.download(a.partial_lse, sz.partial_lse, "download partial_lse", &err);
   if (!ok) return fail(err);
   if (error_words[0] != 0) return fail(mla::describe_device_error(error_words));
   return result;
+}
+
+BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_copies) {
+  BenchResult r;
+  r.warmup = std::max(0, warmup);
+  r.iters = std::max(1, iters);
+  r.kv_copies = std::max(1, kv_copies);
+  std::string& err = r.error;
+  auto fail = [&](const std::string& text) {
+    r.ok = false;
+    if (err.empty()) err = text;
+    return r;
+  };
+  if (!a.work) return fail("no work list");
+  if (std::string why; !gpu_available(&why)) return fail(why);
+  if (std::string why = unsupported_reason(a); !why.empty()) return fail(why);
+
+  DeviceState& d = *state_;
+  mla::Stage1Params s1;
+  mla::ReduceParams rd;
+  Sizes sz;
+  if (!prepare(a, d, /*upload_kv=*/false, force_scalar_, s1, rd, sz, &err)) return fail(err);
+  r.tensor_cores = mla::stage1_uses_tensor_cores(s1);
+
+  // KV copies, each 256-byte aligned: upload once, replicate on the device.
+  const size_t stride = (std::max<size_t>(sz.kv, 1) + 255) / 256 * 256;
+  r.kv_copy_bytes = sz.kv;
+  DeviceBuffer kv;
+  struct Free {
+    DeviceBuffer* b;
+    ~Free() {
+      if (b->ptr) (void)mla::gpu_free(b->ptr);
+    }
+  } free_kv{&kv};
+  if (!kv.reserve(stride * size_t(r.kv_copies), "allocate KV copies", &err)) return fail(err);
+  char* base = kv.as<char>();
+  if (sz.kv && !mla::check(mla::gpu_memcpy_h2d(base, a.kv, sz.kv), "upload kv", &err)) return fail(err);
+  for (int c = 1; c < r.kv_copies; ++c)
+    if (sz.kv && !mla::launch_device_copy(base + stride * c, base, sz.kv, &err)) return fail(err);
+  if (!mla::check(mla::gpu_device_synchronize(), "replicate kv", &err)) return fail(err);
+
+  const int total = r.warmup + r.iters;
+  std::vector<mla::gpu_event_t> ev(size_t(3) * r.iters, nullptr);
+  struct Destroy {
+    std::vector<mla::gpu_event_t>* e;
+    ~Destroy() {
+      for (auto x : *e)
+        if (x) (void)mla::gpu_event_destroy(x);
+    }
+  } destroy{&ev};
+  for (auto& e : ev)
+    if (!mla::check(mla::gpu_event_create(&e), "create event", &err)) return fail(err);
+  for (int i = 0; i < total; ++i) {
+    s1.kv = base + stride * size_t(i % r.kv_copies);
+    const int t = i - r.warmup;
+    bool ok = true;
+    if (t >= 0) ok = mla::check(mla::gpu_event_record(ev[3 * t]), "record event", &err);
+    ok = ok && mla::launch_stage1(s1, &err);
+    if (t >= 0) ok = ok && mla::check(mla::gpu_event_record(ev[3 * t + 1]), "record event", &err);
+    ok = ok && mla::launch_reduce(rd, &err);
+    if (t >= 0) ok = ok && mla::check(mla::gpu_event_record(ev[3 * t + 2]), "record event", &err);
+    if (!ok) return fail(err);
+  }
+  if (!mla::check(mla::gpu_device_synchronize(), "stage-1/reduce execution", &err) ||
+      !mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err))
+    return fail(err);
+  r.stage1_ms.resize(size_t(r.iters));
+  r.total_ms.resize(size_t(r.iters));
+  for (int t = 0; t < r.iters; ++t)
+    if (!mla::check(mla::gpu_event_elapsed_ms(&r.stage1_ms[size_t(t)], ev[3 * t], ev[3 * t + 1]), "event time", &err) ||
+        !mla::check(mla::gpu_event_elapsed_ms(&r.total_ms[size_t(t)], ev[3 * t], ev[3 * t + 2]), "event time", &err))
+      return fail(err);
+
+  int32_t error_words[mla::kDeviceErrorWords] = {};
+  const bool ok = d.error.download(error_words, sizeof(error_words), "download error word", &err) &&
+                  d.out.download(a.out, sz.out, "download out", &err) && d.lse.download(a.lse, sz.lse, "download lse", &err);
+  if (!ok) return fail(err);
+  if (error_words[0] != 0) return fail(mla::describe_device_error(error_words));
+  return r;
+}
+
+CopyRoofline gpu_copy_roofline(size_t bytes, int iters) {
+  CopyRoofline r;
+  r.bytes = bytes = (bytes + 255) / 256 * 256;
+  r.iters = iters = std::max(1, iters);
+  std::string& err = r.error;
+  auto fail = [&]() {
+    r.ok = false;
+    return r;
+  };
+  if (std::string why; !gpu_available(&why)) {
+    err = why;
+    return fail();
+  }
+  DeviceBuffer src, dst;
+  struct Free {
+    DeviceBuffer *a, *b;
+    ~Free() {
+      for (DeviceBuffer* x : {a, b})
+        if (x->ptr) (void)mla::gpu_free(x->ptr);
+    }
+  } free_bufs{&src, &dst};
+  if (!src.reserve(bytes, "allocate copy source", &err) || !dst.reserve(bytes, "allocate copy destination", &err)) return fail();
+  if (!mla::check(mla::gpu_memset(src.ptr, 0x3c, bytes), "fill copy source", &err)) return fail();
+  std::vector<mla::gpu_event_t> ev(size_t(iters) + 1, nullptr);
+  struct Destroy {
+    std::vector<mla::gpu_event_t>* e;
+    ~Destroy() {
+      for (auto x : *e)
+        if (x) (void)mla::gpu_event_destroy(x);
+    }
+  } destroy{&ev};
+  for (auto& e : ev)
+    if (!mla::check(mla::gpu_event_create(&e), "create event", &err)) return fail();
+  for (int i = 0; i < 3; ++i)
+    if (!mla::launch_device_copy(dst.ptr, src.ptr, bytes, &err)) return fail();
+  // alternate direction so neither buffer stays hot (each is far larger than L2)
+  for (int i = 0; i < iters; ++i) {
+    if (!mla::check(mla::gpu_event_record(ev[size_t(i)]), "record event", &err)) return fail();
+    if (!mla::launch_device_copy(i % 2 ? src.ptr : dst.ptr, i % 2 ? dst.ptr : src.ptr, bytes, &err)) return fail();
+  }
+  if (!mla::check(mla::gpu_event_record(ev[size_t(iters)]), "record event", &err) ||
+      !mla::check(mla::gpu_device_synchronize(), "device copy", &err))
+    return fail();
+  std::vector<float> ms(static_cast<size_t>(iters));
+  for (int i = 0; i < iters; ++i)
+    if (!mla::check(mla::gpu_event_elapsed_ms(&ms[size_t(i)], ev[size_t(i)], ev[size_t(i) + 1]), "event time", &err)) return fail();
+  std::sort(ms.begin(), ms.end());
+  r.median_ms = iters % 2 ? ms[size_t(iters / 2)] : 0.5 * (ms[size_t(iters / 2 - 1)] + ms[size_t(iters / 2)]);
+  r.gbps = r.median_ms > 0 ? 2.0 * double(bytes) / (r.median_ms * 1e-3) / 1e9 : 0;
+  return r;
 }
 
 #else  // no GPU backend in this build
@@ -266,6 +417,18 @@ GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {
   ExecResult r;
+  r.ok = false;
+  r.error = kNoBackend;
+  return r;
+}
+BenchResult GpuExecutor::bench(const ExecArgs&, int, int, int) {
+  BenchResult r;
+  r.ok = false;
+  r.error = kNoBackend;
+  return r;
+}
+CopyRoofline gpu_copy_roofline(size_t, int) {
+  CopyRoofline r;
   r.ok = false;
   r.error = kNoBackend;
   return r;

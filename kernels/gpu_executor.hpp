@@ -2,8 +2,10 @@
 // and reduce kernels of kernels/mla_decode.hip. Built with any backend; without
 // one (MLACTL_GPU=none) it reports "built without a GPU backend".
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/executor.hpp"
 
@@ -16,6 +18,30 @@ bool gpu_available(std::string* why = nullptr);
 std::string gpu_device_name();
 // Physical wave width of device 0 as the runtime reports it (0 when none).
 int gpu_device_warp_size();
+
+// Per-iteration device-event times of GpuExecutor::bench (milliseconds).
+struct BenchResult {
+  bool ok = true;
+  std::string error;             // runtime / device error text (exit 4)
+  int warmup = 0, iters = 0;
+  int kv_copies = 1;             // KV buffer copies rotated (one per iteration, round robin)
+  size_t kv_copy_bytes = 0;      // bytes of one copy
+  bool tensor_cores = false;     // the tensor-core stage-1 kernel ran
+  std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
+  std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration
+};
+
+// Device-to-device copy roofline: `bytes` read and `bytes` written per copy,
+// median of `iters` event-timed copies after warm-up.
+struct CopyRoofline {
+  bool ok = true;
+  std::string error;
+  size_t bytes = 0;              // bytes copied (traffic counted as 2x)
+  int iters = 0;
+  double median_ms = 0;
+  double gbps = 0;               // 2 * bytes / median time
+};
+CopyRoofline gpu_copy_roofline(size_t bytes, int iters = 10);
 
 class GpuExecutor : public Executor {
  public:
@@ -32,8 +58,17 @@ class GpuExecutor : public Executor {
   // this build cannot run, or device-side range error gives ok = false.
   ExecResult run(const ExecArgs& args) override;
 
+  // Timing entry point (mlactl bench): uploads the inputs once, with `kv_copies`
+  // copies of the KV cache, then runs `warmup` + `iters` launches of stage 1 and
+  // the reduce, iteration i reading KV copy i % kv_copies (so L2 does not hold the
+  // KV between runs when the copies together exceed it), each timed with device
+  // events (stage 1 alone, stage 1 + reduce). The last iteration's outputs are
+  // copied back into args.out / lse; a device error word gives ok = false.
+  BenchResult bench(const ExecArgs& args, int warmup, int iters, int kv_copies);
+
+  struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
+
  private:
-  struct DeviceState;                  // grow-only device buffers, reused across runs
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
   bool force_scalar_ = false;

@@ -1,6 +1,7 @@
 // Host interface of kernels/mla_decode.hip: the stage-1 and reduce launches over
 // device pointers. Plain types only, so the executor needs no kernel source.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -99,5 +100,9 @@ bool stage1_uses_tensor_cores(const Stage1Params& p);
 // Enqueue on the default stream; false (with text) when the launch is refused.
 bool launch_stage1(const Stage1Params& p, std::string* error);
 bool launch_reduce(const ReduceParams& p, std::string* error);
+// Device-to-device copy of `bytes` (16-byte vector loads/stores; a tail is copied
+// bytewise), enqueued on the default stream: the bandwidth roofline of `bench` and
+// the replication of its KV copies.
+bool launch_device_copy(void* dst, const void* src, size_t bytes, std::string* error);
 
 }  // namespace mla

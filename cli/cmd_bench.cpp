@@ -1,0 +1,475 @@
+// `mlactl bench`: GPU timings of the routed kernels (SPEC §6 bench, §8).
+//
+// Per route (the decided one, --kernel, or each of --compare A,B) and its planner:
+// the work list is planned as `run` plans it, the inputs are generated once, and
+// GpuExecutor::bench times >= 20 iterations with device events after warm-up,
+// rotating KV copies so L2 (50-60 MB on an H200) never holds the KV between runs.
+// Reported: stage 1 alone (kernel-only), stage 1 + reduce, and host planning +
+// kernels; effective bandwidth over the bytes a request must read (its KV once,
+// q, the output written) and TFLOP/s over the real causal windows, each as a
+// fraction of a roofline measured in the same run (device-to-device copy) or the
+// datasheet bf16 dense rate (989 TFLOP/s on an H200 SXM).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <sstream>
+
+#include "cli/app.hpp"
+#include "cli/common.hpp"
+#include "core/budget.hpp"
+#include "core/builder.hpp"
+#include "core/inputs.hpp"
+#include "core/kernel_windows.hpp"
+#include "core/layout.hpp"
+#include "core/position_audit.hpp"
+#include "core/route_plan.hpp"
+#include "core/semantics.hpp"
+#include "kernels/gpu_executor.hpp"
+
+namespace mlactl::cli {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::string kernel;
+  std::string compare;
+  std::string planner;
+  int batch_size = 0;     // repeat the single --context value this many times
+  int warmup = 5;
+  int iters = 30;
+  int kv_copies = 0;      // 0: enough copies for >= kRotateBytes in all
+  double peak_tflops = 989.0;
+  std::string peak_source = "datasheet: H200 SXM dense bf16";
+  int64_t copy_mib = 1024;  // roofline copy size (each of source and destination)
+};
+
+constexpr double kRotateBytes = 256.0 * 1024 * 1024;  // > 4x the H200's 50-60 MB L2
+
+struct Stats {
+  double median = 0, min = 0, p10 = 0, p90 = 0, max = 0;
+  int n = 0;
+};
+Stats stats_us(std::vector<float> ms) {
+  Stats s;
+  if (ms.empty()) return s;
+  std::sort(ms.begin(), ms.end());
+  auto q = [&](double f) {  // linear interpolation between order statistics
+    const double pos = f * double(ms.size() - 1);
+    const size_t lo = size_t(std::floor(pos)), hi = std::min(ms.size() - 1, lo + 1);
+    return 1e3 * (double(ms[lo]) + (pos - double(lo)) * (double(ms[hi]) - double(ms[lo])));
+  };
+  s.n = int(ms.size());
+  s.median = q(0.5);
+  s.min = 1e3 * double(ms.front());
+  s.max = 1e3 * double(ms.back());
+  s.p10 = q(0.1);
+  s.p90 = q(0.9);
+  return s;
+}
+nlohmann::ordered_json stats_json(const Stats& s) {
+  return {{"median", s.median}, {"min", s.min}, {"p10", s.p10}, {"p90", s.p90}, {"max", s.max}, {"n", s.n}};
+}
+
+// What a request must move and compute, independent of the route.
+struct ShapeCost {
+  int64_t requests = 0, rows = 0;
+  double kv_bytes = 0, q_bytes = 0, out_bytes = 0, flop = 0;
+  double bytes() const { return kv_bytes + q_bytes + out_bytes; }
+};
+ShapeCost shape_cost(const Batch& b, const std::vector<RowWindow>& rows) {
+  ShapeCost c;
+  const int heads = b.model.num_heads, hd = b.head_dim(), vd = b.model.kv_lora_rank;
+  std::vector<int64_t> lo(b.requests.size(), std::numeric_limits<int64_t>::max()), hi(b.requests.size(), 0);
+  for (const RowWindow& r : rows) {
+    if (r.kind == MaskKind::padding) continue;
+    ++c.rows;
+    const int64_t len = b.sparse ? int64_t(r.sparse_positions.size()) : r.length();
+    c.flop += 2.0 * heads * double(len) * double(hd + vd);
+    if (size_t(r.request) < lo.size() && !b.sparse && r.length() > 0) {
+      lo[size_t(r.request)] = std::min(lo[size_t(r.request)], r.begin);
+      hi[size_t(r.request)] = std::max(hi[size_t(r.request)], r.end);
+    }
+  }
+  for (size_t i = 0; i < b.requests.size(); ++i) {
+    if (b.requests[i].padding) continue;
+    ++c.requests;
+    int64_t tokens = 0;
+    if (b.sparse) {
+      std::vector<int64_t> all;
+      for (const RowWindow& r : rows)
+        if (size_t(r.request) == i) all.insert(all.end(), r.sparse_positions.begin(), r.sparse_positions.end());
+      std::sort(all.begin(), all.end());
+      tokens = int64_t(std::unique(all.begin(), all.end()) - all.begin());
+    } else if (hi[i] > lo[i]) {
+      tokens = hi[i] - lo[i];
+    }
+    c.kv_bytes += double(tokens) * hd * dtype_bytes(b.kv_cache.dtype);
+  }
+  c.q_bytes = double(c.rows) * heads * hd * dtype_bytes(b.decode.q_dtype);
+  c.out_bytes = double(c.rows) * heads * vd * dtype_bytes(b.model.dtype);
+  return c;
+}
+
+uint16_t nan_bits(DType d) { return d == DType::fp16 ? 0x7E00 : 0x7FC0; }
+
+struct RouteResult {
+  std::string requested;  // as given (route name, or "auto")
+  RouteDecision route;
+  std::string status = "ok";  // ok | refused | failed | nonfinite
+  std::string message;
+  std::string planner;
+  int workgroups = 0;
+  int64_t works = 0, partial_rows = 0;
+  bool audit_ok = true;
+  BenchResult bench;
+  Stats stage1, total;
+  double plan_us = 0;  // host: build_decode + route + plan_route (median)
+  int64_t nonfinite = 0;
+};
+
+// Host planning as run does it: metadata, route, plan.
+RoutePlan plan_once(const Batch& b, const std::string& kernel, const std::string& planner, const std::vector<RowWindow>& rows,
+                    RouteDecision* rd_out) {
+  DecodeMetadata md = build_decode(b, false);
+  RouteDecision rd = decide_route(b, md, kernel);
+  if (rd_out) *rd_out = rd;
+  if (rd.route == Route::refused) throw Error(kExitRefused, "", (rd.error_type.empty() ? "" : rd.error_type + ": ") + rd.error);
+  if (route_needs_flatten(rd.route)) md = build_decode(b, true);
+  return plan_route(b, md, rd, rows, planner);
+}
+
+void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowWindow>& rows, const Inputs& in, RouteResult& rr,
+                 int kv_copies, bool progress, std::ostream& err) {
+  const std::string kernel = rr.requested == "auto" ? "" : rr.requested;
+  RoutePlan plan;
+  try {
+    plan = plan_once(b, kernel, opt.planner, rows, &rr.route);
+  } catch (const Error& e) {
+    if (e.exit_code() != kExitRefused) throw;
+    rr.status = "refused";
+    rr.message = e.what();
+    return;
+  }
+  // host planning time (median of repeated plans, at most ~2 s of them)
+  {
+    std::vector<float> ms;
+    const auto t_start = clock_type::now();
+    for (int i = 0; i < std::max(5, opt.iters); ++i) {
+      const auto t0 = clock_type::now();
+      RoutePlan p = plan_once(b, kernel, opt.planner, rows, nullptr);
+      ms.push_back(float(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count()));
+      if (std::chrono::duration<double>(clock_type::now() - t_start).count() > 2.0 && ms.size() >= 3) break;
+    }
+    rr.plan_us = stats_us(ms).median;
+  }
+  rr.planner = plan.planner;
+  rr.workgroups = plan.work.num_workgroups;
+  rr.works = int64_t(plan.work.work_info.size());
+  rr.audit_ok = audit_positions(b, rows, plan, 5).ok;
+
+  const KernelView& v = plan.kernel_view;
+  ViewLayout layout;
+  try {
+    layout = make_view_layout(int64_t(rows.size()), v, plan.heads, plan.uniform_qlen);
+  } catch (const std::exception& e) {
+    rr.status = "failed";
+    rr.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
+    return;
+  }
+  EncodedTensor kq = build_kernel_q(in, layout, v);
+  std::vector<uint16_t> out(size_t(layout.view_rows * v.heads * v.v_dim), nan_bits(b.model.dtype));
+  std::vector<float> lse(size_t(layout.view_rows * v.heads), std::numeric_limits<float>::quiet_NaN());
+  int64_t partial_rows = plan.work.num_partial_rows;
+  for (const auto& w : plan.work.work_info)
+    if (w.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, int64_t(w.partial_qo_loc) + std::max(0, w.qo_end - w.qo_start));
+  rr.partial_rows = partial_rows;
+  std::vector<float> pout(size_t(std::max<int64_t>(1, partial_rows) * v.heads * v.v_dim), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> plse(size_t(std::max<int64_t>(1, partial_rows) * v.heads), std::numeric_limits<float>::quiet_NaN());
+  WorkList wl = plan.work;
+  wl.num_partial_rows = partial_rows;
+  ExecArgs a;
+  a.work = &wl;
+  a.view = v;
+  a.kv_indices = plan.kv_indices.data();
+  a.num_kv_indices = int64_t(plan.kv_indices.size());
+  a.q = kq.data();
+  a.num_q_rows = layout.view_rows;
+  a.q_scale = kq.scale;
+  a.kv = in.kv.data();
+  a.num_slots = in.num_slots;
+  a.kv_row_stride = in.head_dim;
+  a.kv_scale = in.kv.scale;
+  a.fp8_flavor = b.fp8_flavor();
+  a.softmax_scale = float(b.model.softmax_scale);
+  a.out_dtype = b.model.dtype;
+  a.out = out.data();
+  a.lse = lse.data();
+  a.partial_out = pout.data();
+  a.partial_lse = plse.data();
+  if (progress) err << "bench: " << to_string(rr.route.route) << " (" << rr.planner << "): timing " << opt.iters << " runs\n";
+  GpuExecutor ex;
+  rr.bench = ex.bench(a, opt.warmup, opt.iters, kv_copies);
+  if (!rr.bench.ok) {
+    rr.status = "failed";
+    rr.message = "device/runtime error: " + rr.bench.error;
+    return;
+  }
+  rr.stage1 = stats_us(rr.bench.stage1_ms);
+  rr.total = stats_us(rr.bench.total_ms);
+  const std::vector<float> user_out = unlayout_out(layout, b.model.dtype, out.data(), v.v_dim);
+  const int64_t per_row = int64_t(b.model.num_heads) * v.v_dim;
+  for (const RowWindow& r : rows) {
+    if (r.kind == MaskKind::padding) continue;
+    const float* p = user_out.data() + r.row * per_row;
+    for (int64_t i = 0; i < per_row; ++i)
+      if (!std::isfinite(p[i])) ++rr.nonfinite;
+  }
+  if (rr.nonfinite) {
+    rr.status = "nonfinite";
+    rr.message = std::to_string(rr.nonfinite) + " output elements are not finite (unwritten rows?): check with `mlactl run`";
+  }
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+void setup_bench(CLI::App& app, Context& ctx) {
+  auto bo = std::make_shared<BatchOptions>();
+  auto opt = std::make_shared<BenchOptions>();
+  auto* sub = app.add_subcommand("bench", "time the routed kernels on the GPU (device events, L2-rotated KV): µs, GB/s, TFLOP/s, % of roofline");
+  add_batch_options(sub, *bo);
+  add_kernel_option(sub, opt->kernel);
+  sub->add_option("--compare", opt->compare, "routes side by side, comma-separated (e.g. gluon_decode,asm_persistent); the first is the baseline");
+  sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
+  sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
+  sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));
+  sub->add_option("--iters", opt->iters, "timed runs (at least 20 for the SPEC §8 numbers)")->capture_default_str()->check(CLI::Range(1, 100000));
+  sub->add_option("--kv-copies", opt->kv_copies, "KV cache copies rotated between runs (0: enough for 256 MiB in all, at least 2; 1: no rotation)")
+      ->capture_default_str()->check(CLI::Range(0, 4096));
+  sub->add_option("--peak-tflops", opt->peak_tflops, "bf16 dense matrix rate for the % of peak (default: H200 SXM datasheet)")->capture_default_str();
+  sub->add_option("--copy-mib", opt->copy_mib, "size of the device-to-device roofline copy (MiB, read and written)")->capture_default_str()->check(CLI::Range(16, 65536));
+  sub->callback([bo, opt, &ctx]() {
+    std::ostream& out = *ctx.out;
+    std::ostream& err = *ctx.err;
+    BatchOptions bopts = *bo;
+    if (opt->batch_size > 0) {
+      if (bopts.context.empty() || bopts.context.find(',') != std::string::npos)
+        throw Error(kExitUsage, "", "--batch-size repeats one inline --context value (e.g. --context 8191 --batch-size 128)");
+      std::string ctxs = bopts.context;
+      for (int i = 1; i < opt->batch_size; ++i) ctxs += "," + bopts.context;
+      bopts.context = ctxs;
+    }
+    Batch b = load_batch(bopts);
+    if (opt->peak_tflops != 989.0) opt->peak_source = "--peak-tflops";
+
+    std::vector<std::string> routes = split_list(opt->compare);
+    if (!opt->compare.empty() && !opt->kernel.empty()) throw Error(kExitUsage, "", "give --kernel or --compare, not both");
+    if (routes.empty()) routes.push_back(opt->kernel.empty() ? "auto" : opt->kernel);
+    for (const auto& r : routes)
+      if (r != "auto" && !route_from_string(r))
+        throw Error(kExitUsage, "", "--compare: unknown route \"" + r + "\"");
+
+    const auto rows = oracle_windows(b);
+    std::vector<RouteResult> results(routes.size());
+    bool any_refused = false;
+    // refusals are answers independent of the machine: decide them first
+    for (size_t i = 0; i < routes.size(); ++i) {
+      results[i].requested = routes[i];
+      DecodeMetadata md = build_decode(b, false);
+      results[i].route = decide_route(b, md, routes[i] == "auto" ? "" : routes[i]);
+      if (results[i].route.route == Route::refused) {
+        results[i].status = "refused";
+        results[i].message = (results[i].route.error_type.empty() ? "" : results[i].route.error_type + ": ") + results[i].route.error;
+        any_refused = true;
+        if (!ctx.global.quiet) err << "mlactl: bench: route refused: " << results[i].message << "\n";
+      }
+    }
+    std::string why;
+    const bool have_gpu = gpu_available(&why);
+    if (!have_gpu && !any_refused) {
+      if (why.rfind("no GPU", 0) != 0) why = "no GPU: " + why;
+      err << "mlactl: bench: " << why << "\n";
+      ctx.exit_code = kExitSkipped;
+      return;
+    }
+
+    const ShapeCost cost = shape_cost(b, rows);
+    CopyRoofline roof;
+    int kv_copies = 1;
+    const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet;
+    if (have_gpu) {
+      require_within_budget(estimated_input_bytes(b, int64_t(rows.size())), "/requests", "bench inputs");
+      if (progress) err << "bench: generating inputs\n";
+      Inputs in = generate_inputs(b, rows, 0);
+      const double kv_bytes = double(in.kv.bytes.size());
+      kv_copies = opt->kv_copies > 0 ? opt->kv_copies
+                                     : int(std::min(256.0, std::max(2.0, std::ceil(kRotateBytes / std::max(1.0, kv_bytes)))));
+      if (progress) err << "bench: measuring the copy roofline\n";
+      roof = gpu_copy_roofline(size_t(opt->copy_mib) << 20, 10);
+      if (!roof.ok) throw Error(kExitDevice, "", "device copy roofline: " + roof.error);
+      for (auto& rr : results)
+        if (rr.status != "refused") bench_route(b, *opt, rows, in, rr, kv_copies, progress, err);
+    }
+
+    int exit_code = 0;
+    for (const auto& rr : results) {
+      if (rr.status == "failed") exit_code = std::max(exit_code, int(kExitDevice));
+      else if (rr.status == "nonfinite" || !rr.audit_ok) exit_code = std::max(exit_code, int(kExitVerifyFailed));
+    }
+    if (exit_code == 0 && any_refused) exit_code = kExitRefused;
+    if (exit_code == kExitDevice && any_refused) exit_code = kExitDevice;
+    ctx.exit_code = exit_code;
+
+    const std::string device = have_gpu ? gpu_device_name() : std::string();
+    auto gbps = [&](double us) { return us > 0 ? cost.bytes() / (us * 1e-6) / 1e9 : 0.0; };
+    auto tflops = [&](double us) { return us > 0 ? cost.flop / (us * 1e-6) / 1e12 : 0.0; };
+    auto pct_bw = [&](double us) { return roof.gbps > 0 ? 100.0 * gbps(us) / roof.gbps : 0.0; };
+    auto pct_fl = [&](double us) { return opt->peak_tflops > 0 ? 100.0 * tflops(us) / opt->peak_tflops : 0.0; };
+    const RouteResult* base = nullptr;
+    for (const auto& rr : results)
+      if (rr.status == "ok") {
+        base = &rr;
+        break;
+      }
+
+    std::string shape_text = std::to_string(cost.requests) + " requests, " + std::to_string(b.model.num_heads) + " heads, q_len " +
+                             std::to_string(b.max_query_len()) + ", max seq_len " + std::to_string(b.max_seq_len()) + ", KV " +
+                             to_string(b.kv_cache.dtype) + ", block_size " + std::to_string(b.kv_cache.block_size) + " (" +
+                             to_string(b.kv_cache.layout) + ")" + (b.decode.causal ? ", causal" : ", non-causal");
+
+    if (ctx.global.fmt() == Format::json) {
+      auto j = json_envelope("bench");
+      j["case"] = b.name;
+      j["date_utc"] = [] {
+        std::time_t t = std::time(nullptr);
+        char buf[32];
+        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+        return std::string(buf);
+      }();
+      j["device"] = {{"name", device},
+                     {"copy_roofline_gbps", roof.gbps},
+                     {"copy_bytes", roof.bytes},
+                     {"copy_median_us", roof.median_ms * 1e3},
+                     {"bf16_peak_tflops", opt->peak_tflops},
+                     {"bf16_peak_source", opt->peak_source}};
+      j["shape"] = {{"requests", cost.requests},
+                    {"rows", cost.rows},
+                    {"heads", b.model.num_heads},
+                    {"max_query_len", b.max_query_len()},
+                    {"max_seq_len", b.max_seq_len()},
+                    {"kv_dtype", to_string(b.kv_cache.dtype)},
+                    {"q_dtype", to_string(b.decode.q_dtype)},
+                    {"block_size", b.kv_cache.block_size},
+                    {"layout", to_string(b.kv_cache.layout)},
+                    {"causal", b.decode.causal},
+                    {"num_cu", b.platform.num_cu},
+                    {"bytes", cost.bytes()},
+                    {"kv_bytes", cost.kv_bytes},
+                    {"q_bytes", cost.q_bytes},
+                    {"out_bytes", cost.out_bytes},
+                    {"flop", cost.flop}};
+      j["settings"] = {{"warmup", opt->warmup}, {"iters", opt->iters}, {"kv_copies", kv_copies}, {"l2_rotated", kv_copies > 1}};
+      auto arr = nlohmann::ordered_json::array();
+      for (const auto& rr : results) {
+        nlohmann::ordered_json r;
+        r["requested"] = rr.requested;
+        r["route"] = to_string(rr.route.route);
+        r["aiter_kernel"] = rr.route.aiter_kernel;
+        r["status"] = rr.status;
+        if (!rr.message.empty()) r["message"] = rr.message;
+        if (rr.status == "ok" || rr.status == "nonfinite") {
+          r["planner"] = rr.planner;
+          r["workgroups"] = rr.workgroups;
+          r["works"] = rr.works;
+          r["partial_rows"] = rr.partial_rows;
+          r["position_audit_ok"] = rr.audit_ok;
+          r["stage1_kernel"] = rr.bench.tensor_cores ? "tensor_core" : "cuda_core";
+          r["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
+          r["kernel_us"] = stats_json(rr.stage1);
+          r["kernels_us"] = stats_json(rr.total);
+          r["reduce_us_median"] = rr.total.median - rr.stage1.median;
+          r["host_plan_us"] = rr.plan_us;
+          r["metadata_plus_kernels_us"] = rr.plan_us + rr.total.median;
+          r["gbps"] = gbps(rr.total.median);
+          r["gbps_kernel_only"] = gbps(rr.stage1.median);
+          r["pct_copy_roofline"] = pct_bw(rr.total.median);
+          r["tflops"] = tflops(rr.total.median);
+          r["pct_peak_tflops"] = pct_fl(rr.total.median);
+          r["nonfinite_outputs"] = rr.nonfinite;
+          if (base) r["speedup_vs_first"] = rr.total.median > 0 ? base->total.median / rr.total.median : 0.0;
+        }
+        arr.push_back(r);
+      }
+      j["results"] = arr;
+      print_json(out, j);
+      return;
+    }
+
+    Table t;
+    t.header = {"route", "planner", "stage 1", "WGs", "kernel µs", "+reduce µs", "p10-p90 µs", "plan+kernels µs", "GB/s", "% copy",
+                "TFLOP/s", "% peak", "speed-up", "status"};
+    t.right_align = {false, false, false, true, true, true, true, true, true, true, true, true, true, false};
+    for (const auto& rr : results) {
+      if (rr.status != "ok" && rr.status != "nonfinite") {
+        t.add({to_string(rr.route.route), "", "", "", "", "", "", "", "", "", "", "", "", rr.status + ": " + rr.message});
+        continue;
+      }
+      t.add({to_string(rr.route.route), rr.planner, rr.bench.tensor_cores ? "tensor core" : "CUDA core", std::to_string(rr.workgroups),
+             fmt_double(rr.stage1.median, 1), fmt_double(rr.total.median, 1),
+             fmt_double(rr.total.p10, 1) + "-" + fmt_double(rr.total.p90, 1), fmt_double(rr.plan_us + rr.total.median, 1),
+             fmt_double(gbps(rr.total.median), 0), fmt_double(pct_bw(rr.total.median), 1), fmt_double(tflops(rr.total.median), 1),
+             fmt_double(pct_fl(rr.total.median), 1), base ? fmt_double(base->total.median / rr.total.median, 2) + "x" : "",
+             rr.status == "ok" ? std::string("ok") : rr.message});
+    }
+    if (ctx.global.fmt() == Format::csv) {
+      Table c;
+      c.header = {"route", "planner", "stage1_kernel", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
+                  "kernels_us_median", "kernels_us_min", "kernels_us_p10", "kernels_us_p90", "kernels_us_max", "host_plan_us",
+                  "gbps", "pct_copy_roofline", "tflops", "pct_peak_tflops", "copy_roofline_gbps", "status"};
+      for (const auto& rr : results) {
+        const bool ran = rr.status == "ok" || rr.status == "nonfinite";
+        auto num = [&](double v, int p) { return ran ? fmt_double(v, p) : std::string(); };
+        c.add({to_string(rr.route.route), rr.planner, ran ? (rr.bench.tensor_cores ? "tensor_core" : "cuda_core") : "",
+               ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
+               num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
+               num(rr.plan_us, 1), num(gbps(rr.total.median), 1), num(pct_bw(rr.total.median), 2), num(tflops(rr.total.median), 2),
+               num(pct_fl(rr.total.median), 2), fmt_double(roof.gbps, 1), rr.status});
+      }
+      c.print(out, Format::csv);
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> kv;
+    kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
+    kv.push_back({"shape", shape_text});
+    kv.push_back({"device", device.empty() ? "(none)" : device});
+    if (have_gpu) {
+      kv.push_back({"copy roofline", fmt_double(roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(roof.bytes >> 20) +
+                                         " MiB, read + write, median of " + std::to_string(roof.iters) + ")"});
+      kv.push_back({"bf16 peak", fmt_double(opt->peak_tflops, 0) + " TFLOP/s (" + opt->peak_source + ")"});
+      kv.push_back({"bytes / FLOP", fmt_double(cost.bytes() / 1e6, 1) + " MB (KV once, q, out) / " + fmt_double(cost.flop / 1e9, 1) + " GFLOP"});
+      kv.push_back({"timing", "median of " + std::to_string(opt->iters) + " event-timed runs after " + std::to_string(opt->warmup) +
+                                  " warm-up, KV rotated over " + std::to_string(kv_copies) + " copies"});
+    }
+    print_kv(out, kv);
+    out << "\n";
+    t.print(out, Format::table);
+    out << "\nkernel = stage 1 alone; +reduce = stage 1 + reduce (GB/s, TFLOP/s and speed-up use it); plan+kernels adds the host "
+           "metadata + planning median.\n";
+  });
+}
+
+}  // namespace mlactl::cli

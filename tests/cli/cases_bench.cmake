@@ -1,0 +1,10 @@
+# `mlactl bench` (SPEC §6, §8): GPU only. Without a GPU it exits 77 ("no GPU");
+# a refused route is an answer on any machine (exit 5). CI has no GPU.
+if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
+  mlactl_cli_test(bench-no-gpu RC 77 ARGS bench --heads 16 --context 8191 --batch-size 4 STDERR "no GPU")
+  mlactl_cli_test(bench-no-gpu-compare RC 77 ARGS bench --heads 12 --context 32767 --compare gluon_decode,asm_persistent STDERR "no GPU")
+endif()
+mlactl_cli_test(bench-refused RC 5 ARGS bench --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal
+                STDERR "route refused: ValueError: AITER has no non-causal fp8")
+mlactl_cli_test(bench-batch-size-usage RC 2 ARGS bench --heads 16 --context 1,2 --batch-size 4 STDERR "--batch-size repeats one")
+mlactl_cli_test(bench-compare-unknown RC 2 ARGS bench --heads 16 --context 10 --compare gluon_decode,nope STDERR "unknown route")
