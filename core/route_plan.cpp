@@ -1,6 +1,7 @@
 #include "core/route_plan.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/aiter_kernels.hpp"
 #include "core/planners/planners.hpp"
@@ -132,6 +133,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
 
   // ---- planner ---------------------------------------------------------------------
   const int64_t R = md.num_requests;
+  const auto planner_t0 = std::chrono::steady_clock::now();
   if (p.planner == "aiter") {
     AiterPlanInput in;
     in.arch = b.platform.arch;
@@ -212,6 +214,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
       p.work = plan_triton(in, b.max_seq_len());
     }
   }
+  p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - planner_t0).count();
   kv.page_size = 1;
   p.kernel_view = kv;
 

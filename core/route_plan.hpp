@@ -33,6 +33,7 @@ struct RoutePlan {
   std::vector<RowExpectation> expectations;
   std::optional<MetadataInfo> capacity;  // get_mla_metadata_info_v1 sizes (aiter planner)
   std::vector<std::string> notes;
+  double planner_ms = 0;             // the planner call alone (what AITER's host/GPU planner would cost)
 };
 
 // Builds the plan. `planner` empty = the route's own planner (SPEC §4 table).
