@@ -95,33 +95,8 @@ WorkList plan_gluon_split(const RowPlanInput& in, int batch_size, int q_len) {
         e = std::min(e, row_len);
         if (s < e) chunks.emplace_back(s, e);
       }
-      if (chunks.size() <= 1) {
-        // One active split: stage 1 writes o directly (an empty window still gets its program).
-        WorkInfo w;
-        w.batch_idx = static_cast<int32_t>(r);
-        w.qo_start = static_cast<int32_t>(r);
-        w.qo_end = static_cast<int32_t>(r + 1);
-        w.kv_start = static_cast<int32_t>(base + (chunks.empty() ? 0 : chunks[0].first));
-        w.kv_end = static_cast<int32_t>(base + (chunks.empty() ? 0 : chunks[0].second));
-        wl.work_info.push_back(w);
-        planner_util::add_unsplit_tile(wl);
-        continue;
-      }
-      std::vector<int32_t> plocs;
-      for (const auto& c : chunks) {
-        WorkInfo w;
-        w.batch_idx = static_cast<int32_t>(r);
-        w.partial_qo_loc = static_cast<int32_t>(next_partial);
-        plocs.push_back(w.partial_qo_loc);
-        ++next_partial;
-        w.qo_start = static_cast<int32_t>(r);
-        w.qo_end = static_cast<int32_t>(r + 1);
-        w.kv_start = static_cast<int32_t>(base + c.first);
-        w.kv_end = static_cast<int32_t>(base + c.second);
-        w.kv_offset = static_cast<int32_t>(row_len - c.second);
-        wl.work_info.push_back(w);
-      }
-      planner_util::add_reduce_tile(wl, static_cast<int32_t>(r), static_cast<int32_t>(r + 1), plocs);
+      // one active split: stage 1 writes o directly (an empty window still gets its program)
+      planner_util::emit_row_chunks(wl, r, base, row_len, chunks, next_partial);
     }
   }
   if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);

@@ -1,5 +1,6 @@
 // Small helpers shared by the planners in core/planners/ (not part of the public API).
 #pragma once
+#include <utility>
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -46,6 +47,39 @@ inline void add_unsplit_tile(WorkList& wl) {
   if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
   wl.reduce_indptr.push_back(static_cast<int32_t>(wl.reduce_partial_map.size()));
   wl.reduce_final_map.push_back({-1, -1});
+}
+
+
+// One flattened row's works over its KV chunks [first, second) (relative to `base`):
+// a single chunk writes the final output; several write fp32 partial rows that one
+// reduce tile merges. Shared by the Gluon split and TRITON_MLA planners.
+inline void emit_row_chunks(WorkList& wl, int64_t row, int64_t base, int64_t row_len,
+                            const std::vector<std::pair<int64_t, int64_t>>& chunks, int64_t& next_partial) {
+  if (chunks.size() <= 1) {
+    WorkInfo w;
+    w.batch_idx = static_cast<int32_t>(row);
+    w.qo_start = static_cast<int32_t>(row);
+    w.qo_end = static_cast<int32_t>(row + 1);
+    w.kv_start = static_cast<int32_t>(base + (chunks.empty() ? 0 : chunks[0].first));
+    w.kv_end = static_cast<int32_t>(base + (chunks.empty() ? 0 : chunks[0].second));
+    wl.work_info.push_back(w);
+    add_unsplit_tile(wl);
+    return;
+  }
+  std::vector<int32_t> plocs;
+  for (const auto& c : chunks) {
+    WorkInfo w;
+    w.batch_idx = static_cast<int32_t>(row);
+    w.partial_qo_loc = static_cast<int32_t>(next_partial++);
+    plocs.push_back(w.partial_qo_loc);
+    w.qo_start = static_cast<int32_t>(row);
+    w.qo_end = static_cast<int32_t>(row + 1);
+    w.kv_start = static_cast<int32_t>(base + c.first);
+    w.kv_end = static_cast<int32_t>(base + c.second);
+    w.kv_offset = static_cast<int32_t>(row_len - c.second);
+    wl.work_info.push_back(w);
+  }
+  add_reduce_tile(wl, static_cast<int32_t>(row), static_cast<int32_t>(row + 1), plocs);
 }
 
 }  // namespace mlactl::planner_util

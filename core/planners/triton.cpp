@@ -42,31 +42,7 @@ WorkList plan_triton(const RowPlanInput& in, int64_t max_seq_len) {
     }
     // A row of length 0 has no work: vLLM zero-fills its output and sets LSE to -inf.
     if (chunks.empty()) continue;
-    if (chunks.size() == 1) {
-      WorkInfo w;
-      w.batch_idx = static_cast<int32_t>(r);
-      w.qo_start = static_cast<int32_t>(r);
-      w.qo_end = static_cast<int32_t>(r + 1);
-      w.kv_start = static_cast<int32_t>(base);
-      w.kv_end = static_cast<int32_t>(base + len);
-      wl.work_info.push_back(w);
-      planner_util::add_unsplit_tile(wl);
-      continue;
-    }
-    std::vector<int32_t> plocs;
-    for (const auto& c : chunks) {
-      WorkInfo w;
-      w.batch_idx = static_cast<int32_t>(r);
-      w.partial_qo_loc = static_cast<int32_t>(next_partial++);
-      plocs.push_back(w.partial_qo_loc);
-      w.qo_start = static_cast<int32_t>(r);
-      w.qo_end = static_cast<int32_t>(r + 1);
-      w.kv_start = static_cast<int32_t>(base + c.first);
-      w.kv_end = static_cast<int32_t>(base + c.second);
-      w.kv_offset = static_cast<int32_t>(len - c.second);
-      wl.work_info.push_back(w);
-    }
-    planner_util::add_reduce_tile(wl, static_cast<int32_t>(r), static_cast<int32_t>(r + 1), plocs);
+    planner_util::emit_row_chunks(wl, r, base, len, chunks, next_partial);
   }
   if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
   wl.num_partial_rows = next_partial;
