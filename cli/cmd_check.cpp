@@ -400,8 +400,7 @@ void setup_check(CLI::App& app, Context& ctx) {
       os << passed << " passed, " << failed << " failed" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << "\n";
     }
     if (!o->junit.empty()) {
-      std::ofstream x(o->junit);
-      if (!x) throw Error(kExitUsage, "", "--junit: cannot write " + o->junit);
+      std::ostringstream x;
       x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"mlactl check\" tests=\"" << results.size() << "\" failures=\"" << failed
         << "\" skipped=\"" << skipped << "\">\n";
       for (const auto& r : results) {
@@ -415,6 +414,7 @@ void setup_check(CLI::App& app, Context& ctx) {
         x << "</testcase>\n";
       }
       x << "</testsuite>\n";
+      write_file_atomic(o->junit, x.str());
     }
     ctx.exit_code = worst;
   });

@@ -5,6 +5,10 @@
 #include <iomanip>
 #include <ostream>
 #include <sstream>
+#include <fstream>
+#include <cstdio>
+
+#include "core/types.hpp"
 
 #include "cli/app.hpp"
 
@@ -63,6 +67,24 @@ nlohmann::ordered_json json_envelope(const std::string& command) {
 }
 
 void print_json(std::ostream& os, const nlohmann::ordered_json& j) { os << j.dump(2) << "\n"; }
+
+void write_file_atomic(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".partial";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(kExitDevice, "", "cannot write " + tmp);
+    f.write(content.data(), (std::streamsize)content.size());
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      throw Error(kExitDevice, "", "writing " + tmp + " failed (disk full?)");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(kExitDevice, "", "cannot move " + tmp + " to " + path);
+  }
+}
 
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items) {
   std::ostringstream os;

@@ -26,6 +26,11 @@ void print_kv(std::ostream& os, const std::vector<std::pair<std::string, std::st
 nlohmann::ordered_json json_envelope(const std::string& command);
 void print_json(std::ostream& os, const nlohmann::ordered_json& j);
 
+// Writes `content` to `path` through a temporary file and a rename, so an
+// interrupted run never leaves a partial file that looks complete (SPEC §9).
+// Throws Error(kExitDevice) naming the path when it cannot.
+void write_file_atomic(const std::string& path, const std::string& content);
+
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items = 32);
 std::string fmt_double(double v, int prec = 4);
 

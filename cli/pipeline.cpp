@@ -76,26 +76,20 @@ void dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, c
                   const ReferenceOutput& ref) {
   ::mkdir(dir.c_str(), 0755);
   const std::string stem = dir + "/" + (b.name.empty() ? std::string("case") : b.name);
-  {
-    std::ofstream f(stem + ".batch.json");
-    f << batch_to_json(b).dump(2) << "\n";
-  }
-  {
-    std::ofstream f(stem + ".result.json");
-    f << outcome_json(o).dump(2) << "\n";
-  }
+  write_file_atomic(stem + ".batch.json", batch_to_json(b).dump(2) + "\n");
+  write_file_atomic(stem + ".result.json", outcome_json(o).dump(2) + "\n");
   // .npy float32 arrays: output and reference [rows, heads, v_dim]
   auto npy = [&](const std::string& path, const std::vector<float>& data) {
-    std::ofstream f(path, std::ios::binary);
     std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(ref.num_rows) + ", " +
                          std::to_string(ref.num_heads) + ", " + std::to_string(ref.v_dim) + "), }";
     while ((10 + header.size() + 1) % 64) header += ' ';
     header += '\n';
     const uint16_t hl = (uint16_t)header.size();
-    f.write("\x93NUMPY\x01\x00", 8);
-    f.write((const char*)&hl, 2);
-    f << header;
-    f.write((const char*)data.data(), (std::streamsize)(data.size() * sizeof(float)));
+    std::string blob("\x93NUMPY\x01\x00", 8);
+    blob.append((const char*)&hl, 2);
+    blob += header;
+    blob.append((const char*)data.data(), data.size() * sizeof(float));
+    write_file_atomic(path, blob);
   };
   npy(stem + ".out.npy", out);
   npy(stem + ".ref.npy", ref.out);
