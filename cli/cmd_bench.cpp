@@ -236,6 +236,13 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   }
 }
 
+// Fixed-point (fmt_double is %g: 600 µs would print as 6e+02 at 1 digit).
+std::string fx(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -429,10 +436,10 @@ void setup_bench(CLI::App& app, Context& ctx) {
         continue;
       }
       t.add({to_string(rr.route.route), rr.planner, rr.bench.tensor_cores ? "tensor core" : "CUDA core", std::to_string(rr.workgroups),
-             fmt_double(rr.stage1.median, 1), fmt_double(rr.total.median, 1),
-             fmt_double(rr.total.p10, 1) + "-" + fmt_double(rr.total.p90, 1), fmt_double(rr.plan_us + rr.total.median, 1),
-             fmt_double(gbps(rr.total.median), 0), fmt_double(pct_bw(rr.total.median), 1), fmt_double(tflops(rr.total.median), 1),
-             fmt_double(pct_fl(rr.total.median), 1), base ? fmt_double(base->total.median / rr.total.median, 2) + "x" : "",
+             fx(rr.stage1.median, 1), fx(rr.total.median, 1),
+             fx(rr.total.p10, 1) + "-" + fx(rr.total.p90, 1), fx(rr.plan_us + rr.total.median, 1),
+             fx(gbps(rr.total.median), 0), fx(pct_bw(rr.total.median), 1), fx(tflops(rr.total.median), 1),
+             fx(pct_fl(rr.total.median), 1), base ? fx(base->total.median / rr.total.median, 2) + "x" : "",
              rr.status == "ok" ? std::string("ok") : rr.message});
     }
     if (ctx.global.fmt() == Format::csv) {
@@ -442,12 +449,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "gbps", "pct_copy_roofline", "tflops", "pct_peak_tflops", "copy_roofline_gbps", "status"};
       for (const auto& rr : results) {
         const bool ran = rr.status == "ok" || rr.status == "nonfinite";
-        auto num = [&](double v, int p) { return ran ? fmt_double(v, p) : std::string(); };
+        auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
         c.add({to_string(rr.route.route), rr.planner, ran ? (rr.bench.tensor_cores ? "tensor_core" : "cuda_core") : "",
                ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
                num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
                num(rr.plan_us, 1), num(gbps(rr.total.median), 1), num(pct_bw(rr.total.median), 2), num(tflops(rr.total.median), 2),
-               num(pct_fl(rr.total.median), 2), fmt_double(roof.gbps, 1), rr.status});
+               num(pct_fl(rr.total.median), 2), fx(roof.gbps, 1), rr.status});
       }
       c.print(out, Format::csv);
       return;
@@ -457,10 +464,10 @@ void setup_bench(CLI::App& app, Context& ctx) {
     kv.push_back({"shape", shape_text});
     kv.push_back({"device", device.empty() ? "(none)" : device});
     if (have_gpu) {
-      kv.push_back({"copy roofline", fmt_double(roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(roof.bytes >> 20) +
+      kv.push_back({"copy roofline", fx(roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(roof.bytes >> 20) +
                                          " MiB, read + write, median of " + std::to_string(roof.iters) + ")"});
-      kv.push_back({"bf16 peak", fmt_double(opt->peak_tflops, 0) + " TFLOP/s (" + opt->peak_source + ")"});
-      kv.push_back({"bytes / FLOP", fmt_double(cost.bytes() / 1e6, 1) + " MB (KV once, q, out) / " + fmt_double(cost.flop / 1e9, 1) + " GFLOP"});
+      kv.push_back({"bf16 peak", fx(opt->peak_tflops, 0) + " TFLOP/s (" + opt->peak_source + ")"});
+      kv.push_back({"bytes / FLOP", fx(cost.bytes() / 1e6, 1) + " MB (KV once, q, out) / " + fx(cost.flop / 1e9, 1) + " GFLOP"});
       kv.push_back({"timing", "median of " + std::to_string(opt->iters) + " event-timed runs after " + std::to_string(opt->warmup) +
                                   " warm-up, KV rotated over " + std::to_string(kv_copies) + " copies"});
     }

@@ -884,7 +884,7 @@ bool launch_reduce(const ReduceParams& p, std::string* error) {
 
 namespace {
 constexpr int kCopyThreads = 256;
-constexpr int kCopyUnroll = 4;
+constexpr int kCopyUnroll = 8;
 // Grid-stride copy, kCopyUnroll independent 16-byte loads in flight per thread.
 __global__ void __launch_bounds__(kCopyThreads) device_copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src,
                                                                     size_t n16, unsigned char* __restrict__ dst_tail,

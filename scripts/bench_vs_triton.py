@@ -8,7 +8,7 @@ vllm/v1/attention/ops/triton_decode_attention.py at commit
 peer/vllm/triton_utils) so that it imports without vLLM.
 
 For each SPEC §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports it) this
-  * builds bf16 q and a paged KV cache (page 16, blocks shuffled as vLLM hands
+  * builds bf16 q and a paged KV cache (page --block-size, default 16, blocks shuffled as vLLM hands
     them out) and times the TRITON_MLA call (stage 1 + stage-2 reduce) with CUDA
     events: warm-up, then the median of >= 20 runs, rotating KV copies so L2
     (50-60 MB) never holds the KV (>= 256 MiB of copies in all);
@@ -52,10 +52,11 @@ def next_pow2(x):
     return 1 << (max(1, int(x)) - 1).bit_length()
 
 
-def run_mlactl(mlactl, name, sh, iters):
+def run_mlactl(mlactl, name, sh, iters, block_size):
     ctx = sh["s"] - sh["q"]
     cmd = [mlactl, "--format", "json", "bench", "--heads", str(sh["h"]), "--qlen", str(sh["q"]),
-           "--context", str(ctx), "--batch-size", str(sh["b"]), "--iters", str(iters), "--seed", "1"]
+           "--context", str(ctx), "--batch-size", str(sh["b"]), "--iters", str(iters), "--seed", "1",
+           "--block-size", str(block_size)]
     if sh["q"] > 1:
         cmd += ["--mtp-qlen", str(sh["q"])]
     if sh["kv"] == "fp8":
@@ -155,6 +156,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--shapes", default="M1,M2,M3,C1,S1,F1")
     ap.add_argument("--json", default="")
+    ap.add_argument("--block-size", type=int, default=16,
+                    help="KV page size for both sides (mlactl kv_cache.block_size, Triton PAGE_SIZE; shuffled pages)")
     ap.add_argument("--no-peer", action="store_true")
     a = ap.parse_args()
     names = [s for s in a.shapes.split(",") if s]
@@ -171,11 +174,11 @@ def main():
            "peer_ran": peer is not None, "peer_error": peer_why, "shapes": {}}
     for n in names:
         sh = SHAPES[n]
-        cmd, rc, mj = run_mlactl(a.mlactl, n, sh, a.iters)
+        cmd, rc, mj = run_mlactl(a.mlactl, n, sh, a.iters, a.block_size)
         entry = {"shape": sh, "mlactl_cmd": " ".join(cmd), "mlactl_exit": rc, "mlactl": mj}
         if peer is not None:
             try:
-                res, why = peer.time_shape(sh, a.iters)
+                res, why = peer.time_shape(sh, a.iters, page=a.block_size)
                 entry["triton"] = res
                 entry["triton_skip"] = why
             except Exception as e:
@@ -217,7 +220,8 @@ def main():
                           f"{pct:.1f}% {'copy' if bound_bw else 'peak'}", str(FLASHMLA_US.get(n, "")), TARGET[n]])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
     print()
-    print(f"date {out['date_utc']}; copy roofline {copy_gbps:.0f} GB/s" if copy_gbps else f"date {out['date_utc']}")
+    print(f"date {out['date_utc']}; KV page {a.block_size} (shuffled pages) on both sides"
+          + (f"; copy roofline {copy_gbps:.0f} GB/s" if copy_gbps else ""))
     if peer is None:
         print(peer_why or "Triton peer not run (--no-peer)")
     print("  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)))
