@@ -190,6 +190,8 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, boo
   s1.num_partial_rows = w.num_partial_rows;
   s1.error = d.error.as<int32_t>();
   s1.force_scalar = force_scalar;
+  for (const WorkInfo& wi : w.work_info)
+    s1.max_pairs = std::max<int64_t>(s1.max_pairs, int64_t(wi.qo_end - wi.qo_start) * v.heads);
 
   rd = mla::ReduceParams{};
   rd.reduce_indptr = d.reduce_indptr.as<int32_t>();

@@ -453,9 +453,16 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
 #if defined(MLACTL_GPU_CUDA)
 namespace tc {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = 32 * kWarps;
-constexpr int kM = 16;        // pairs per chunk (one m16 tile)
+// A block of G x 4 warps serves G m16 tiles (16 (row, head) pairs each) from one
+// KV tile: warp w works on m-tile w / 4 and on token octet / column quarter w % 4.
+// G = 1: 128 threads, 2 blocks per SM (M1); G = 2: 256 threads, 1 block per SM,
+// the work's KV is streamed once per 32 pairs instead of once per 16 (M2, C1).
+constexpr int kQuarterWarps = 4;
+template <int G>
+__host__ __device__ constexpr int warps() { return kQuarterWarps * G; }
+template <int G>
+__host__ __device__ constexpr int threads() { return 32 * warps<G>(); }
+constexpr int kM = 16;        // pairs per m16 tile
 constexpr int kN = 32;        // tokens per KV tile
 constexpr int kPStride = kN + 8;  // 16-bit elements per P row (pad: conflict-free ldmatrix)
 constexpr int kColsPerWarp = 128;
@@ -513,29 +520,34 @@ template <bool F16>
 __device__ inline float decode16(uint16_t h) { return F16 ? decode_fp16(h) : decode_bf16(h); }
 
 __host__ __device__ inline int row_stride_elems(int head_dim) { return head_dim + 8; }  // 16-byte pad
-__host__ __device__ inline size_t smem_bytes(int head_dim, bool kv_fp8) {
+__host__ __device__ inline size_t smem_bytes(int head_dim, bool kv_fp8, int g) {
   const size_t rows16 = size_t(row_stride_elems(head_dim)) * 2;
   const int n_stages = kv_fp8 ? stages<true>() : stages<false>();
-  return kM * rows16 + n_stages * kN * rows16 + 2 * kM * kPStride * 2 + 2 * kWarps * kM * 4 + kM * 4 +
+  return g * kM * rows16 + n_stages * kN * rows16 + 2 * g * kM * kPStride * 2 + 2 * kQuarterWarps * g * kM * 4 +
+         g * kM * 4 +
          (kv_fp8 ? n_stages * size_t(kN) * head_dim + 256 * 2 : 0);
 }
 
-template <bool F16, bool KV_FP8>
-__global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
+template <bool F16, bool KV_FP8, int G>
+__global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p) {
+  constexpr int kWarps = warps<G>();
+  constexpr int kThreads = threads<G>();
+  constexpr int kMG = kM * G;  // pairs per chunk
   extern __shared__ __align__(16) uint8_t smem_raw[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int mt = warp / kQuarterWarps, wq = warp % kQuarterWarps;  // m-tile; token octet / column quarter
   const int heads = p.heads, head_dim = p.head_dim, v_dim = p.v_dim;
   const int stride = row_stride_elems(head_dim);
 
-  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem_raw);                 // [kM][stride]
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(smem_raw);                 // [kMG][stride]
   constexpr int kStages = stages<KV_FP8>();
-  uint16_t* kv_s = q_s + kM * stride;                                     // [kStages][kN][stride]
-  uint16_t* p_hi = kv_s + kStages * kN * stride;                          // [kM][kPStride]
-  uint16_t* p_lo = p_hi + kM * kPStride;
-  float* red_max = reinterpret_cast<float*>(p_lo + kM * kPStride);        // [kWarps][kM]
+  uint16_t* kv_s = q_s + kMG * stride;                                    // [kStages][kN][stride]
+  uint16_t* p_hi = kv_s + kStages * kN * stride;                          // [kMG][kPStride]
+  uint16_t* p_lo = p_hi + kMG * kPStride;
+  float* red_max = reinterpret_cast<float*>(p_lo + kMG * kPStride);       // [kWarps][kM]
   float* red_sum = red_max + kWarps * kM;                                 // [kWarps][kM]
-  int* vis_end = reinterpret_cast<int*>(red_sum + kWarps * kM);           // [kM]
-  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kM);               // [kStages][kN][head_dim] fp8 staging
+  int* vis_end = reinterpret_cast<int*>(red_sum + kWarps * kM);           // [kMG]
+  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kMG);              // [kStages][kN][head_dim] fp8 staging
   uint16_t* lut16 = reinterpret_cast<uint16_t*>(raw8 + kStages * kN * head_dim);  // fp8 code -> 16-bit operand
 
   if constexpr (KV_FP8) {
@@ -571,12 +583,12 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
     if (bad) continue;
 
     const int pairs = qn * heads;
-    for (int chunk = 0; chunk < pairs; chunk += kM) {
-      const int chunk_pairs = min(kM, pairs - chunk);
+    for (int chunk = 0; chunk < pairs; chunk += kMG) {
+      const int chunk_pairs = min(kMG, pairs - chunk);
       __syncthreads();  // the previous chunk is done with q_s / vis_end / kv_s
 
       const int64_t q_base = (int64_t(work.qo_start) * heads + chunk) * head_dim;
-      for (int i = tid; i < kM * head_dim; i += kThreads) {
+      for (int i = tid; i < kMG * head_dim; i += kThreads) {
         const int m = i / head_dim, d = i % head_dim;
         uint16_t bits = 0;
         if (m < chunk_pairs) {
@@ -586,7 +598,7 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
         }
         q_s[m * stride + d] = bits;
       }
-      if (tid < kM) {
+      if (tid < kMG) {
         int end = work.kv_start;
         if (tid < chunk_pairs) {
           const int row = (chunk + tid) / heads;
@@ -600,8 +612,10 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
       int max_end = work.kv_start;
       for (int m = 0; m < chunk_pairs; ++m) max_end = max(max_end, vis_end[m]);
 
-      // This thread's two pair rows in every C fragment.
-      const int r0 = lane / 4, r1 = r0 + 8;
+      // This thread's two pair rows in every C fragment: l0/l1 within the m-tile,
+      // r0/r1 within the chunk.
+      const int l0 = lane / 4, l1 = l0 + 8;
+      const int r0 = mt * kM + l0, r1 = r0 + 8;
       const int end0 = r0 < chunk_pairs ? vis_end[r0] : work.kv_start;
       const int end1 = r1 < chunk_pairs ? vis_end[r1] : work.kv_start;
       float run_max0 = kNegInf, run_max1 = kNegInf, run_sum0 = 0.0f, run_sum1 = 0.0f;
@@ -662,21 +676,42 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
         }
 
         // S = Q · Kᵀ for this warp's 8 tokens.
+        // Four independent accumulators (k mod 64 in 16-wide steps): one chain of
+        // head_dim / 16 dependent MMAs was the latency of this phase.
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         {
+          float sa[4][4] = {};
           const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
-          const int b_token = warp * 8 + lane % 8, b_col = (lane / 8) * 8;
-          for (int k0 = 0; k0 < head_dim; k0 += 32) {
-            uint32_t a0[4], a1[4], b[4];
-            ldmatrix_x4(a0, q_s + a_row * stride + k0 + a_col);
-            ldmatrix_x4(a1, q_s + a_row * stride + k0 + 16 + a_col);
-            ldmatrix_x4(b, kv_tile + b_token * stride + k0 + b_col);
-            mma_16816<F16>(s, a0, b[0], b[1]);
-            mma_16816<F16>(s, a1, b[2], b[3]);
+          const int b_token = wq * 8 + lane % 8, b_col = (lane / 8) * 8;
+          const uint16_t* q_row = q_s + (mt * kM + a_row) * stride + a_col;
+          const uint16_t* k_row = kv_tile + b_token * stride + b_col;
+          int k0 = 0;
+          for (; k0 + 64 <= head_dim; k0 += 64) {
+            uint32_t a0[4], a1[4], a2[4], a3[4], b[4], b2[4];
+            ldmatrix_x4(a0, q_row + k0);
+            ldmatrix_x4(a1, q_row + k0 + 16);
+            ldmatrix_x4(b, k_row + k0);
+            ldmatrix_x4(a2, q_row + k0 + 32);
+            ldmatrix_x4(a3, q_row + k0 + 48);
+            ldmatrix_x4(b2, k_row + k0 + 32);
+            mma_16816<F16>(sa[0], a0, b[0], b[1]);
+            mma_16816<F16>(sa[1], a1, b[2], b[3]);
+            mma_16816<F16>(sa[2], a2, b2[0], b2[1]);
+            mma_16816<F16>(sa[3], a3, b2[2], b2[3]);
           }
+          if (k0 < head_dim) {  // head_dim % 64 == 32
+            uint32_t a0[4], a1[4], b[4];
+            ldmatrix_x4(a0, q_row + k0);
+            ldmatrix_x4(a1, q_row + k0 + 16);
+            ldmatrix_x4(b, k_row + k0);
+            mma_16816<F16>(sa[0], a0, b[0], b[1]);
+            mma_16816<F16>(sa[1], a1, b[2], b[3]);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) s[i] = (sa[0][i] + sa[1][i]) + (sa[2][i] + sa[3][i]);
         }
         // Mask, scale, tile max per row across the 4 lanes of a row and the 4 warps.
-        const int t0 = tile + warp * 8 + (lane % 4) * 2;
+        const int t0 = tile + wq * 8 + (lane % 4) * 2;
         const bool v00 = t0 < end0, v01 = t0 + 1 < end0, v10 = t0 < end1, v11 = t0 + 1 < end1;
         s[0] = v00 ? s[0] * score_scale : kNegInf;
         s[1] = v01 ? s[1] * score_scale : kNegInf;
@@ -689,15 +724,15 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
           m1 = fmaxf(m1, shfl_xor(m1, o_, 4));
         }
         if (lane % 4 == 0) {
-          red_max[warp * kM + r0] = m0;
-          red_max[warp * kM + r1] = m1;
+          red_max[warp * kM + l0] = m0;
+          red_max[warp * kM + l1] = m1;
         }
         __syncthreads();
         float new0 = run_max0, new1 = run_max1;
 #pragma unroll
-        for (int w2 = 0; w2 < kWarps; ++w2) {
-          new0 = fmaxf(new0, red_max[w2 * kM + r0]);
-          new1 = fmaxf(new1, red_max[w2 * kM + r1]);
+        for (int w2 = 0; w2 < kQuarterWarps; ++w2) {
+          new0 = fmaxf(new0, red_max[(mt * kQuarterWarps + w2) * kM + l0]);
+          new1 = fmaxf(new1, red_max[(mt * kQuarterWarps + w2) * kM + l1]);
         }
         const float alpha0 = new0 == kNegInf ? 1.0f : expf(run_max0 - new0);
         const float alpha1 = new1 == kNegInf ? 1.0f : expf(run_max1 - new1);
@@ -708,7 +743,7 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
         run_max0 = new0;
         run_max1 = new1;
         {
-          const int col = warp * 8 + (lane % 4) * 2;
+          const int col = wq * 8 + (lane % 4) * 2;
           const uint16_t h00 = encode16<F16>(p00), h01 = encode16<F16>(p01);
           const uint16_t h10 = encode16<F16>(p10), h11 = encode16<F16>(p11);
           *reinterpret_cast<uint32_t*>(p_hi + r0 * kPStride + col) = h00 | (uint32_t(h01) << 16);
@@ -734,11 +769,11 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
 #pragma unroll
           for (int k0 = 0; k0 < kN; k0 += 16) {
             uint32_t ahi[4], alo[4];
-            ldmatrix_x4(ahi, p_hi + a_row * kPStride + k0 + a_col);
-            ldmatrix_x4(alo, p_lo + a_row * kPStride + k0 + a_col);
+            ldmatrix_x4(ahi, p_hi + (mt * kM + a_row) * kPStride + k0 + a_col);
+            ldmatrix_x4(alo, p_lo + (mt * kM + a_row) * kPStride + k0 + a_col);
 #pragma unroll
             for (int j2 = 0; j2 < 8; ++j2) {
-              const int col0 = warp * kColsPerWarp + j2 * 16;
+              const int col0 = wq * kColsPerWarp + j2 * 16;
               if (col0 < v_dim) {
                 uint32_t b[4];
                 ldmatrix_x4_trans(b, kv_tile + (k0 + v_token) * stride + col0 + v_col);
@@ -761,15 +796,15 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
       }
       __syncthreads();
       if (lane % 4 == 0) {
-        red_sum[warp * kM + r0] = run_sum0;
-        red_sum[warp * kM + r1] = run_sum1;
+        red_sum[warp * kM + l0] = run_sum0;
+        red_sum[warp * kM + l1] = run_sum1;
       }
       __syncthreads();
       float sum0 = 0.0f, sum1 = 0.0f;
 #pragma unroll
-      for (int w2 = 0; w2 < kWarps; ++w2) {
-        sum0 += red_sum[w2 * kM + r0];
-        sum1 += red_sum[w2 * kM + r1];
+      for (int w2 = 0; w2 < kQuarterWarps; ++w2) {
+        sum0 += red_sum[(mt * kQuarterWarps + w2) * kM + l0];
+        sum1 += red_sum[(mt * kQuarterWarps + w2) * kM + l1];
       }
 
       const bool final_out = work.ploc < 0;
@@ -777,7 +812,7 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
       const float inv0 = sum0 == 0.0f ? 0.0f : kv_scale / sum0, inv1 = sum1 == 0.0f ? 0.0f : kv_scale / sum1;
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        const int col = warp * kColsPerWarp + j * 8 + (lane % 4) * 2;
+        const int col = wq * kColsPerWarp + j * 8 + (lane % 4) * 2;
         if (col >= v_dim) continue;
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
@@ -794,7 +829,7 @@ __global__ void __launch_bounds__(kThreads) stage1_mma_kernel(Stage1Params p) {
           }
         }
       }
-      if (warp == 0 && lane % 4 == 0) {
+      if (wq == 0 && lane % 4 == 0) {
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
           const int r = half ? r1 : r0;
@@ -824,13 +859,24 @@ bool launch_stage1_typed(const Stage1Params& p, std::string* error) {
 }
 
 #if defined(MLACTL_GPU_CUDA)
+template <bool F16, bool KV_FP8, int G>
+bool launch_stage1_mma_g(const Stage1Params& p, std::string* error) {
+  const size_t smem = tc::smem_bytes(p.head_dim, KV_FP8, G);
+  if (!check(gpu_set_max_dynamic_shared(tc::stage1_mma_kernel<F16, KV_FP8, G>, int(smem)), "set stage-1 shared memory",
+             error))
+    return false;
+  tc::stage1_mma_kernel<F16, KV_FP8, G><<<dim3(p.num_workgroups), dim3(tc::threads<G>()), smem, 0>>>(p);
+  return check_launch("stage-1 (tensor core) launch", error);
+}
+// More than 16 pairs in some work (M2: 4 rows x 16 heads, C1: 128 heads): two m16
+// tiles per block share each KV tile. fp8 KV keeps G = 1 (its staging buffer).
 template <bool F16, bool KV_FP8>
 bool launch_stage1_mma(const Stage1Params& p, std::string* error) {
-  const size_t smem = tc::smem_bytes(p.head_dim, KV_FP8);
-  if (!check(gpu_set_max_dynamic_shared(tc::stage1_mma_kernel<F16, KV_FP8>, int(smem)), "set stage-1 shared memory", error))
-    return false;
-  tc::stage1_mma_kernel<F16, KV_FP8><<<dim3(p.num_workgroups), dim3(tc::kThreads), smem, 0>>>(p);
-  return check_launch("stage-1 (tensor core) launch", error);
+  const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
+  if constexpr (!KV_FP8) {
+    if (pairs > tc::kM) return launch_stage1_mma_g<F16, KV_FP8, 2>(p, error);
+  }
+  return launch_stage1_mma_g<F16, KV_FP8, 1>(p, error);
 }
 #endif
 
@@ -842,7 +888,7 @@ bool stage1_uses_tensor_cores(const Stage1Params& p) {
   // Both operands must be exact in the MMA's 16-bit type (fp8 codes are, in both).
   const bool exact = f16 ? (p.q_type != ElemType::bf16 && p.kv_type != ElemType::bf16) : true;
   return !p.force_scalar && exact && p.head_dim % 32 == 0 && p.v_dim % 16 == 0 &&
-         p.v_dim <= tc::kWarps * tc::kColsPerWarp;
+         p.v_dim <= tc::kQuarterWarps * tc::kColsPerWarp;
 #else
   (void)p;
   return false;

@@ -57,6 +57,8 @@ struct Stage1Params {
   int64_t num_partial_rows = 0;
   int32_t* error = nullptr;              // kDeviceErrorWords
   bool force_scalar = false;             // skip the tensor-core kernel (tests run both)
+  int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
+                                         // picks how many m16 tiles share a KV tile (0: by heads)
 };
 
 struct ReduceParams {
