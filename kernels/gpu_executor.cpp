@@ -225,6 +225,13 @@ bool ensure_events(GpuExecutor::DeviceState& d, std::string* err) {
   d.events_ready = true;
   return true;
 }
+// Why a launch cannot happen (no work list, no device, a view this build cannot run),
+// or "" — shared by run() and bench().
+std::string launch_precheck(const ExecArgs& a) {
+  if (!a.work) return "no work list";
+  if (std::string why; !gpu_available(&why)) return why;
+  return unsupported_reason(a);
+}
 }  // namespace
 
 ExecResult GpuExecutor::run(const ExecArgs& a) {
@@ -235,9 +242,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
     if (err.empty()) err = text;
     return result;
   };
-  if (!a.work) return fail("no work list");
-  if (std::string why; !gpu_available(&why)) return fail(why);
-  if (std::string why = unsupported_reason(a); !why.empty()) return fail(why);
+  if (std::string why = launch_precheck(a); !why.empty()) return fail(why);
 
   DeviceState& d = *state_;
   if (!ensure_events(d, &err)) return fail(err);
@@ -280,9 +285,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
     if (err.empty()) err = text;
     return r;
   };
-  if (!a.work) return fail("no work list");
-  if (std::string why; !gpu_available(&why)) return fail(why);
-  if (std::string why = unsupported_reason(a); !why.empty()) return fail(why);
+  if (std::string why = launch_precheck(a); !why.empty()) return fail(why);
 
   DeviceState& d = *state_;
   mla::Stage1Params s1;
