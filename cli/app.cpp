@@ -52,11 +52,7 @@ nlohmann::json batch_document(const BatchOptions& o) {
   const bool inline_given = o.heads != BatchOptions::kNoHeads || !o.context.empty();
   if (!o.file.empty()) {
     if (inline_given) throw Error(kExitUsage, "", "give a batch file or an inline batch (--heads/--context), not both");
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) throw Error(kExitInvalidInput, "", o.file + ": cannot open batch file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    doc = parse_json_document(ss.str(), o.file);  // malformed, too deep, duplicate keys: exit 3
+    doc = load_json_document(o.file);  // missing, malformed, too deep, duplicate keys: exit 3
     // inline knobs may still adjust a file
   } else {
     if (!inline_given) throw Error(kExitUsage, "", "no batch: give a batch file, or --heads and --context for an inline batch");

@@ -87,11 +87,8 @@ bool subset_equal(const nlohmann::json& want, const nlohmann::json& got, const s
 
 // The case id: the batch's name, else the file stem (cheap: no batch is built).
 std::string case_id(const std::string& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
   try {
-    auto doc = parse_json_document(ss.str(), file);
+    auto doc = load_json_document(file);
     if (doc.is_object() && doc.contains("name") && doc["name"].is_string() && !doc["name"].get<std::string>().empty())
       return doc["name"].get<std::string>();
   } catch (const Error&) {
@@ -117,12 +114,9 @@ CaseResult run_case(const std::string& file, const std::string& backend) {
   auto fail = [&](const std::string& what) { cr.failures.push_back(what); };
   nlohmann::json expect;
   Batch b;
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = parse_json_document(ss.str(), file);
+    doc = load_json_document(file);
   } catch (const Error& e) {
     cr.status = "invalid_input";
     cr.exit_code = kExitInvalidInput;
@@ -226,12 +220,7 @@ CaseResult run_case(const std::string& file, const std::string& backend) {
       fail("schedule: the route is refused (" + rd.error + ")");
     } else {
       RoutePlan plan = plan_route(b, md, rd, rows);
-      InvariantOptions io;
-      if (plan.capacity) {
-        io.capacity = &*plan.capacity;
-        io.partial_row_capacity = plan.capacity->reduce_partial_map * std::max<int64_t>(1, md.max_qo_len);
-      }
-      InvariantReport inv = check_invariants(plan.work, plan.kernel_view, plan.expectations, io);
+      InvariantReport inv = check_plan_invariants(plan, md.max_qo_len);
       if (expect.contains("invariants")) {
         const std::string want = expect["invariants"].get<std::string>();
         const std::string got = inv.ok ? "ok" : "broken";

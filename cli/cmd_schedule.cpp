@@ -33,12 +33,7 @@ PlannedCase plan_and_check(const Batch& b, const DecodeMetadata& md, const Route
   auto t0 = std::chrono::steady_clock::now();
   pc.plan = plan_route(b, md, rd, rows, planner);
   auto t1 = std::chrono::steady_clock::now();
-  InvariantOptions io;
-  if (pc.plan.capacity) {
-    io.capacity = &*pc.plan.capacity;
-    io.partial_row_capacity = pc.plan.capacity->reduce_partial_map * std::max<int64_t>(1, md.max_qo_len);
-  }
-  pc.inv = check_invariants(pc.plan.work, pc.plan.kernel_view, pc.plan.expectations, io);
+  pc.inv = check_plan_invariants(pc.plan, md.max_qo_len);
   auto t2 = std::chrono::steady_clock::now();
   pc.plan_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   pc.check_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();

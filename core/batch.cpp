@@ -642,13 +642,15 @@ json parse_json_document(const std::string& text, const std::string& source) {
 
 Batch parse_batch_text(const std::string& text, const std::string& source) { return parse_batch(parse_json_document(text, source)); }
 
-Batch load_batch_file(const std::string& path) {
+json load_json_document(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(kExitInvalidInput, "", path + ": cannot open batch file");
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_batch_text(ss.str(), path);
+  return parse_json_document(ss.str(), path);
 }
+
+Batch load_batch_file(const std::string& path) { return parse_batch(load_json_document(path)); }
 
 void apply_set(json& doc, const std::string& assignment) {
   const auto eq = assignment.find('=');

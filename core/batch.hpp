@@ -110,6 +110,8 @@ Batch parse_batch(const nlohmann::json& doc);
 // Strict JSON text -> document: malformed JSON, nesting deeper than 64 levels and
 // duplicate keys throw mlactl::Error (exit 3). Every batch file goes through this.
 nlohmann::json parse_json_document(const std::string& text, const std::string& source);
+// Reads a file and parses it as above; a missing file is exit 3 ("cannot open batch file").
+nlohmann::json load_json_document(const std::string& path);
 Batch parse_batch_text(const std::string& text, const std::string& source);
 Batch load_batch_file(const std::string& path);
 

@@ -47,6 +47,15 @@ void prefix_rows(const DecodeMetadata& md, const std::vector<RowWindow>& rows, c
 
 }  // namespace
 
+InvariantReport check_plan_invariants(const RoutePlan& plan, int64_t max_qo_len) {
+  InvariantOptions io;
+  if (plan.capacity) {
+    io.capacity = &*plan.capacity;
+    io.partial_row_capacity = plan.capacity->reduce_partial_map * std::max<int64_t>(1, max_qo_len);
+  }
+  return check_invariants(plan.work, plan.kernel_view, plan.expectations, io);
+}
+
 RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
                      const std::string& planner_req) {
   if (rd.route == Route::refused)

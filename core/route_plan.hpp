@@ -36,6 +36,11 @@ struct RoutePlan {
   double planner_ms = 0;             // the planner call alone (what AITER's host/GPU planner would cost)
 };
 
+// check_invariants over the plan's works under its kernel view, with the
+// get_mla_metadata_info_v1 capacities (partial rows: reduce_partial_map x q_len, as
+// mla.py sizes them) when the planner has them.
+InvariantReport check_plan_invariants(const RoutePlan& plan, int64_t max_qo_len);
+
 // Builds the plan. `planner` empty = the route's own planner (SPEC §4 table).
 // Throws Error(kExitRefused) when the route is refused, Error(kExitUsage) for an
 // unknown or inapplicable planner.

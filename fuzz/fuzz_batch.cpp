@@ -117,12 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     const auto rows = mlactl::oracle_windows(b);
     mlactl::RoutePlan plan = mlactl::plan_route(b, md, rd, rows);
-    mlactl::InvariantOptions io;
-    if (plan.capacity) {
-      io.capacity = &*plan.capacity;
-      io.partial_row_capacity = plan.capacity->reduce_partial_map * std::max<int64_t>(1, md.max_qo_len);
-    }
-    mlactl::InvariantReport rep = mlactl::check_invariants(plan.work, plan.kernel_view, plan.expectations, io);
+    mlactl::InvariantReport rep = mlactl::check_plan_invariants(plan, md.max_qo_len);
     (void)rep;
     mlactl::PositionAudit audit = mlactl::audit_positions(b, rows, plan);
     (void)audit;
