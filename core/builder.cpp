@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/budget.hpp"
+#include "core/semantics.hpp"
 
 namespace mlactl {
 
@@ -106,7 +107,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     int64_t mn = std::numeric_limits<int64_t>::max();
     for (int64_t i = 0; i < R; ++i) {
       const int64_t s = b.requests[i].seq_len();  // R0 reads diff(indptr) before padding: padding = 0
-      for (int64_t t = 0; t < Q; ++t) mn = std::min(mn, std::max<int64_t>(0, s - (Q - 1) + t));
+      for (int64_t t = 0; t < Q; ++t) mn = std::min(mn, causal_prefix_length(s, Q, t));
     }
     m.min_kv_seq_len_r0 = R * Q > 0 ? mn : 0;
   }
@@ -119,7 +120,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     int64_t flat_entries = 0;
     for (int64_t r = 0; r < R; ++r) {
       const int64_t s = b.requests[r].seq_len();
-      for (int64_t t = 0; t < Q; ++t) flat_entries += broadcast ? s : std::max<int64_t>(0, s - (Q - 1) + t);
+      for (int64_t t = 0; t < Q; ++t) flat_entries += broadcast ? s : causal_prefix_length(s, Q, t);
     }
     require_within_budget(flat_entries * 4, "/requests", "the R0 verify flatten (" + std::to_string(flat_entries) + " index entries)");
     if (flat_entries > std::numeric_limits<int32_t>::max())
@@ -129,7 +130,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     for (int64_t r = 0; r < R; ++r) {
       const int64_t s = b.requests[r].seq_len();
       for (int64_t t = 0; t < Q; ++t) {
-        const int64_t len = broadcast ? s : std::max<int64_t>(0, s - (Q - 1) + t);
+        const int64_t len = broadcast ? s : causal_prefix_length(s, Q, t);
         m.flat_indptr[r * Q + t + 1] = (int32_t)(m.flat_indptr[r * Q + t] + len);
       }
     }

@@ -138,7 +138,7 @@ std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowW
   const bool causal = b.decode.causal || b.has_defect("causal-flag-dropped");
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t s = ip[rows[i].request + 1] - ip[rows[i].request];
-    len[i] = causal ? std::max<int64_t>(0, s - (qn[rows[i].request] - 1) + rows[i].token) : s;
+    len[i] = causal ? causal_prefix_length(s, qn[rows[i].request], rows[i].token) : s;
   }
   return len;
 }

@@ -29,7 +29,7 @@ MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route
       w.path = "TRITON_MLA flatten: per-row b_seq_len over a repeated block-table row";
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];
-        w.end[i] = kernel_causal ? std::max<int64_t>(0, s - (Q - 1) + rows[i].token) : s;
+        w.end[i] = kernel_causal ? causal_prefix_length(s, md.qo_len[rows[i].request], rows[i].token) : s;
       }
       break;
     case Route::sparse_triton:
@@ -48,7 +48,7 @@ MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];
         const int64_t qn = md.qo_len[rows[i].request];  // the request's own q rows
-        w.end[i] = kernel_causal ? std::max<int64_t>(0, s - (qn - 1) + rows[i].token) : s;
+        w.end[i] = kernel_causal ? causal_prefix_length(s, qn, rows[i].token) : s;
       }
       break;
   }

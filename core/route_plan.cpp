@@ -131,7 +131,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];
         const int64_t qn = md.qo_len[rows[i].request];
-        row_len[i] = causal ? std::max<int64_t>(0, s - (qn - 1) + rows[i].token) : s;
+        row_len[i] = causal ? causal_prefix_length(s, qn, rows[i].token) : s;
       }
       prefix_rows(md, rows, row_len, p);
     }
