@@ -1,6 +1,7 @@
 #include "cli/common.hpp"
 
 #include "core/route_input.hpp"
+#include "core/route_plan.hpp"
 
 namespace mlactl::cli {
 
@@ -13,6 +14,49 @@ RouteDecision decide_route(const Batch& b, const DecodeMetadata& md, const std::
   RouteInput ri = route_input_from_batch(b, md);
   if (!forced_kernel.empty()) ri.forced_route = forced_kernel;
   return route_decode(ri);
+}
+
+nlohmann::ordered_json view_json(const KernelView& v) {
+  return {{"heads", v.heads}, {"fold_ratio", v.fold_ratio}, {"q_layout", to_string(v.q_layout)}, {"q_tokens_per_tile", v.q_tokens_per_tile},
+          {"causal", v.causal}, {"head_dim", v.head_dim}, {"v_dim", v.v_dim}, {"page_size", v.page_size},
+          {"q_dtype", to_string(v.q_dtype)}, {"kv_dtype", to_string(v.kv_dtype)}};
+}
+
+// The plan as `schedule --format json` prints it; `check`'s expect.schedule is a subset of it.
+nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& inv) {
+  const WorkList& w = plan.work;
+  nlohmann::ordered_json o;
+  o["planner"] = plan.planner;
+  o["work_planner"] = w.planner;
+  o["kernel_route"] = to_string(plan.route);
+  o["planned_view"] = view_json(w.planned_view);
+  o["kernel_view"] = view_json(plan.kernel_view);
+  o["num_workgroups"] = w.num_workgroups;
+  o["work_indptr"] = w.work_indptr;
+  auto wi = nlohmann::ordered_json::array();
+  for (const auto& x : w.work_info) wi.push_back(x.as_array());
+  o["work_info_set"] = wi;
+  o["reduce_indptr"] = w.reduce_indptr;
+  o["reduce_final_map"] = w.reduce_final_map;
+  o["reduce_partial_map"] = w.reduce_partial_map;
+  o["num_partial_rows"] = w.num_partial_rows;
+  if (plan.capacity) {
+    const auto& m = *plan.capacity;
+    o["buffers"] = {{"work_indptr", {{"used", w.work_indptr.size()}, {"capacity", m.work_indptr}}},
+                    {"work_info_set", {{"used", w.work_info.size()}, {"capacity", m.work_info_set}}},
+                    {"reduce_indptr", {{"used", w.reduce_indptr.size()}, {"capacity", m.reduce_indptr}}},
+                    {"reduce_final_map", {{"used", w.reduce_final_map.size()}, {"capacity", m.reduce_final_map}}},
+                    {"reduce_partial_map", {{"used", w.reduce_partial_map.size()}, {"capacity", m.reduce_partial_map}}}};
+  }
+  const auto& bal = inv.balance;
+  o["balance"] = {{"workgroups", bal.workgroups}, {"works", bal.works}, {"split_tiles", bal.split_tiles},
+                  {"max_load", bal.max_load}, {"mean_load", bal.mean_load}, {"efficiency", bal.efficiency}};
+  auto viol = nlohmann::ordered_json::array();
+  for (const auto& v : inv.violations)
+    viol.push_back({{"kind", v.kind}, {"q_row", v.q_row}, {"kv_begin", v.kv_begin}, {"kv_end", v.kv_end}, {"work", v.work}, {"message", v.message}});
+  o["invariants"] = {{"ok", inv.ok}, {"total_violations", inv.total_violations}, {"violations", viol}};
+  o["notes"] = plan.notes;
+  return o;
 }
 
 }  // namespace mlactl::cli
