@@ -38,6 +38,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct BenchOptions {
   std::string kernel;
+  std::string stage1 = "automatic";  // which stage-1 kernel implementation (mla::Stage1Kernel)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -48,6 +49,12 @@ struct BenchOptions {
   std::string peak_source = "datasheet: H200 SXM dense bf16";
   int64_t copy_mib = 1024;  // roofline copy size (each of source and destination)
 };
+
+mla::Stage1Kernel stage1_kernel_named(const std::string& name) {
+  for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
+    if (name == mla::stage1_kernel_name(k)) return k;
+  return mla::Stage1Kernel::automatic;
+}
 
 constexpr double kRotateBytes = 256.0 * 1024 * 1024;  // > 4x the H200's 50-60 MB L2
 
@@ -213,7 +220,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   a.partial_out = pout.data();
   a.partial_lse = plse.data();
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << rr.planner << "): timing " << opt.iters << " runs\n";
-  GpuExecutor ex;
+  GpuExecutor ex(stage1_kernel_named(opt.stage1));
   rr.bench = ex.bench(a, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = "failed";
@@ -261,6 +268,11 @@ void setup_bench(CLI::App& app, Context& ctx) {
   add_batch_options(sub, *bo);
   add_kernel_option(sub, opt->kernel);
   sub->add_option("--compare", opt->compare, "routes side by side, comma-separated (e.g. gluon_decode,asm_persistent); the first is the baseline");
+  sub->add_option("--stage1", opt->stage1,
+                  "stage-1 kernel: automatic (the fastest that applies), wgmma (sm_90a on Hopper), mma, cuda_core; "
+                  "one that does not apply to the view falls back in that order")
+      ->check(CLI::IsMember({"automatic", "wgmma", "mma", "cuda_core"}))
+      ->capture_default_str();
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));
@@ -404,7 +416,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
           r["works"] = rr.works;
           r["partial_rows"] = rr.partial_rows;
           r["position_audit_ok"] = rr.audit_ok;
-          r["stage1_kernel"] = rr.bench.tensor_cores ? "tensor_core" : "cuda_core";
+          r["stage1_kernel"] = rr.bench.stage1_kernel;
           r["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
           r["kernel_us"] = stats_json(rr.stage1);
           r["kernels_us"] = stats_json(rr.total);
@@ -435,7 +447,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
         t.add({to_string(rr.route.route), "", "", "", "", "", "", "", "", "", "", "", "", rr.status + ": " + rr.message});
         continue;
       }
-      t.add({to_string(rr.route.route), rr.planner, rr.bench.tensor_cores ? "tensor core" : "CUDA core", std::to_string(rr.workgroups),
+      t.add({to_string(rr.route.route), rr.planner, rr.bench.stage1_kernel, std::to_string(rr.workgroups),
              fx(rr.stage1.median, 1), fx(rr.total.median, 1),
              fx(rr.total.p10, 1) + "-" + fx(rr.total.p90, 1), fx(rr.plan_us + rr.total.median, 1),
              fx(gbps(rr.total.median), 0), fx(pct_bw(rr.total.median), 1), fx(tflops(rr.total.median), 1),
@@ -450,7 +462,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
       for (const auto& rr : results) {
         const bool ran = rr.status == "ok" || rr.status == "nonfinite";
         auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
-        c.add({to_string(rr.route.route), rr.planner, ran ? (rr.bench.tensor_cores ? "tensor_core" : "cuda_core") : "",
+        c.add({to_string(rr.route.route), rr.planner, ran ? rr.bench.stage1_kernel : "",
                ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
                num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
                num(rr.plan_us, 1), num(gbps(rr.total.median), 1), num(pct_bw(rr.total.median), 2), num(tflops(rr.total.median), 2),

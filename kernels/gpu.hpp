@@ -207,6 +207,14 @@ inline int gpu_device_warp_size(int device) {
   cudaDeviceProp p;
   return cudaGetDeviceProperties(&p, device) == cudaSuccess ? p.warpSize : 0;
 }
+// Compute capability major.minor * 10 of the current device (90: Hopper), 0 when unknown.
+inline int gpu_current_compute_capability() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) return 0;
+  return major * 10 + minor;
+}
 template <typename Kernel>
 inline gpu_error_t gpu_set_max_dynamic_shared(Kernel k, int bytes) {
   return cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);

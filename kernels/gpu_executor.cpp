@@ -4,6 +4,7 @@
 #include "kernels/gpu_executor.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -109,8 +110,8 @@ bool gpu_available(std::string* why) {
 std::string gpu_device_name() { return gpu_available() ? mla::gpu_device_name(0) : std::string(); }
 int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(0) : 0; }
 
-GpuExecutor::GpuExecutor(bool force_scalar)
-    : state_(new DeviceState), device_name_(gpu_device_name()), force_scalar_(force_scalar) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel)
+    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel) {}
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
@@ -122,7 +123,7 @@ struct Sizes {
 
 // Uploads everything a launch reads (the KV cache unless `upload_kv` is false) and
 // fills the launch parameters.
-bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, bool force_scalar, mla::Stage1Params& s1,
+bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla::Stage1Kernel kernel, mla::Stage1Params& s1,
              mla::ReduceParams& rd, Sizes& sz, std::string* errp) {
   std::string& err = *errp;
   const WorkList& w = *a.work;
@@ -189,7 +190,8 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, boo
   s1.partial_lse = d.partial_lse.as<float>();
   s1.num_partial_rows = w.num_partial_rows;
   s1.error = d.error.as<int32_t>();
-  s1.force_scalar = force_scalar;
+  s1.kernel = kernel;
+  if (const char* dbg = std::getenv("MLACTL_STAGE1_DEBUG")) s1.debug_flags = std::atoi(dbg);
   for (const WorkInfo& wi : w.work_info)
     s1.max_pairs = std::max<int64_t>(s1.max_pairs, int64_t(wi.qo_end - wi.qo_start) * v.heads);
 
@@ -249,7 +251,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   mla::Stage1Params s1;
   mla::ReduceParams rd;
   Sizes sz;
-  if (!prepare(a, d, /*upload_kv=*/true, force_scalar_, s1, rd, sz, &err)) return fail(err);
+  if (!prepare(a, d, /*upload_kv=*/true, kernel_, s1, rd, sz, &err)) return fail(err);
 
   bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err) &&
             mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) && mla::launch_reduce(rd, &err) &&
@@ -291,8 +293,9 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   mla::Stage1Params s1;
   mla::ReduceParams rd;
   Sizes sz;
-  if (!prepare(a, d, /*upload_kv=*/false, force_scalar_, s1, rd, sz, &err)) return fail(err);
+  if (!prepare(a, d, /*upload_kv=*/false, kernel_, s1, rd, sz, &err)) return fail(err);
   r.tensor_cores = mla::stage1_uses_tensor_cores(s1);
+  r.stage1_kernel = mla::stage1_kernel_name(mla::stage1_kernel_for(s1));
 
   // KV copies, each 256-byte aligned: upload once, replicate on the device.
   const size_t stride = (std::max<size_t>(sz.kv, 1) + 255) / 256 * 256;
@@ -417,7 +420,7 @@ std::string gpu_device_name() { return {}; }
 int gpu_device_warp_size() { return 0; }
 
 struct GpuExecutor::DeviceState {};
-GpuExecutor::GpuExecutor(bool force_scalar) : state_(new DeviceState), force_scalar_(force_scalar) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel) : state_(new DeviceState), kernel_(kernel) {}
 GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {

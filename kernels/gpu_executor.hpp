@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/executor.hpp"
+#include "kernels/mla_decode.hpp"
 
 namespace mlactl {
 
@@ -26,7 +27,8 @@ struct BenchResult {
   int warmup = 0, iters = 0;
   int kv_copies = 1;             // KV buffer copies rotated (one per iteration, round robin)
   size_t kv_copy_bytes = 0;      // bytes of one copy
-  bool tensor_cores = false;     // the tensor-core stage-1 kernel ran
+  bool tensor_cores = false;     // a tensor-core stage-1 kernel ran
+  std::string stage1_kernel;     // which one: wgmma | mma | cuda_core
   std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
   std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration
 };
@@ -45,9 +47,9 @@ CopyRoofline gpu_copy_roofline(size_t bytes, int iters = 10);
 
 class GpuExecutor : public Executor {
  public:
-  // force_scalar: always run the CUDA-core stage-1 kernel, even where the
-  // tensor-core one applies (tests compare the two; AMD builds always use it).
-  explicit GpuExecutor(bool force_scalar = false);
+  // kernel: which stage-1 kernel to run (automatic: the fastest that applies;
+  // tests run each of them; AMD builds always run cuda_core).
+  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -71,7 +73,7 @@ class GpuExecutor : public Executor {
  private:
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
-  bool force_scalar_ = false;
+  mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;
 };
 
 }  // namespace mlactl

@@ -392,10 +392,13 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
   if (q0 < 0) return;  // {-1, -1}: a tile with nothing to write
   const int rows = q1 - q0;
   bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows;
-  for (int32_t k = s; !bad && k < e; ++k) {
+  // Every partial map entry in range: checked by the block's threads together
+  // (one thread walking 256 splits was a chain of 256 loads in every block).
+  for (int32_t k = s + tid; !bad && k < e; k += kReduceThreads) {
     const int32_t r0 = p.reduce_partial_map[k];
     bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;
   }
+  bad = __syncthreads_or(bad);
   if (bad) {
     if (tid == 0 && blockIdx.y == 0) record_error(p.error, kErrReduceMap, t, q0);
     return;
@@ -848,6 +851,8 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
 }
 
 }  // namespace tc
+
+#include "kernels/stage1_wgmma.cuh"
 #endif  // MLACTL_GPU_CUDA
 
 template <ElemType KV>
@@ -882,24 +887,86 @@ bool launch_stage1_mma(const Stage1Params& p, std::string* error) {
 
 }  // namespace
 
-bool stage1_uses_tensor_cores(const Stage1Params& p) {
+const char* stage1_kernel_name(Stage1Kernel k) {
+  switch (k) {
+    case Stage1Kernel::automatic: return "automatic";
+    case Stage1Kernel::wgmma: return "wgmma";
+    case Stage1Kernel::mma: return "mma";
+    case Stage1Kernel::cuda_core: return "cuda_core";
+  }
+  return "unknown";
+}
+
+namespace {
 #if defined(MLACTL_GPU_CUDA)
+// Both operands must be exact in the MMA's 16-bit type (fp8 codes are, in both).
+bool mma_operands_exact(const Stage1Params& p) {
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
-  // Both operands must be exact in the MMA's 16-bit type (fp8 codes are, in both).
-  const bool exact = f16 ? (p.q_type != ElemType::bf16 && p.kv_type != ElemType::bf16) : true;
-  return !p.force_scalar && exact && p.head_dim % 32 == 0 && p.v_dim % 16 == 0 &&
+  return f16 ? (p.q_type != ElemType::bf16 && p.kv_type != ElemType::bf16) : true;
+}
+bool mma_applies(const Stage1Params& p) {
+  return mma_operands_exact(p) && p.head_dim % 32 == 0 && p.v_dim % 16 == 0 &&
          p.v_dim <= tc::kQuarterWarps * tc::kColsPerWarp;
+}
+// The warpgroup kernel: compiled only for sm_90a (MLACTL_CUDA_WGMMA, set by CMake
+// when CMAKE_CUDA_ARCHITECTURES has 90a), run only on a compute-capability-9.0
+// device; 16-bit KV (fp8 KV stays on the mma kernel: its codes would need a
+// conversion pass), head_dim 576 (MLA) or 512 (rope-free), v_dim = 512.
+bool wgmma_applies(const Stage1Params& p) {
+#if defined(MLACTL_CUDA_WGMMA)
+  static const int cc = gpu_current_compute_capability();
+  return cc == 90 && mma_operands_exact(p) && p.kv_type != ElemType::fp8 &&
+         (p.head_dim == 576 || p.head_dim == 512) && p.v_dim == wg::kVDim;
 #else
   (void)p;
   return false;
 #endif
 }
+#endif
+}  // namespace
+
+Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
+#if defined(MLACTL_GPU_CUDA)
+  const Stage1Kernel want = p.kernel;
+  if (want == Stage1Kernel::cuda_core) return Stage1Kernel::cuda_core;
+  if ((want == Stage1Kernel::automatic || want == Stage1Kernel::wgmma) && wgmma_applies(p)) return Stage1Kernel::wgmma;
+  if (mma_applies(p)) return Stage1Kernel::mma;
+#else
+  (void)p;
+#endif
+  return Stage1Kernel::cuda_core;
+}
+
+bool stage1_uses_tensor_cores(const Stage1Params& p) { return stage1_kernel_for(p) != Stage1Kernel::cuda_core; }
 
 namespace {
+#if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)
+template <bool F16, int QR, int S>
+bool launch_stage1_wgmma_t(const Stage1Params& p, std::string* error) {
+  const size_t smem = wg::Plan{QR, S, p.head_dim}.total();
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576> : wg::stage1_wgmma_kernel<F16, QR, S, 512>;
+  if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
+  kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
+  return check_launch("stage-1 (wgmma) launch", error);
+}
+// Up to 16 pairs per work (M1, S1: 16 or fewer heads, one q row): stage 16 q rows
+// (18 KB) and keep 4 KV tiles in flight; more pairs: 64 q rows (72 KB), 3 tiles.
+template <bool F16>
+bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
+  const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
+  if (pairs <= 16) return launch_stage1_wgmma_t<F16, 16, 4>(p, error);
+  return launch_stage1_wgmma_t<F16, 64, 3>(p, error);
+}
+#endif
+
 bool launch_stage1_any(const Stage1Params& p, std::string* error) {
 #if defined(MLACTL_GPU_CUDA)
-  if (stage1_uses_tensor_cores(p)) {
-    const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
+  const Stage1Kernel k = stage1_kernel_for(p);
+  const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
+#if defined(MLACTL_CUDA_WGMMA)
+  if (k == Stage1Kernel::wgmma) return f16 ? launch_stage1_wgmma<true>(p, error) : launch_stage1_wgmma<false>(p, error);
+#endif
+  if (k == Stage1Kernel::mma) {
     const bool kv_fp8 = p.kv_type == ElemType::fp8;
     if (f16) return kv_fp8 ? launch_stage1_mma<true, true>(p, error) : launch_stage1_mma<true, false>(p, error);
     return kv_fp8 ? launch_stage1_mma<false, true>(p, error) : launch_stage1_mma<false, false>(p, error);
@@ -978,6 +1045,7 @@ std::string describe_device_error(const int32_t* words) {
       {kErrKvSlot, " KV slot read past the end of the KV cache (slot * head_dim beyond num_slots * kv_row_stride)"},
       {kErrPartialRows, " partial rows outside the partial buffer"},
       {kErrReduceMap, " reduce map out of range"},
+      {kErrStall, " stage-1 pipeline stalled (a wait gave up after ~2 s: a kernel bug, please report)"},
   };
   bool first = true;
   for (const auto& b : bits) {

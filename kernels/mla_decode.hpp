@@ -15,6 +15,15 @@ namespace mla {
 
 enum class ElemType : int32_t { bf16 = 0, fp16 = 1, fp8 = 2 };
 
+// The stage-1 kernels: all implement the same contract (kernels/README.md).
+//   wgmma     NVIDIA sm_90a builds on a Hopper device: warpgroup MMA, producer warp;
+//   mma       NVIDIA: mma.sync tensor cores;
+//   cuda_core every view and every vendor (AMD builds run only this one).
+// `automatic` picks the first that applies in that order; asking for one that
+// does not apply to a view falls back down the same order.
+enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core = 3 };
+const char* stage1_kernel_name(Stage1Kernel k);
+
 // Bits of the device error word (Stage1Params::error[0]); the kernels record a
 // malformed work list or an out-of-range read here instead of faulting.
 enum DeviceErrorBit : int32_t {
@@ -24,6 +33,7 @@ enum DeviceErrorBit : int32_t {
   kErrKvSlot = 1 << 3,        // a KV slot row outside the KV cache
   kErrPartialRows = 1 << 4,   // partial rows outside the partial buffer
   kErrReduceMap = 1 << 5,     // reduce_indptr / final map / partial map out of range
+  kErrStall = 1 << 6,         // a pipeline wait gave up (a kernel bug: reported, never a hang)
 };
 // error[0]: OR of the bits; error[1]: first offending work (or tile) index;
 // error[2]: the offending value (slot, row, ...). error[1] starts at -1.
@@ -56,7 +66,8 @@ struct Stage1Params {
   float* partial_lse = nullptr;          // [num_partial_rows][heads]
   int64_t num_partial_rows = 0;
   int32_t* error = nullptr;              // kDeviceErrorWords
-  bool force_scalar = false;             // skip the tensor-core kernel (tests run both)
+  Stage1Kernel kernel = Stage1Kernel::automatic;  // which stage-1 kernel (tests run each)
+  int32_t debug_flags = 0;               // wgmma kernel experiments (MLACTL_STAGE1_DEBUG); 0 in normal runs
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
 };
@@ -95,8 +106,10 @@ constexpr int kMaxHeadDim = 576;
 constexpr int kMaxVDim = 512;
 constexpr int kHeadDimMultiple = 8;
 
-// Whether launch_stage1 picks the tensor-core kernel for these parameters
-// (NVIDIA builds; 16-bit-exact operand types, head_dim % 32, v_dim % 16).
+// The stage-1 kernel launch_stage1 runs for these parameters on this build and
+// device (never `automatic`).
+Stage1Kernel stage1_kernel_for(const Stage1Params& p);
+// Whether that kernel uses tensor cores (wgmma or mma).
 bool stage1_uses_tensor_cores(const Stage1Params& p);
 
 // Enqueue on the default stream; false (with text) when the launch is refused.

@@ -799,21 +799,25 @@ int main(int argc, char** argv) {
     std::printf("gpu_tests: skipped (%s)\n", why.c_str());
     return kExitSkipped;
   }
-  // Every case runs on each stage-1 kernel this build has: the tensor-core one
-  // (NVIDIA) and the CUDA-core one.
+  // Every case runs on each stage-1 kernel: wgmma (sm_90a builds on a Hopper
+  // device), mma.sync (NVIDIA) and CUDA-core; a kernel that does not apply to a
+  // case's view falls back as `automatic` would.
   std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<const char*> labels;
   if (self_check) {
     executors.emplace_back(new CpuExecutor());
+    labels.push_back("");
   } else {
-    executors.emplace_back(new GpuExecutor(false));
-    executors.emplace_back(new GpuExecutor(true));
+    for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core}) {
+      executors.emplace_back(new GpuExecutor(k));
+      labels.push_back(mla::stage1_kernel_name(k));
+    }
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (size_t e = 0; e < executors.size(); ++e) {
     Executor& exec = *executors[e];
-    std::printf("gpu_tests on %s%s (warp size %d)\n", exec.name().c_str(),
-                self_check ? "" : e == 0 ? ", default kernels" : ", CUDA-core stage 1 forced",
-                self_check ? 0 : gpu_device_warp_size());
+    std::printf("gpu_tests on %s%s%s (warp size %d)\n", exec.name().c_str(), self_check ? "" : ", stage 1 asked: ",
+                labels[e], self_check ? 0 : gpu_device_warp_size());
     contract_cases(exec);
     decode_probe(exec, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
     decode_probe(exec, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::fp16);
@@ -825,7 +829,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "--bench") {
     for (auto& exec : executors) {
-      std::printf("bench on %s\n", exec == executors.front() ? "default kernels" : "CUDA-core stage 1");
+      std::printf("bench on stage 1 %s\n", labels[size_t(&exec - &executors.front())]);
       bench(*exec, 128, 8192, 16);
       bench(*exec, 128, 8192, 16, 2);
       bench(*exec, 1, 32768, 16);

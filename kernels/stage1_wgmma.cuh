@@ -1,0 +1,559 @@
+// Warpgroup stage 1 (NVIDIA sm_90a: wgmma + a cp.async producer warp + mbarriers).
+// Included by kernels/mla_decode.hip inside its CUDA-only section: the same
+// contract as the other two stage-1 kernels (kernels/README.md), for the views
+// where it pays: 16-bit KV, head_dim % 64 == 0, v_dim == 512.
+//
+// Why this shape (docs/bench_notes.md step 10): the mma.sync kernel was bound by
+// per-tile latency (ldmatrix + MMA issue per warp, block barriers, softmax between
+// the two MMA phases). Here
+//   * warp 8 is a producer: it loads each 32-token KV tile with cp.async into one
+//     of S shared-memory stages, whose `full` mbarrier completes asynchronously
+//     when the copies land (cp.async.mbarrier.arrive); consumers release a stage
+//     through an `empty` mbarrier, so S tiles stay in flight and no block
+//     barrier sits in the tile loop. (The producer must never wait for its own
+//     copies: warpgroup 0 releases tile j only after Q·Kᵀ of tile j+1, so a
+//     producer blocked on `empty` before publishing j+1 deadlocks.);
+//   * warpgroup 0 computes S = Q·Kᵀ for 64 (row, head) pairs × 32 tokens with
+//     wgmma (both operands from shared memory, read by the tensor cores, not by
+//     ldmatrix), the online softmax (each warp owns 16 whole rows: no cross-warp
+//     max), and O[:, 0:256] += P·V with P from registers;
+//   * warpgroup 1 takes P from warpgroup 0 through shared memory (two named
+//     barriers per tile) and computes O[:, 256:512] += P·V, overlapping
+//     warpgroup 0's next Q·Kᵀ.
+// P is split into hi + lo 16-bit parts (two wgmmas) as in the mma.sync kernel, so
+// P·V stays within ~1e-5 of fp32 (gpu_tests' partial tolerance).
+//
+// Shared-memory tiles use the 128-byte swizzle of the wgmma descriptors: a row
+// of 64 16-bit elements is 128 bytes, 16-byte chunk c of row r is stored at chunk
+// c ^ (r % 8), and tiles are [64-element column block][rows][128 bytes], each
+// block 1024-byte aligned. K (and Q) are K-major operands; V, the first 512
+// elements of the same KV rows, is the N-major B operand of P·V (transpose bit),
+// read in 64-column instructions so one swizzle atom spans N.
+#pragma once
+
+namespace wg {
+
+constexpr int kN = 32;                       // KV tokens per tile (= producer lanes)
+constexpr int kRows = 64;                    // wgmma M: (row, head) pairs per chunk
+constexpr int kConsumers = 256;              // two warpgroups
+// + a producer warpgroup (warp 8 loads; 9-11 only hand their registers back):
+// 9 warps would cap every thread at 168 registers (3 warps on one SM
+// sub-partition), and the consumers need ~200 without spilling. With three
+// warpgroups, setmaxnreg moves registers: producers 40, consumers 232 (504 per
+// sub-partition lane of the 512).
+constexpr int kThreads = kConsumers + 128;
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// All four producer warps issue copies: one warp's 72 cp.async per lane per tile
+// stalled at issue (measured: a single producer warp tripled M1's stage-1 time).
+constexpr int kProducers = 128;
+constexpr int kVCols = 256;                  // output columns per warpgroup
+constexpr int kVDim = 2 * kVCols;            // the only v_dim this kernel serves
+constexpr int kRowBytes = 128;               // one swizzle row: 64 16-bit elements
+constexpr int kPBufBytes = 4 * 16 * 128;     // P hi/lo fragments of one tile, 64 B per thread
+// Named barrier ids (0 is __syncthreads).
+constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6;
+
+// Shared-memory plan for QR staged q rows (16 or 64) and S KV stages.
+struct Plan {
+  int qr, stages, head_dim;
+  __host__ __device__ int blocks() const { return head_dim / 64; }
+  __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
+  __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * kN * kRowBytes; }
+  __host__ __device__ size_t kv_off() const { return q_bytes(); }
+  __host__ __device__ size_t p_off() const { return kv_off() + stages * stage_bytes(); }
+  __host__ __device__ size_t alpha_off() const { return p_off() + 2 * kPBufBytes; }
+  __host__ __device__ size_t stats_off() const { return alpha_off() + 2 * 128 * 8; }
+  __host__ __device__ size_t bar_off() const { return stats_off() + 128 * 16; }
+  // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
+  __host__ __device__ size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
+};
+
+__device__ inline uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+
+// 128-byte-swizzle descriptor. SBO = 1024 (next 8 rows); LBO = 1024 too: unused
+// for swizzled K-major operands, and for the N-major V operand each instruction
+// spans one atom along N, so only the 8-token step along K is ever taken (the
+// same value either way the two offsets are read).
+__device__ inline uint64_t desc_sw128(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1024 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) | (1ull << 62);
+}
+
+__device__ inline void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ inline void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ inline void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+template <int N>
+__device__ inline void pin(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+__device__ inline void bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+__device__ inline void bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+
+__device__ inline void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ inline void mbar_arrive(uint32_t bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// Waits for the phase of `parity` to complete. A wait that lasts ~2 s (4e9
+// cycles) is a protocol bug: it records kErrStall and returns, so a bug shows as
+// a device error (exit 4) instead of a hung process.
+__device__ inline void mbar_wait(uint32_t bar, uint32_t parity, int32_t* error, bool test_only = false) {
+  uint32_t done = 0;
+  long long start = 0;
+  for (int spin = 0;; ++spin) {
+    if (test_only)
+      asm volatile(
+          "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(done)
+          : "r"(bar), "r"(parity)
+          : "memory");
+    else
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+    if (done) return;
+    if (spin == 0) start = clock64();
+    else if (spin % 256 == 0 && (*static_cast<volatile int32_t*>(error) & kErrStall)) return;  // one stall: stop waiting
+    else if (clock64() - start > 4000000000LL) {
+      record_error(error, kErrStall, int32_t(blockIdx.x), int32_t(parity));
+      return;
+    }
+  }
+}
+
+// S (64 x 32, fp32) (+)= Q (64 x 16, smem) · K (32 x 16, smem)ᵀ.
+template <bool F16>
+__device__ inline void mma_qk(float (&d)[16], uint64_t da, uint64_t db, int accumulate) {
+#define MLA_WG_QK(TY)                                                                                              \
+  asm volatile(                                                                                                    \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                                 \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY                                                      \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"                     \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                   \
+      : "l"(da), "l"(db), "r"(accumulate))
+  if constexpr (F16) MLA_WG_QK("f16");
+  else MLA_WG_QK("bf16");
+#undef MLA_WG_QK
+}
+
+// O (64 x 64, fp32) += P (64 x 16, registers) · V (16 x 64, smem, N-major).
+template <bool F16>
+__device__ inline void mma_pv(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+#define MLA_WG_PV(TY)                                                                                               \
+  asm volatile(                                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                  \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28," \
+      "%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"                                                        \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                    \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
+  if constexpr (F16) MLA_WG_PV("f16");
+  else MLA_WG_PV("bf16");
+#undef MLA_WG_PV
+}
+
+// Two floats -> packed 16-bit pair (low half = x), and the rounding residue.
+template <bool F16>
+__device__ inline uint32_t pack2(float x, float y, float& rx, float& ry) {
+  if constexpr (F16) {
+    const __half2 h = __floats2half2_rn(x, y);
+    const float2 f = __half22float2(h);
+    rx = x - f.x;
+    ry = y - f.y;
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    const float2 f = __bfloat1622float2(h);
+    rx = x - f.x;
+    ry = y - f.y;
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+template <bool F16>
+__device__ inline uint32_t pack2(float x, float y) {
+  float rx, ry;
+  return pack2<F16>(x, y, rx, ry);
+}
+
+// Byte offset of 16-byte chunk c of row r in a [column block][rows][128 B] tile.
+__device__ inline uint32_t swz(int c, int r, int rows) {
+  return uint32_t((c >> 3) * rows * kRowBytes + r * kRowBytes + (((c & 7) ^ (r & 7)) << 4));
+}
+
+// The visible end (an index into kv_indices) of chunk row `pair`: the causal rule
+// of §7.1; pairs past the chunk see nothing.
+__device__ inline int visible_end(const WorkRow& w, int qn, int heads, bool causal, int pair, int pairs) {
+  if (pair >= pairs) return w.kv_start;
+  int end = w.kv_end;
+  if (causal) end -= max(0, (qn - 1 - pair / heads) - w.kv_offset);
+  return max(end, w.kv_start);
+}
+
+// A work the kernel can run (range errors are recorded by consumer thread 0 only).
+__device__ inline bool work_ok(const Stage1Params& p, const WorkRow& work, int32_t w, bool report) {
+  const int qn = work.qo_end - work.qo_start;
+  if (qn <= 0) return false;
+  int32_t bit = 0, value = 0;
+  if (work.qo_start < 0 || work.qo_end > p.num_q_rows) bit = kErrQRows, value = work.qo_end;
+  else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices))
+    bit = kErrKvRange, value = work.kv_end;
+  else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows)
+    bit = kErrPartialRows, value = work.ploc;
+  if (bit && report) record_error(p.error, bit, w, value);
+  return bit == 0;
+}
+
+// HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
+// unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
+template <bool F16, int QR, int S, int HD>
+__global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(16) uint8_t smem_dyn[];
+  const Plan plan{QR, S, HD};
+  uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
+  uint8_t* q_s = smem;
+  uint8_t* kv_s = smem + plan.kv_off();
+  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [2][4][128]
+  float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [2][128]
+  float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128]
+  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int heads = p.heads;
+  constexpr int head_dim = HD;
+  constexpr int row_chunks = HD / 8;  // 16-byte chunks per KV / q row
+
+  if (tid == 0) {
+    for (int s = 0; s < S; ++s) {
+      mbar_init(full_bar + 8 * s, kProducers);  // every producer thread
+      mbar_init(empty_bar + 8 * s, 8);   // every consumer warp
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int c = blockIdx.x;
+  const int32_t w_begin = p.work_indptr[c], w_end = p.work_indptr[c + 1];
+  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
+    if (tid == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
+    return;
+  }
+
+  if (warp >= kConsumers / 32) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    // ---- producer warps: KV tiles into the stage ring; warp pw copies tokens [8pw, 8pw+8) ----
+    const int pw = warp - kConsumers / 32;
+    const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
+    const int64_t row_bytes = int64_t(head_dim) * 2;  // the kernel's own stride (seed 002)
+    uint32_t issued = 0;
+    for (int32_t w = w_begin; w < w_end; ++w) {
+      const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+      if (!work_ok(p, work, w, false)) continue;
+      const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+      for (int chunk = 0; chunk < pairs; chunk += QR) {
+        const int cp = min(QR, pairs - chunk);
+        const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+        // The slot indices of the next tile are loaded before waiting for a free
+        // stage, so their DRAM latency overlaps the wait instead of adding to
+        // every tile (a dependent load per tile serialised the producer).
+        int32_t next = lane < min(kN, max_end - work.kv_start) ? p.kv_indices[work.kv_start + lane] : 0;
+        for (int tile = work.kv_start; tile < max_end; tile += kN) {
+          const int s = int(issued % S);
+          const int count = min(kN, max_end - tile);
+          const int32_t cur = next;
+          if (lane < min(kN, max_end - tile - kN)) next = p.kv_indices[tile + kN + lane];
+          mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error, p.debug_flags & 16);
+          int64_t slot = -1;
+          if (lane < count) {
+            slot = (p.debug_flags & 8) ? int64_t(tile + lane) % (p.kv_elements / head_dim) : int64_t(cur);
+            if (slot < 0 || (slot + 1) * int64_t(head_dim) > p.kv_elements) {
+              if (pw == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot));
+              slot = -1;
+            }
+          }
+          uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
+          // Producer thread t copies 16-byte chunks t, t + 128, ... of the tile's
+          // kN x row_chunks chunks (consecutive threads, consecutive bytes of a row).
+          const int ptid = pw * 32 + lane;
+#pragma unroll 2
+          for (int i = ptid; i < kN * row_chunks; i += kProducers) {
+            const int n = i / row_chunks, ch = i - n * row_chunks;
+            const int64_t sl = __shfl_sync(0xffffffffu, slot, n);
+            if (!(p.debug_flags & 4))
+              tc::cp_async16(stage + swz(ch, n, kN), sl >= 0 ? kv + sl * row_bytes + 16 * ch : kv, sl >= 0 ? 16 : 0);
+          }
+          // full[s] completes when every producer thread's copies of the tile have
+          // landed (an asynchronous arrive per thread, counted in the barrier's 128).
+          asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
+          ++issued;
+        }
+      }
+    }
+    tc::cp_async_wait_all();
+    return;
+  }
+
+  // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  const int g = warp / 4, ct = tid % 128, wq = (tid % 128) / 32;
+  const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
+  const int tq = lane % 4;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float score_scale =
+      p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
+  if (g == 1) {  // both P buffers start free
+    bar_arrive(kBarPFree + 0, kConsumers);
+    bar_arrive(kBarPFree + 1, kConsumers);
+  }
+  uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring)
+
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, tid == 0)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = 0; chunk < pairs; chunk += QR) {
+      const int cp = min(QR, pairs - chunk);
+      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+      const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
+      const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
+
+      // q of the chunk into the swizzled [block][QR][128 B] tile (16-bit; fp8 decoded).
+      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s and stats
+      {
+        const int64_t q_base = (int64_t(work.qo_start) * heads + chunk) * head_dim;
+        for (int i = tid; i < QR * row_chunks; i += kConsumers) {
+          const int r = i / row_chunks, ch = i % row_chunks;
+          uint4 v = make_uint4(0, 0, 0, 0);
+          if (r < cp) {
+            const int64_t at = q_base + int64_t(r) * head_dim + ch * 8;
+            if (p.q_type == ElemType::fp8) {
+              const uint2 b8 = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.q) + at);
+              uint32_t word[4];
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                const uint32_t src = j < 2 ? b8.x : b8.y;
+                const int sh = (j % 2) * 16;
+                word[j] = uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
+                          (uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
+              }
+              v = make_uint4(word[0], word[1], word[2], word[3]);
+            } else {
+              v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
+            }
+          }
+          *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = v;
+        }
+        fence_async_smem();
+      }
+      bar_sync(kBarChunk, kConsumers);
+
+      float o[4][32];
+#pragma unroll
+      for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+      float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
+      uint32_t a[2][2][4];                                    // [k-step][hi, lo] P fragments
+
+      int i = 0;
+      for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
+        const int s = int(k % S), b = int(k & 1);
+        const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
+        mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error, p.debug_flags & 16);
+        if (!(p.debug_flags & 64)) fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
+        float alpha0, alpha1;
+        if (g == 0) {
+          // Two independent accumulator chains (even / odd k-steps): one chain of
+          // 36 dependent wgmmas was latency-bound.
+          float sc[16], sc2[16];
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
+          wg_fence();
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            const uint64_t da = desc_sw128(saddr(q_s + (kk >> 2) * QR * kRowBytes + (kk & 3) * 32));
+            const uint64_t db = desc_sw128(saddr(stage + (kk >> 2) * kN * kRowBytes + (kk & 3) * 32));
+            if (kk % 2 == 0) mma_qk<F16>(sc, da, db, kk > 1);
+            else mma_qk<F16>(sc2, da, db, kk > 1);
+          }
+          wg_commit();
+          wg_wait0();  // S, and P·V of the previous tile
+          pin(sc);
+          pin(sc2);
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
+          if (i > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+          }
+          // Mask (causal / range), scale, online softmax in the log2 domain.
+          float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int t0 = tile + 8 * j + 2 * tq;
+            sc[4 * j + 0] = t0 < end0 ? sc[4 * j + 0] * score_scale : kNegInf;
+            sc[4 * j + 1] = t0 + 1 < end0 ? sc[4 * j + 1] * score_scale : kNegInf;
+            sc[4 * j + 2] = t0 < end1 ? sc[4 * j + 2] * score_scale : kNegInf;
+            sc[4 * j + 3] = t0 + 1 < end1 ? sc[4 * j + 3] * score_scale : kNegInf;
+            mx0 = fmaxf(mx0, fmaxf(sc[4 * j + 0], sc[4 * j + 1]));
+            mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+          }
+#pragma unroll
+          for (int o_ = 1; o_ < 4; o_ <<= 1) {
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o_));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o_));
+          }
+          const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+          alpha0 = n0 == kNegInf ? 1.0f : exp2f(m0 - n0);
+          alpha1 = n1 == kNegInf ? 1.0f : exp2f(m1 - n1);
+          m0 = n0;
+          m1 = n1;
+          float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            sc[4 * j + 0] = sc[4 * j + 0] == kNegInf ? 0.0f : exp2f(sc[4 * j + 0] - n0);
+            sc[4 * j + 1] = sc[4 * j + 1] == kNegInf ? 0.0f : exp2f(sc[4 * j + 1] - n0);
+            sc[4 * j + 2] = sc[4 * j + 2] == kNegInf ? 0.0f : exp2f(sc[4 * j + 2] - n1);
+            sc[4 * j + 3] = sc[4 * j + 3] == kNegInf ? 0.0f : exp2f(sc[4 * j + 3] - n1);
+            s0 += sc[4 * j + 0] + sc[4 * j + 1];
+            s1 += sc[4 * j + 2] + sc[4 * j + 3];
+          }
+          l0 = l0 * alpha0 + s0;
+          l1 = l1 * alpha1 + s1;
+          // P as the A fragments of the two 16-token k-steps (hi, lo).
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int jb = 2 * ks + h;  // n8 block of the scores
+              float ra, rb, rc, rd;
+              a[ks][0][2 * h + 0] = pack2<F16>(sc[4 * jb + 0], sc[4 * jb + 1], ra, rb);
+              a[ks][0][2 * h + 1] = pack2<F16>(sc[4 * jb + 2], sc[4 * jb + 3], rc, rd);
+              a[ks][1][2 * h + 0] = pack2<F16>(ra, rb);
+              a[ks][1][2 * h + 1] = pack2<F16>(rc, rd);
+            }
+          // (reg 0: row r0, tokens 0-7 of the k-step; 1: row r1; 2: row r0, tokens 8-15; 3: row r1.)
+          bar_sync(kBarPFree + b, kConsumers);
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+            for (int hl = 0; hl < 2; ++hl)
+              p_buf[(b * 4 + ks * 2 + hl) * 128 + ct] =
+                  make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+          alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
+          bar_arrive(kBarPFull + b, kConsumers);
+        } else {
+          bar_sync(kBarPFull + b, kConsumers);
+          wg_wait0();  // P·V of the previous tile: its registers and stage are free
+          if (i > 0) {
+            __syncwarp();
+            if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+          }
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+            for (int hl = 0; hl < 2; ++hl) {
+              const uint4 v = p_buf[(b * 4 + ks * 2 + hl) * 128 + ct];
+              a[ks][hl][0] = v.x;
+              a[ks][hl][1] = v.y;
+              a[ks][hl][2] = v.z;
+              a[ks][hl][3] = v.w;
+            }
+          const float2 al = alpha_buf[b * 128 + ct];
+          alpha0 = al.x;
+          alpha1 = al.y;
+          bar_arrive(kBarPFree + b, kConsumers);
+        }
+        // O = alpha · O + P · V over this warpgroup's 256 columns.
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            o[nb][4 * j + 0] *= alpha0;
+            o[nb][4 * j + 1] *= alpha0;
+            o[nb][4 * j + 2] *= alpha1;
+            o[nb][4 * j + 3] *= alpha1;
+          }
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) {
+            const uint64_t db = desc_sw128(saddr(stage + (g * 4 + nb) * kN * kRowBytes + ks * 16 * kRowBytes));
+            mma_pv<F16>(o[nb], a[ks][0], db);
+            mma_pv<F16>(o[nb], a[ks][1], db);
+          }
+        wg_commit();
+      }
+      wg_wait0();
+#pragma unroll
+      for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+      if (i > 0) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+      }
+
+      // Row statistics from warpgroup 0 to warpgroup 1.
+      if (g == 0) {
+#pragma unroll
+        for (int o_ = 1; o_ < 4; o_ <<= 1) {
+          l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
+          l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
+        }
+        stats[ct] = make_float4(m0, l0, m1, l1);
+        bar_arrive(kBarStats, kConsumers);
+      } else {
+        bar_sync(kBarStats, kConsumers);
+        const float4 st = stats[ct];
+        m0 = st.x, l0 = st.y, m1 = st.z, l1 = st.w;
+      }
+
+      const bool final_out = work.ploc < 0;
+      const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
+      const float inv0 = l0 == 0.0f ? 0.0f : 1.0f / l0, inv1 = l1 == 0.0f ? 0.0f : 1.0f / l1;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r = half ? r1 : r0;
+        if (r >= cp) continue;
+        const float inv = half ? inv1 : inv0;
+        const int64_t at_row = (row_base + r) * kVDim + g * kVCols + 2 * tq;
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            const float x0 = o[nb][4 * j + 2 * half] * inv, x1 = o[nb][4 * j + 2 * half + 1] * inv;
+            const int64_t at = at_row + nb * 64 + 8 * j;
+            if (final_out) {
+              *reinterpret_cast<uint32_t*>(p.out + at) =
+                  uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+            } else {
+              *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+            }
+          }
+        if (g == 0 && tq == 0) {
+          const float l = half ? l1 : l0, m = half ? m1 : m0;
+          const float lse = l == 0.0f ? kNegInf : (m + log2f(l)) * 0.6931471805599453f;
+          if (final_out) {
+            if (p.lse) p.lse[row_base + r] = lse;
+          } else {
+            p.partial_lse[row_base + r] = lse;
+          }
+        }
+      }
+    }
+  }
+#else
+  (void)p;  // compiled for an architecture without wgmma: never launched (stage1_path)
+#endif
+}
+
+}  // namespace wg
