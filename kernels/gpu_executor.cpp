@@ -4,7 +4,6 @@
 #include "kernels/gpu_executor.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -191,7 +190,6 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   s1.num_partial_rows = w.num_partial_rows;
   s1.error = d.error.as<int32_t>();
   s1.kernel = kernel;
-  if (const char* dbg = std::getenv("MLACTL_STAGE1_DEBUG")) s1.debug_flags = std::atoi(dbg);
   for (const WorkInfo& wi : w.work_info)
     s1.max_pairs = std::max<int64_t>(s1.max_pairs, int64_t(wi.qo_end - wi.qo_start) * v.heads);
 

@@ -929,7 +929,13 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
 #if defined(MLACTL_GPU_CUDA)
   const Stage1Kernel want = p.kernel;
   if (want == Stage1Kernel::cuda_core) return Stage1Kernel::cuda_core;
-  if ((want == Stage1Kernel::automatic || want == Stage1Kernel::wgmma) && wgmma_applies(p)) return Stage1Kernel::wgmma;
+  // automatic: wgmma pays when a work has more than 16 (row, head) pairs (M2
+  // 1.59x, C1 1.81x the Triton peer); with 16 or fewer its 64-row instructions
+  // are 3/4 padding and the mma.sync kernel is faster (M1 578 vs 820 us,
+  // docs/bench_notes.md step 10), so it keeps those views.
+  const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
+  if ((want == Stage1Kernel::wgmma || (want == Stage1Kernel::automatic && pairs > 16)) && wgmma_applies(p))
+    return Stage1Kernel::wgmma;
   if (mma_applies(p)) return Stage1Kernel::mma;
 #else
   (void)p;
@@ -941,21 +947,24 @@ bool stage1_uses_tensor_cores(const Stage1Params& p) { return stage1_kernel_for(
 
 namespace {
 #if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)
-template <bool F16, int QR, int S>
+template <bool F16, int QR, int S, int NT>
 bool launch_stage1_wgmma_t(const Stage1Params& p, std::string* error) {
-  const size_t smem = wg::Plan{QR, S, p.head_dim}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576> : wg::stage1_wgmma_kernel<F16, QR, S, 512>;
+  const size_t smem = wg::Plan{QR, S, p.head_dim, NT}.total();
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT>
+                                  : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
-// Up to 16 pairs per work (M1, S1: 16 or fewer heads, one q row): stage 16 q rows
-// (18 KB) and keep 4 KV tiles in flight; more pairs: 64 q rows (72 KB), 3 tiles.
+// Up to 16 pairs per work (M1, M3, S1: 16 or fewer heads, one q row): stage 16
+// q rows (18 KB) and 4 stages of 32-token KV tiles (186 KB). (64-token tiles,
+// 2 stages: M1 1037 vs 788 us, docs/bench_notes.md step 11.) More pairs (M2,
+// C1): 64 q rows (72 KB), 3 stages (206 KB).
 template <bool F16>
 bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
-  if (pairs <= 16) return launch_stage1_wgmma_t<F16, 16, 4>(p, error);
-  return launch_stage1_wgmma_t<F16, 64, 3>(p, error);
+  if (pairs <= 16) return launch_stage1_wgmma_t<F16, 16, 4, 32>(p, error);
+  return launch_stage1_wgmma_t<F16, 64, 3, 32>(p, error);
 }
 #endif
 

@@ -67,7 +67,6 @@ struct Stage1Params {
   int64_t num_partial_rows = 0;
   int32_t* error = nullptr;              // kDeviceErrorWords
   Stage1Kernel kernel = Stage1Kernel::automatic;  // which stage-1 kernel (tests run each)
-  int32_t debug_flags = 0;               // wgmma kernel experiments (MLACTL_STAGE1_DEBUG); 0 in normal runs
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
 };

@@ -33,35 +33,42 @@
 
 namespace wg {
 
-constexpr int kN = 32;                       // KV tokens per tile (= producer lanes)
 constexpr int kRows = 64;                    // wgmma M: (row, head) pairs per chunk
 constexpr int kConsumers = 256;              // two warpgroups
 // + a producer warpgroup (warp 8 loads; 9-11 only hand their registers back):
 // 9 warps would cap every thread at 168 registers (3 warps on one SM
 // sub-partition), and the consumers need ~200 without spilling. With three
-// warpgroups, setmaxnreg moves registers: producers 40, consumers 232 (504 per
+// warpgroups, setmaxnreg moves registers: producers 48, consumers 232 (512 per
 // sub-partition lane of the 512).
 constexpr int kThreads = kConsumers + 128;
-constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// Per tile width (NT = 64 needs more producer registers for its two index
+// words per lane): 40 + 232 + 232 or 72 + 216 + 216 = 504 of the 512 per lane
+// of a sub-partition. 48 + 232 + 232 = 512 hung setmaxnreg.inc on the H200
+// (the pool never had the last registers free).
+template <int NT>
+struct Regs {
+  static constexpr int producer = NT == 64 ? 72 : 40, consumer = NT == 64 ? 216 : 232;
+};
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
 // stalled at issue (measured: a single producer warp tripled M1's stage-1 time).
 constexpr int kProducers = 128;
 constexpr int kVCols = 256;                  // output columns per warpgroup
 constexpr int kVDim = 2 * kVCols;            // the only v_dim this kernel serves
 constexpr int kRowBytes = 128;               // one swizzle row: 64 16-bit elements
-constexpr int kPBufBytes = 4 * 16 * 128;     // P hi/lo fragments of one tile, 64 B per thread
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6;
 
-// Shared-memory plan for QR staged q rows (16 or 64) and S KV stages.
+// Shared-memory plan for QR staged q rows (16 or 64), S KV stages of NT tokens.
 struct Plan {
-  int qr, stages, head_dim;
+  int qr, stages, head_dim, nt;
   __host__ __device__ int blocks() const { return head_dim / 64; }
   __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
-  __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * kN * kRowBytes; }
+  __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
+  // P hi/lo A fragments of one tile: nt / 16 k-steps x 2 x 16 bytes per consumer thread.
+  __host__ __device__ size_t p_buf_bytes() const { return size_t(nt / 8) * 16 * 128; }
   __host__ __device__ size_t kv_off() const { return q_bytes(); }
   __host__ __device__ size_t p_off() const { return kv_off() + stages * stage_bytes(); }
-  __host__ __device__ size_t alpha_off() const { return p_off() + 2 * kPBufBytes; }
+  __host__ __device__ size_t alpha_off() const { return p_off() + 2 * p_buf_bytes(); }
   __host__ __device__ size_t stats_off() const { return alpha_off() + 2 * 128 * 8; }
   __host__ __device__ size_t bar_off() const { return stats_off() + 128 * 16; }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
@@ -100,17 +107,10 @@ __device__ inline void mbar_arrive(uint32_t bar) {
 // Waits for the phase of `parity` to complete. A wait that lasts ~2 s (4e9
 // cycles) is a protocol bug: it records kErrStall and returns, so a bug shows as
 // a device error (exit 4) instead of a hung process.
-__device__ inline void mbar_wait(uint32_t bar, uint32_t parity, int32_t* error, bool test_only = false) {
+__device__ inline void mbar_wait(uint32_t bar, uint32_t parity, int32_t* error) {
   uint32_t done = 0;
   long long start = 0;
   for (int spin = 0;; ++spin) {
-    if (test_only)
-      asm volatile(
-          "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(done)
-          : "r"(bar), "r"(parity)
-          : "memory");
-    else
     asm volatile(
         "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
@@ -140,6 +140,25 @@ __device__ inline void mma_qk(float (&d)[16], uint64_t da, uint64_t db, int accu
   if constexpr (F16) MLA_WG_QK("f16");
   else MLA_WG_QK("bf16");
 #undef MLA_WG_QK
+}
+
+// S (64 x 64, fp32) (+)= Q (64 x 16, smem) · K (64 x 16, smem)ᵀ.
+template <bool F16>
+__device__ inline void mma_qk(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+#define MLA_WG_QK64(TY)                                                                                              \
+  asm volatile(                                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                   \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28," \
+      "%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                   \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                    \
+      : "l"(da), "l"(db), "r"(accumulate))
+  if constexpr (F16) MLA_WG_QK64("f16");
+  else MLA_WG_QK64("bf16");
+#undef MLA_WG_QK64
 }
 
 // O (64 x 64, fp32) += P (64 x 16, registers) · V (16 x 64, smem, N-major).
@@ -214,15 +233,18 @@ __device__ inline bool work_ok(const Stage1Params& p, const WorkRow& work, int32
 
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
 // unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
-template <bool F16, int QR, int S, int HD>
+// NT: KV tokens per tile (32, or 64 when 16 q rows leave room: fewer, longer
+// tiles halve the per-tile fixed costs: barriers, softmax, waits).
+template <bool F16, int QR, int S, int HD, int NT>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kN = NT, kKSteps = NT / 16;
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const Plan plan{QR, S, HD};
+  const Plan plan{QR, S, HD, NT};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
-  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [2][4][128]
+  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [2][2 * kKSteps][128]
   float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [2][128]
   float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128]
   const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
@@ -249,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   }
 
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NT>::producer));
     // ---- producer warps: KV tiles into the stage ring; warp pw copies tokens [8pw, 8pw+8) ----
     const int pw = warp - kConsumers / 32;
     const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
@@ -265,19 +287,32 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         // The slot indices of the next tile are loaded before waiting for a free
         // stage, so their DRAM latency overlaps the wait instead of adding to
         // every tile (a dependent load per tile serialised the producer).
-        int32_t next = lane < min(kN, max_end - work.kv_start) ? p.kv_indices[work.kv_start + lane] : 0;
+        // Lane l handles the tile's tokens l and l + 32 (NT = 64).
+        constexpr int kPer = kN / 32;
+        int32_t next[kPer];
+#pragma unroll
+        for (int u = 0; u < kPer; ++u)
+          next[u] = lane + 32 * u < max_end - work.kv_start ? p.kv_indices[work.kv_start + lane + 32 * u] : 0;
         for (int tile = work.kv_start; tile < max_end; tile += kN) {
           const int s = int(issued % S);
           const int count = min(kN, max_end - tile);
-          const int32_t cur = next;
-          if (lane < min(kN, max_end - tile - kN)) next = p.kv_indices[tile + kN + lane];
-          mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error, p.debug_flags & 16);
-          int64_t slot = -1;
-          if (lane < count) {
-            slot = (p.debug_flags & 8) ? int64_t(tile + lane) % (p.kv_elements / head_dim) : int64_t(cur);
-            if (slot < 0 || (slot + 1) * int64_t(head_dim) > p.kv_elements) {
-              if (pw == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-              slot = -1;
+          int32_t cur[kPer];
+#pragma unroll
+          for (int u = 0; u < kPer; ++u) {
+            cur[u] = next[u];
+            if (lane + 32 * u < max_end - tile - kN) next[u] = p.kv_indices[tile + kN + lane + 32 * u];
+          }
+          mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
+          int64_t slot[kPer];
+#pragma unroll
+          for (int u = 0; u < kPer; ++u) {
+            slot[u] = -1;
+            if (lane + 32 * u < count) {
+              slot[u] = int64_t(cur[u]);
+              if (slot[u] < 0 || (slot[u] + 1) * int64_t(head_dim) > p.kv_elements) {
+                if (pw == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot[u]));
+                slot[u] = -1;
+              }
             }
           }
           uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
@@ -287,9 +322,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 #pragma unroll 2
           for (int i = ptid; i < kN * row_chunks; i += kProducers) {
             const int n = i / row_chunks, ch = i - n * row_chunks;
-            const int64_t sl = __shfl_sync(0xffffffffu, slot, n);
-            if (!(p.debug_flags & 4))
-              tc::cp_async16(stage + swz(ch, n, kN), sl >= 0 ? kv + sl * row_bytes + 16 * ch : kv, sl >= 0 ? 16 : 0);
+            const int64_t s0 = __shfl_sync(0xffffffffu, slot[0], n % 32);
+            const int64_t sl = kPer == 1 ? s0 : (n < 32 ? s0 : __shfl_sync(0xffffffffu, slot[kPer - 1], n % 32));
+            tc::cp_async16(stage + swz(ch, n, kN), sl >= 0 ? kv + sl * row_bytes + 16 * ch : kv, sl >= 0 ? 16 : 0);
           }
           // full[s] completes when every producer thread's copies of the tile have
           // landed (an asynchronous arrive per thread, counted in the barrier's 128).
@@ -303,7 +338,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   }
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<NT>::consumer));
   const int g = warp / 4, ct = tid % 128, wq = (tid % 128) / 32;
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
   const int tq = lane % 4;
@@ -362,35 +397,52 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 #pragma unroll
         for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
       float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
-      uint32_t a[2][2][4];                                    // [k-step][hi, lo] P fragments
+      uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments
 
       int i = 0;
       for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
         const int s = int(k % S), b = int(k & 1);
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
-        mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error, p.debug_flags & 16);
-        if (!(p.debug_flags & 64)) fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
+        mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
+        fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
         float alpha0, alpha1;
         if (g == 0) {
-          // Two independent accumulator chains (even / odd k-steps): one chain of
-          // 36 dependent wgmmas was latency-bound.
-          float sc[16], sc2[16];
+          // NT = 32: two independent accumulator chains (even / odd k-steps): one
+          // chain of 36 dependent wgmmas was latency-bound. NT = 64: one chain of
+          // instructions twice as long (registers: 32 accumulators already).
+          float sc[NT / 2];
 #pragma unroll
-          for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
-          wg_fence();
+          for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+          if constexpr (NT == 32) {
+            float sc2[16];
 #pragma unroll
-          for (int kk = 0; kk < HD / 16; ++kk) {
-            const uint64_t da = desc_sw128(saddr(q_s + (kk >> 2) * QR * kRowBytes + (kk & 3) * 32));
-            const uint64_t db = desc_sw128(saddr(stage + (kk >> 2) * kN * kRowBytes + (kk & 3) * 32));
-            if (kk % 2 == 0) mma_qk<F16>(sc, da, db, kk > 1);
-            else mma_qk<F16>(sc2, da, db, kk > 1);
+            for (int x = 0; x < 16; ++x) sc2[x] = 0.0f;
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk) {
+              const uint64_t da = desc_sw128(saddr(q_s + (kk >> 2) * QR * kRowBytes + (kk & 3) * 32));
+              const uint64_t db = desc_sw128(saddr(stage + (kk >> 2) * kN * kRowBytes + (kk & 3) * 32));
+              if (kk % 2 == 0) mma_qk<F16>(sc, da, db, kk > 1);
+              else mma_qk<F16>(sc2, da, db, kk > 1);
+            }
+            wg_commit();
+            wg_wait0();  // S, and P·V of the previous tile
+            pin(sc);
+            pin(sc2);
+#pragma unroll
+            for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
+          } else {
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk) {
+              const uint64_t da = desc_sw128(saddr(q_s + (kk >> 2) * QR * kRowBytes + (kk & 3) * 32));
+              const uint64_t db = desc_sw128(saddr(stage + (kk >> 2) * kN * kRowBytes + (kk & 3) * 32));
+              mma_qk<F16>(sc, da, db, kk > 0);
+            }
+            wg_commit();
+            wg_wait0();  // S, and P·V of the previous tile
+            pin(sc);
           }
-          wg_commit();
-          wg_wait0();  // S, and P·V of the previous tile
-          pin(sc);
-          pin(sc2);
-#pragma unroll
-          for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
           if (i > 0) {
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
@@ -398,7 +450,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           // Mask (causal / range), scale, online softmax in the log2 domain.
           float mx0 = kNegInf, mx1 = kNegInf;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
+          for (int j = 0; j < NT / 8; ++j) {
             const int t0 = tile + 8 * j + 2 * tq;
             sc[4 * j + 0] = t0 < end0 ? sc[4 * j + 0] * score_scale : kNegInf;
             sc[4 * j + 1] = t0 + 1 < end0 ? sc[4 * j + 1] * score_scale : kNegInf;
@@ -419,7 +471,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           m1 = n1;
           float s0 = 0.0f, s1 = 0.0f;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
+          for (int j = 0; j < NT / 8; ++j) {
             sc[4 * j + 0] = sc[4 * j + 0] == kNegInf ? 0.0f : exp2f(sc[4 * j + 0] - n0);
             sc[4 * j + 1] = sc[4 * j + 1] == kNegInf ? 0.0f : exp2f(sc[4 * j + 1] - n0);
             sc[4 * j + 2] = sc[4 * j + 2] == kNegInf ? 0.0f : exp2f(sc[4 * j + 2] - n1);
@@ -429,9 +481,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           }
           l0 = l0 * alpha0 + s0;
           l1 = l1 * alpha1 + s1;
-          // P as the A fragments of the two 16-token k-steps (hi, lo).
+          // P as the A fragments of the 16-token k-steps (hi, lo).
 #pragma unroll
-          for (int ks = 0; ks < 2; ++ks)
+          for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int jb = 2 * ks + h;  // n8 block of the scores
@@ -444,10 +496,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           // (reg 0: row r0, tokens 0-7 of the k-step; 1: row r1; 2: row r0, tokens 8-15; 3: row r1.)
           bar_sync(kBarPFree + b, kConsumers);
 #pragma unroll
-          for (int ks = 0; ks < 2; ++ks)
+          for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < 2; ++hl)
-              p_buf[(b * 4 + ks * 2 + hl) * 128 + ct] =
+              p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct] =
                   make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
           alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
           bar_arrive(kBarPFull + b, kConsumers);
@@ -459,10 +511,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
           }
 #pragma unroll
-          for (int ks = 0; ks < 2; ++ks)
+          for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < 2; ++hl) {
-              const uint4 v = p_buf[(b * 4 + ks * 2 + hl) * 128 + ct];
+              const uint4 v = p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct];
               a[ks][hl][0] = v.x;
               a[ks][hl][1] = v.y;
               a[ks][hl][2] = v.z;
@@ -485,7 +537,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           }
         wg_fence();
 #pragma unroll
-        for (int ks = 0; ks < 2; ++ks)
+        for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
           for (int nb = 0; nb < 4; ++nb) {
             const uint64_t db = desc_sw128(saddr(stage + (g * 4 + nb) * kN * kRowBytes + ks * 16 * kRowBytes));
