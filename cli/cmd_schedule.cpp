@@ -13,14 +13,6 @@ namespace mlactl::cli {
 
 namespace {
 
-Route route_for_planner(const std::string& planner, const Batch& b, int64_t Q) {
-  if (planner == "aiter") return b.sparse ? Route::aiter_sparse : Route::asm_persistent;
-  if (planner == "nonpersistent") return Route::asm_nonpersistent;
-  if (planner == "triton") return Route::triton_mla;
-  if (planner == "sparse-rows") return Route::sparse_triton;
-  return Q > 1 ? Route::gluon_verify : Route::gluon_decode;
-}
-
 struct PlannedCase {
   RoutePlan plan;
   InvariantReport inv;
@@ -79,7 +71,7 @@ void setup_schedule(CLI::App& app, Context& ctx) {
       RouteDecision r = rd;
       if (!name.empty()) {
         // a planner runs with a route of its own family; the batch's route when it is one
-        const Route want = route_for_planner(name, b, md.max_qo_len);
+        const Route want = route_for_planner(name, b.sparse.has_value(), md.max_qo_len);
         const bool same_family = rd.route == want || (name == "aiter" && rd.route == Route::aiter_sparse) ||
                                  ((name == "gluon" || name == "gluon-split") && (rd.route == Route::gluon_decode || rd.route == Route::gluon_verify));
         if (!same_family) r.route = want;

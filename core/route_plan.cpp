@@ -29,6 +29,20 @@ std::string default_planner(Route r) {
   return "";
 }
 
+}  // namespace
+
+// The inverse of default_planner: the route whose own planner `planner` is
+// (gluon-split, a planner no route defaults to, answers as gluon does).
+Route route_for_planner(const std::string& planner, bool sparse, int64_t max_qo_len) {
+  if (planner == "aiter") return sparse ? Route::aiter_sparse : Route::asm_persistent;
+  if (planner == "nonpersistent") return Route::asm_nonpersistent;
+  if (planner == "triton") return Route::triton_mla;
+  if (planner == "sparse-rows") return Route::sparse_triton;
+  return max_qo_len > 1 ? Route::gluon_verify : Route::gluon_decode;
+}
+
+namespace {
+
 bool raw_head_route(Route r) {
   return r == Route::gluon_decode || r == Route::gluon_verify || r == Route::triton_mla || r == Route::sparse_triton;
 }

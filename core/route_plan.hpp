@@ -17,6 +17,9 @@ namespace mlactl {
 
 // Planner names accepted by --planner.
 const std::vector<std::string>& planner_names();  // aiter, gluon, gluon-split, triton, nonpersistent, sparse-rows
+// The route whose own planner is `planner` (the inverse of the route -> planner
+// table; gluon and gluon-split give the gluon route for the batch's max q_len).
+Route route_for_planner(const std::string& planner, bool sparse, int64_t max_qo_len);
 
 struct RoutePlan {
   Route route = Route::refused;

@@ -73,7 +73,7 @@ class GpuExecutor : public Executor {
  private:
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
-  mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;
+  [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
 };
 
 }  // namespace mlactl
