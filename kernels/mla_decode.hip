@@ -40,6 +40,33 @@ __device__ inline void record_error(int32_t* error, int32_t bit, int32_t where, 
   if (atomicCAS(&error[1], -1, where) == -1) error[2] = value;
 }
 
+// The visible end (an index into kv_indices) of (row, head) pair `pair` of a work
+// (row = pair / heads): the causal rule of §7.1, q row i of qn sees KV entries
+// < kv_end - max(0, (qn-1-i) - kv_offset); pairs at or past `pairs` (chunk padding)
+// see nothing. An empty or reversed kv range reads nothing (out 0, lse -inf).
+__device__ inline int visible_end(const WorkRow& w, int qn, int heads, bool causal, int pair, int pairs) {
+  if (pair >= pairs) return w.kv_start;
+  int end = w.kv_end;
+  if (causal) end -= max(0, (qn - 1 - pair / heads) - w.kv_offset);
+  return max(end, w.kv_start);
+}
+
+// A work a stage-1 kernel can run: rows to compute and every range in its
+// buffers. A range error is recorded (when `report`: one thread per block) and
+// the work skipped; no rows is skipped silently (as the CPU executor).
+__device__ inline bool work_ok(const Stage1Params& p, const WorkRow& work, int32_t w, bool report) {
+  const int qn = work.qo_end - work.qo_start;
+  if (qn <= 0) return false;
+  int32_t bit = 0, value = 0;
+  if (work.qo_start < 0 || work.qo_end > p.num_q_rows) bit = kErrQRows, value = work.qo_end;
+  else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices))
+    bit = kErrKvRange, value = work.kv_end;
+  else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows)
+    bit = kErrPartialRows, value = work.ploc;
+  if (bit && report) record_error(p.error, bit, w, value);
+  return bit == 0;
+}
+
 template <ElemType T>
 struct Elem;
 template <>
@@ -187,20 +214,7 @@ __global__ void __launch_bounds__(kThreads) mla_stage1_kernel(Stage1Params p) {
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
     const int qn = work.qo_end - work.qo_start;
-    if (qn <= 0) continue;  // no rows: nothing to compute (as the CPU executor)
-    bool bad = false;
-    if (work.qo_start < 0 || work.qo_end > p.num_q_rows) {
-      if (tid == 0) record_error(p.error, kErrQRows, w, work.qo_end);
-      bad = true;
-    } else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices)) {
-      // an empty or reversed kv range reads nothing: every row gets out 0 / lse -inf
-      if (tid == 0) record_error(p.error, kErrKvRange, w, work.kv_end);
-      bad = true;
-    } else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows) {
-      if (tid == 0) record_error(p.error, kErrPartialRows, w, work.ploc);
-      bad = true;
-    }
-    if (bad) continue;  // uniform across the block
+    if (!work_ok(p, work, w, tid == 0)) continue;  // uniform across the block
 
     const int pairs = qn * heads;
     for (int chunk = 0; chunk < pairs; chunk += kMTile) {
@@ -213,17 +227,7 @@ __global__ void __launch_bounds__(kThreads) mla_stage1_kernel(Stage1Params p) {
         const int m = i / head_dim;
         s.q[i] = m < chunk_pairs ? decode_any(p.q_type, p.q, q_base + i, p.q_scale, p.fp8_fnuz) : 0.0f;
       }
-      // Causal rule (§7.1): q row i of qn sees KV < kv_end - max(0, (qn-1-i) - kv_offset).
-      if (tid < kMTile) {
-        int end = work.kv_start;  // padding pairs of the chunk see nothing
-        if (tid < chunk_pairs) {
-          const int row = (chunk + tid) / heads;
-          end = work.kv_end;
-          if (p.causal) end -= max(0, (qn - 1 - row) - work.kv_offset);
-          end = max(end, work.kv_start);
-        }
-        s.vis_end[tid] = end;
-      }
+      if (tid < kMTile) s.vis_end[tid] = visible_end(work, qn, heads, p.causal, chunk + tid, chunk + chunk_pairs);
       __syncthreads();
 
       int max_end = work.kv_start, min_end = work.kv_end;
@@ -571,19 +575,7 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
     const int qn = work.qo_end - work.qo_start;
-    if (qn <= 0) continue;
-    bool bad = false;
-    if (work.qo_start < 0 || work.qo_end > p.num_q_rows) {
-      if (tid == 0) record_error(p.error, kErrQRows, w, work.qo_end);
-      bad = true;
-    } else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices)) {
-      if (tid == 0) record_error(p.error, kErrKvRange, w, work.kv_end);
-      bad = true;
-    } else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows) {
-      if (tid == 0) record_error(p.error, kErrPartialRows, w, work.ploc);
-      bad = true;
-    }
-    if (bad) continue;
+    if (!work_ok(p, work, w, tid == 0)) continue;
 
     const int pairs = qn * heads;
     for (int chunk = 0; chunk < pairs; chunk += kMG) {
@@ -601,16 +593,7 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
         }
         q_s[m * stride + d] = bits;
       }
-      if (tid < kMG) {
-        int end = work.kv_start;
-        if (tid < chunk_pairs) {
-          const int row = (chunk + tid) / heads;
-          end = work.kv_end;
-          if (p.causal) end -= max(0, (qn - 1 - row) - work.kv_offset);
-          end = max(end, work.kv_start);
-        }
-        vis_end[tid] = end;
-      }
+      if (tid < kMG) vis_end[tid] = visible_end(work, qn, heads, p.causal, chunk + tid, chunk + chunk_pairs);
       __syncthreads();
       int max_end = work.kv_start;
       for (int m = 0; m < chunk_pairs; ++m) max_end = max(max_end, vis_end[m]);
@@ -886,16 +869,6 @@ bool launch_stage1_mma(const Stage1Params& p, std::string* error) {
 #endif
 
 }  // namespace
-
-const char* stage1_kernel_name(Stage1Kernel k) {
-  switch (k) {
-    case Stage1Kernel::automatic: return "automatic";
-    case Stage1Kernel::wgmma: return "wgmma";
-    case Stage1Kernel::mma: return "mma";
-    case Stage1Kernel::cuda_core: return "cuda_core";
-  }
-  return "unknown";
-}
 
 namespace {
 #if defined(MLACTL_GPU_CUDA)

@@ -22,7 +22,16 @@ enum class ElemType : int32_t { bf16 = 0, fp16 = 1, fp8 = 2 };
 // `automatic` picks the first that applies in that order; asking for one that
 // does not apply to a view falls back down the same order.
 enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core = 3 };
-const char* stage1_kernel_name(Stage1Kernel k);
+// (inline: host code of builds without a GPU backend names kernels too)
+inline const char* stage1_kernel_name(Stage1Kernel k) {
+  switch (k) {
+    case Stage1Kernel::automatic: return "automatic";
+    case Stage1Kernel::wgmma: return "wgmma";
+    case Stage1Kernel::mma: return "mma";
+    case Stage1Kernel::cuda_core: return "cuda_core";
+  }
+  return "unknown";
+}
 
 // Bits of the device error word (Stage1Params::error[0]); the kernels record a
 // malformed work list or an out-of-range read here instead of faulting.

@@ -208,29 +208,6 @@ __device__ inline uint32_t swz(int c, int r, int rows) {
   return uint32_t((c >> 3) * rows * kRowBytes + r * kRowBytes + (((c & 7) ^ (r & 7)) << 4));
 }
 
-// The visible end (an index into kv_indices) of chunk row `pair`: the causal rule
-// of §7.1; pairs past the chunk see nothing.
-__device__ inline int visible_end(const WorkRow& w, int qn, int heads, bool causal, int pair, int pairs) {
-  if (pair >= pairs) return w.kv_start;
-  int end = w.kv_end;
-  if (causal) end -= max(0, (qn - 1 - pair / heads) - w.kv_offset);
-  return max(end, w.kv_start);
-}
-
-// A work the kernel can run (range errors are recorded by consumer thread 0 only).
-__device__ inline bool work_ok(const Stage1Params& p, const WorkRow& work, int32_t w, bool report) {
-  const int qn = work.qo_end - work.qo_start;
-  if (qn <= 0) return false;
-  int32_t bit = 0, value = 0;
-  if (work.qo_start < 0 || work.qo_end > p.num_q_rows) bit = kErrQRows, value = work.qo_end;
-  else if (work.kv_end > work.kv_start && (work.kv_start < 0 || work.kv_end > p.num_kv_indices))
-    bit = kErrKvRange, value = work.kv_end;
-  else if (work.ploc >= 0 && int64_t(work.ploc) + qn > p.num_partial_rows)
-    bit = kErrPartialRows, value = work.ploc;
-  if (bit && report) record_error(p.error, bit, w, value);
-  return bit == 0;
-}
-
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
 // unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
 // NT: KV tokens per tile (32, or 64 when 16 q rows leave room: fewer, longer
