@@ -2,8 +2,8 @@
 # CI extras (SPEC §9), run by .ci/run after the README test command:
 #   1. one lean clang build (build-asan): -O1, -fsanitize=address,undefined
 #      (-fno-sanitize-recover=undefined), no GPU sources; targets unit_tests, mlactl,
-#      run_grid, json_golden and the libFuzzer target fuzz_batch (warnings are not
-#      fatal here: the README build before it is the -Werror one);
+#      run_grid, json_golden and the libFuzzer target fuzz_batch, with -Werror
+#      (clang's warnings, as the README build has gcc's);
 #   2. the unit tests and the CLI tests (labels unit, cli) under the sanitizers;
 #   3. the CPU run grid, fewer cases, under the sanitizers;
 #   4. fuzz_batch: the regression inputs (fuzz/regressions/) once each, then
@@ -50,7 +50,7 @@ configure() {
   fi
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER="$CXX_CLANG" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
-    -DMLACTL_SANITIZE=ON -DMLACTL_FUZZ=ON -DMLACTL_WERROR=OFF \
+    -DMLACTL_SANITIZE=ON -DMLACTL_FUZZ=ON -DMLACTL_WERROR=ON \
     -DMLACTL_GPU=none -DMLACTL_HIP_CHECK=OFF >"$TMP/configure.log" 2>&1 || { cat "$TMP/configure.log"; return 1; }
 }
 
