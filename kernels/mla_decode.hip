@@ -929,14 +929,24 @@ bool launch_stage1_wgmma_t(const Stage1Params& p, std::string* error) {
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
-// Up to 16 pairs per work (M1, M3, S1: 16 or fewer heads, one q row): stage 16
-// q rows (18 KB) and 4 stages of 32-token KV tiles (186 KB). (64-token tiles,
-// 2 stages: M1 1037 vs 788 us, docs/bench_notes.md step 11.) More pairs (M2,
-// C1): 64 q rows (72 KB), 3 stages (206 KB).
+template <bool F16>
+bool launch_stage1_wgmma_transposed(const Stage1Params& p, std::string* error) {
+  const size_t smem = wg::PlanT{p.head_dim}.total();
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576> : wg::stage1_wgmma_t_kernel<F16, 512>;
+  if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
+    return false;
+  kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
+  return check_launch("stage-1 (wgmma, transposed) launch", error);
+}
+// Up to 16 pairs per work (M1, M3, S1: 16 or fewer heads, one q row): the
+// transposed kernel (64 tokens as the wgmma rows, no padding). More pairs (M2,
+// C1): 64 q rows (72 KB), 3 stages of 32-token tiles (206 KB). (The row-major
+// kernel on 16 pairs, 16 q rows, 4 stages: M1 820 us; with 64-token tiles 1037 us,
+// docs/bench_notes.md steps 11-12.)
 template <bool F16>
 bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
-  if (pairs <= 16) return launch_stage1_wgmma_t<F16, 16, 4, 32>(p, error);
+  if (pairs <= 16) return launch_stage1_wgmma_transposed<F16>(p, error);
   return launch_stage1_wgmma_t<F16, 64, 3, 32>(p, error);
 }
 #endif

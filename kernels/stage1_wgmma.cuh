@@ -56,7 +56,7 @@ constexpr int kVCols = 256;                  // output columns per warpgroup
 constexpr int kVDim = 2 * kVCols;            // the only v_dim this kernel serves
 constexpr int kRowBytes = 128;               // one swizzle row: 64 16-bit elements
 // Named barrier ids (0 is __syncthreads).
-constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6;
+constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6, kBarRed = 7;  // kBarRed + warpgroup
 
 // Shared-memory plan for QR staged q rows (16 or 64), S KV stages of NT tokens.
 struct Plan {
@@ -208,6 +208,77 @@ __device__ inline uint32_t swz(int c, int r, int rows) {
   return uint32_t((c >> 3) * rows * kRowBytes + r * kRowBytes + (((c & 7) ^ (r & 7)) << 4));
 }
 
+// The producer warpgroup's loop (warp pw of 4, lane): walks the block's works,
+// chunks of QR pairs and NT-token tiles in the consumers' order, and loads each
+// tile into stage (tile count % S) once `empty` says the stage is free; `full`
+// completes when the copies land. Slot errors are recorded and read as zeros.
+template <int QR, int NT, int S, int HD>
+__device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
+                                        size_t stage_bytes, uint32_t full_bar, uint32_t empty_bar, int pw, int lane) {
+  constexpr int kN = NT, head_dim = HD, row_chunks = HD / 8;
+  const int heads = p.heads;
+  const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
+  const int64_t row_bytes = int64_t(head_dim) * 2;  // the kernel's own stride (seed 002)
+  uint32_t issued = 0;
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, false)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = 0; chunk < pairs; chunk += QR) {
+      const int cp = min(QR, pairs - chunk);
+      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+      // The slot indices of the next tile are loaded before waiting for a free
+      // stage, so their DRAM latency overlaps the wait instead of adding to
+      // every tile (a dependent load per tile serialised the producer).
+      // Lane l handles the tile's tokens l and l + 32 (NT = 64).
+      constexpr int kPer = kN / 32;
+      int32_t next[kPer];
+#pragma unroll
+      for (int u = 0; u < kPer; ++u)
+        next[u] = lane + 32 * u < max_end - work.kv_start ? p.kv_indices[work.kv_start + lane + 32 * u] : 0;
+      for (int tile = work.kv_start; tile < max_end; tile += kN) {
+        const int s = int(issued % S);
+        const int count = min(kN, max_end - tile);
+        int32_t cur[kPer];
+#pragma unroll
+        for (int u = 0; u < kPer; ++u) {
+          cur[u] = next[u];
+          if (lane + 32 * u < max_end - tile - kN) next[u] = p.kv_indices[tile + kN + lane + 32 * u];
+        }
+        mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
+        int64_t slot[kPer];
+#pragma unroll
+        for (int u = 0; u < kPer; ++u) {
+          slot[u] = -1;
+          if (lane + 32 * u < count) {
+            slot[u] = int64_t(cur[u]);
+            if (slot[u] < 0 || (slot[u] + 1) * int64_t(head_dim) > p.kv_elements) {
+              if (pw == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot[u]));
+              slot[u] = -1;
+            }
+          }
+        }
+        uint8_t* stage = kv_s + size_t(s) * stage_bytes;
+        // Producer thread t copies 16-byte chunks t, t + 128, ... of the tile's
+        // kN x row_chunks chunks (consecutive threads, consecutive bytes of a row).
+        const int ptid = pw * 32 + lane;
+#pragma unroll 2
+        for (int i = ptid; i < kN * row_chunks; i += kProducers) {
+          const int n = i / row_chunks, ch = i - n * row_chunks;
+          const int64_t s0 = __shfl_sync(0xffffffffu, slot[0], n % 32);
+          const int64_t sl = kPer == 1 ? s0 : (n < 32 ? s0 : __shfl_sync(0xffffffffu, slot[kPer - 1], n % 32));
+          tc::cp_async16(stage + swz(ch, n, kN), sl >= 0 ? kv + sl * row_bytes + 16 * ch : kv, sl >= 0 ? 16 : 0);
+        }
+        // full[s] completes when every producer thread's copies of the tile have
+        // landed (an asynchronous arrive per thread, counted in the barrier's 128).
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
+        ++issued;
+      }
+    }
+  }
+  tc::cp_async_wait_all();
+}
+
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
 // unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
 // NT: KV tokens per tile (32, or 64 when 16 q rows leave room: fewer, longer
@@ -249,68 +320,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NT>::producer));
-    // ---- producer warps: KV tiles into the stage ring; warp pw copies tokens [8pw, 8pw+8) ----
-    const int pw = warp - kConsumers / 32;
-    const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
-    const int64_t row_bytes = int64_t(head_dim) * 2;  // the kernel's own stride (seed 002)
-    uint32_t issued = 0;
-    for (int32_t w = w_begin; w < w_end; ++w) {
-      const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
-      if (!work_ok(p, work, w, false)) continue;
-      const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-      for (int chunk = 0; chunk < pairs; chunk += QR) {
-        const int cp = min(QR, pairs - chunk);
-        const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
-        // The slot indices of the next tile are loaded before waiting for a free
-        // stage, so their DRAM latency overlaps the wait instead of adding to
-        // every tile (a dependent load per tile serialised the producer).
-        // Lane l handles the tile's tokens l and l + 32 (NT = 64).
-        constexpr int kPer = kN / 32;
-        int32_t next[kPer];
-#pragma unroll
-        for (int u = 0; u < kPer; ++u)
-          next[u] = lane + 32 * u < max_end - work.kv_start ? p.kv_indices[work.kv_start + lane + 32 * u] : 0;
-        for (int tile = work.kv_start; tile < max_end; tile += kN) {
-          const int s = int(issued % S);
-          const int count = min(kN, max_end - tile);
-          int32_t cur[kPer];
-#pragma unroll
-          for (int u = 0; u < kPer; ++u) {
-            cur[u] = next[u];
-            if (lane + 32 * u < max_end - tile - kN) next[u] = p.kv_indices[tile + kN + lane + 32 * u];
-          }
-          mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
-          int64_t slot[kPer];
-#pragma unroll
-          for (int u = 0; u < kPer; ++u) {
-            slot[u] = -1;
-            if (lane + 32 * u < count) {
-              slot[u] = int64_t(cur[u]);
-              if (slot[u] < 0 || (slot[u] + 1) * int64_t(head_dim) > p.kv_elements) {
-                if (pw == 0) record_error(p.error, kErrKvSlot, w, int32_t(slot[u]));
-                slot[u] = -1;
-              }
-            }
-          }
-          uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
-          // Producer thread t copies 16-byte chunks t, t + 128, ... of the tile's
-          // kN x row_chunks chunks (consecutive threads, consecutive bytes of a row).
-          const int ptid = pw * 32 + lane;
-#pragma unroll 2
-          for (int i = ptid; i < kN * row_chunks; i += kProducers) {
-            const int n = i / row_chunks, ch = i - n * row_chunks;
-            const int64_t s0 = __shfl_sync(0xffffffffu, slot[0], n % 32);
-            const int64_t sl = kPer == 1 ? s0 : (n < 32 ? s0 : __shfl_sync(0xffffffffu, slot[kPer - 1], n % 32));
-            tc::cp_async16(stage + swz(ch, n, kN), sl >= 0 ? kv + sl * row_bytes + 16 * ch : kv, sl >= 0 ? 16 : 0);
-          }
-          // full[s] completes when every producer thread's copies of the tile have
-          // landed (an asynchronous arrive per thread, counted in the barrier's 128).
-          asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
-          ++issued;
-        }
-      }
-    }
-    tc::cp_async_wait_all();
+    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
+                                    lane);
     return;
   }
 
@@ -582,6 +593,306 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   }
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (stage1_path)
+#endif
+}
+
+}  // namespace wg
+
+namespace wg {
+
+// ---- Transposed warpgroup stage 1, for works of at most 16 (row, head) pairs ----
+//
+// With 16 pairs the kernel above runs 64-row wgmmas that are 3/4 padding (and
+// loses to mma.sync: M1 820 vs 546 us). Here the 64 rows are KV tokens instead:
+//   Sᵀ (64 tokens x 16 pairs) = K (64 x d, smem) · Qᵀ   (wgmma m64n16k16, Q as B)
+//   Oᵀ (512 cols x 16 pairs) += Vᵀ (512 x 64, the same tile read M-major) · Pᵀ
+// so no row is padding and each KV tile is read once by the tensor cores. Each
+// consumer warpgroup owns alternate 64-token tiles with its own softmax state
+// (tile max across its 4 warps through shared memory), writes Pᵀ (hi and lo
+// parts, bf16/fp16) into its own swizzled buffer, and the two states are merged
+// at the end of a chunk. Producer: produce_kv_tiles with 2 stages of 64 tokens.
+constexpr int kTNT = 64, kTPairs = 16, kTStages = 2;
+struct PlanT {
+  int head_dim;
+  __host__ __device__ int blocks() const { return head_dim / 64; }
+  __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * kTPairs * kRowBytes; }
+  __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * kTNT * kRowBytes; }
+  __host__ __device__ size_t kv_off() const { return q_bytes(); }
+  __host__ __device__ size_t p_off() const { return kv_off() + kTStages * stage_bytes(); }  // [wg][hi, lo][16][128 B]
+  __host__ __device__ size_t red_off() const { return p_off() + 2 * 2 * kTPairs * kRowBytes; }  // [wg][4 warps][16] f32
+  __host__ __device__ size_t merge_off() const { return red_off() + 2 * 4 * kTPairs * 4; }  // [64 regs][128 thr] f32
+  __host__ __device__ size_t ml_off() const { return merge_off() + 64 * 128 * 4; }  // [wg][4 warps][16] l, [16] m
+  __host__ __device__ size_t bar_off() const { return ml_off() + (2 * 4 * kTPairs + kTPairs) * 4; }
+  __host__ __device__ size_t total() const { return bar_off() + 2 * kTStages * 8 + 1024; }
+};
+
+// D (64 x 16, fp32) (+)= A (64 x 16, smem; M-major when TRANS_A) · B (16 x 16, smem, K-major).
+template <bool F16, int TRANS_A>
+__device__ inline void mma_m64n16(float (&d)[8], uint64_t da, uint64_t db, int accumulate) {
+#define MLA_WG_N16(TY)                                                                                  \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"                                            \
+               "wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY                                 \
+               " {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, %11, 0;\n}\n"                               \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+                 "+f"(d[7])                                                                            \
+               : "l"(da), "l"(db), "r"(accumulate), "n"(TRANS_A))
+  if constexpr (F16) MLA_WG_N16("f16");
+  else MLA_WG_N16("bf16");
+#undef MLA_WG_N16
+}
+
+template <bool F16, int HD>
+__global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int kRowChunks = HD / 8;
+  extern __shared__ __align__(16) uint8_t smem_dyn[];
+  const PlanT plan{HD};
+  uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
+  uint8_t* q_s = smem;
+  uint8_t* kv_s = smem + plan.kv_off();
+  float* red = reinterpret_cast<float*>(smem + plan.red_off());
+  float* merge = reinterpret_cast<float*>(smem + plan.merge_off());
+  float* lsum = reinterpret_cast<float*>(smem + plan.ml_off());  // [wg][warp][16]
+  float* mrec = lsum + 2 * 4 * kTPairs;                           // [16]: warpgroup 1's running max
+  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * kTStages;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int heads = p.heads;
+  if (tid == 0) {
+    for (int s = 0; s < kTStages; ++s) {
+      mbar_init(full_bar + 8 * s, kProducers);
+      mbar_init(empty_bar + 8 * s, 4);  // the 4 warps of the warpgroup that owns the tile
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int c = blockIdx.x;
+  const int32_t w_begin = p.work_indptr[c], w_end = p.work_indptr[c + 1];
+  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
+    if (tid == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
+    return;
+  }
+  if (warp >= kConsumers / 32) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<32>::producer));
+    produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
+                                                  warp - kConsumers / 32, lane);
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<32>::consumer));
+  const int g = warp / 4, wq = warp % 4, ct = tid % 128, gq = lane / 4, tq = lane % 4;
+  uint8_t* p_hi = smem + plan.p_off() + size_t(g) * 2 * kTPairs * kRowBytes;
+  uint8_t* p_lo = p_hi + kTPairs * kRowBytes;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;
+  // This thread's 4 pair columns of every n16 accumulator: x = 2j + e (j: n8 block, e: low bit).
+  auto pair_of = [&](int x) { return 8 * (x >> 1) + 2 * tq + (x & 1); };
+  uint32_t k = 0;  // tiles of the block so far (both warpgroups count every tile)
+
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, tid == 0)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = 0; chunk < pairs; chunk += kTPairs) {
+      const int cp = min(kTPairs, pairs - chunk);
+      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+      int end[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) end[x] = visible_end(work, qn, heads, p.causal, chunk + pair_of(x), chunk + cp);
+
+      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s, merge, lsum
+      {
+        const int64_t q_base = (int64_t(work.qo_start) * heads + chunk) * HD;
+        for (int i = tid; i < kTPairs * kRowChunks; i += kConsumers) {
+          const int r = i / kRowChunks, ch = i % kRowChunks;
+          uint4 v = make_uint4(0, 0, 0, 0);
+          if (r < cp) {
+            const int64_t at = q_base + int64_t(r) * HD + ch * 8;
+            if (p.q_type == ElemType::fp8) {
+              const uint2 b8 = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.q) + at);
+              uint32_t word[4];
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                const uint32_t src = j < 2 ? b8.x : b8.y;
+                const int sh = (j % 2) * 16;
+                word[j] = uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
+                          (uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
+              }
+              v = make_uint4(word[0], word[1], word[2], word[3]);
+            } else {
+              v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
+            }
+          }
+          *reinterpret_cast<uint4*>(q_s + swz(ch, r, kTPairs)) = v;
+        }
+        fence_async_smem();
+      }
+      bar_sync(kBarChunk, kConsumers);
+
+      float o[8][8];  // Oᵀ: [64-column block][accumulator]: cols 16wq + gq (+8), pairs pair_of(x)
+#pragma unroll
+      for (int cb = 0; cb < 8; ++cb)
+#pragma unroll
+        for (int x = 0; x < 8; ++x) o[cb][x] = 0.0f;
+      float m[4], l[4];  // log2-domain running max (same in every thread of the warpgroup), partial sums
+#pragma unroll
+      for (int x = 0; x < 4; ++x) m[x] = kNegInf, l[x] = 0.0f;
+
+      int i = 0;
+      for (int tile = work.kv_start; tile < max_end; tile += kTNT, ++i, ++k) {
+        if ((i & 1) != g) continue;  // the other warpgroup's tile
+        const int s = int(k % kTStages);
+        const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
+        mbar_wait(full_bar + 8 * s, (k / kTStages) & 1, p.error);
+        fence_async_smem();
+
+        float sa[8], sb[8];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) sa[x] = sb[x] = 0.0f;
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) {
+          const uint64_t da = desc_sw128(saddr(stage + (kk >> 2) * kTNT * kRowBytes + (kk & 3) * 32));
+          const uint64_t db = desc_sw128(saddr(q_s + (kk >> 2) * kTPairs * kRowBytes + (kk & 3) * 32));
+          if (kk % 2 == 0) mma_m64n16<F16, 0>(sa, da, db, kk > 1);
+          else mma_m64n16<F16, 0>(sb, da, db, kk > 1);
+        }
+        wg_commit();
+        wg_wait0();
+        pin(sa);
+        pin(sb);
+        // Accumulator a = 4j + e: token 16wq + gq + 8 (e >> 1), pair 8j + 2tq + (e & 1).
+        float v[8], mx[4];
+#pragma unroll
+        for (int x = 0; x < 4; ++x) mx[x] = kNegInf;
+#pragma unroll
+        for (int a = 0; a < 8; ++a) {
+          const int x = 2 * (a >> 2) + (a & 1);
+          const int tok = tile + 16 * wq + gq + 8 * ((a >> 1) & 1);
+          v[a] = tok < end[x] ? (sa[a] + sb[a]) * score_scale : kNegInf;
+          mx[x] = fmaxf(mx[x], v[a]);
+        }
+#pragma unroll
+        for (int x = 0; x < 4; ++x)
+#pragma unroll
+          for (int o_ = 4; o_ < 32; o_ <<= 1) mx[x] = fmaxf(mx[x], __shfl_xor_sync(0xffffffffu, mx[x], o_));
+        if (gq == 0)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) red[(g * 4 + wq) * kTPairs + pair_of(x)] = mx[x];
+        bar_sync(kBarRed + g, 128);
+        float alpha[4];
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          float t = red[(g * 4 + 0) * kTPairs + pair_of(x)];
+#pragma unroll
+          for (int w2 = 1; w2 < 4; ++w2) t = fmaxf(t, red[(g * 4 + w2) * kTPairs + pair_of(x)]);
+          const float n = fmaxf(m[x], t);
+          alpha[x] = n == kNegInf ? 1.0f : exp2f(m[x] - n);
+          m[x] = n;
+          l[x] *= alpha[x];
+        }
+        // Pᵀ into the warpgroup's buffers: row = pair, 64 tokens of 16 bits (one swizzle row).
+#pragma unroll
+        for (int a = 0; a < 8; ++a) {
+          const int x = 2 * (a >> 2) + (a & 1);
+          const float pv = v[a] == kNegInf ? 0.0f : exp2f(v[a] - m[x]);
+          l[x] += pv;
+          const int t = 16 * wq + gq + 8 * ((a >> 1) & 1), r = pair_of(x);
+          const uint32_t off = swz(t >> 3, r, kTPairs) + (t & 7) * 2;
+          const uint16_t hi = tc::encode16<F16>(pv);
+          *reinterpret_cast<uint16_t*>(p_hi + off) = hi;
+          *reinterpret_cast<uint16_t*>(p_lo + off) = tc::encode16<F16>(pv - tc::decode16<F16>(hi));
+        }
+        fence_async_smem();
+        bar_sync(kBarRed + g, 128);  // Pᵀ complete; every warp is past reading red
+#pragma unroll
+        for (int cb = 0; cb < 8; ++cb)
+#pragma unroll
+          for (int a = 0; a < 8; ++a) o[cb][a] *= alpha[2 * (a >> 2) + (a & 1)];
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < kTNT / 16; ++ks) {
+          const uint64_t dh = desc_sw128(saddr(p_hi + ks * 32)), dl = desc_sw128(saddr(p_lo + ks * 32));
+#pragma unroll
+          for (int cb = 0; cb < 8; ++cb) {
+            const uint64_t da = desc_sw128(saddr(stage + cb * kTNT * kRowBytes + ks * 16 * kRowBytes));
+            mma_m64n16<F16, 1>(o[cb], da, dh, 1);
+            mma_m64n16<F16, 1>(o[cb], da, dl, 1);
+          }
+        }
+        wg_commit();
+        wg_wait0();  // this warp's share of P·V: the stage and (after the next barrier) Pᵀ are free
+#pragma unroll
+        for (int cb = 0; cb < 8; ++cb) pin(o[cb]);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_bar + 8 * s);
+      }
+
+      // Merge the two warpgroups' states: per pair, L = Σ_wg l·2^(m_wg − M), O likewise.
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+#pragma unroll
+        for (int o_ = 4; o_ < 32; o_ <<= 1) l[x] += __shfl_xor_sync(0xffffffffu, l[x], o_);
+      if (gq == 0)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) lsum[(g * 4 + wq) * kTPairs + pair_of(x)] = l[x];
+      if (g == 1) {
+        if (wq == 0 && gq == 0)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) mrec[pair_of(x)] = m[x];
+#pragma unroll
+        for (int cb = 0; cb < 8; ++cb)
+#pragma unroll
+          for (int a = 0; a < 8; ++a) merge[(cb * 8 + a) * 128 + ct] = o[cb][a];
+        bar_arrive(kBarStats, kConsumers);
+        continue;
+      }
+      bar_sync(kBarStats, kConsumers);
+      float f0[4], f1[4], inv[4], lse[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int r = pair_of(x);
+        float l0 = 0.0f, l1 = 0.0f;
+#pragma unroll
+        for (int w2 = 0; w2 < 4; ++w2) {
+          l0 += lsum[(0 * 4 + w2) * kTPairs + r];
+          l1 += lsum[(1 * 4 + w2) * kTPairs + r];
+        }
+        const float m1 = mrec[r], M = fmaxf(m[x], m1);
+        f0[x] = M == kNegInf ? 0.0f : exp2f(m[x] - M);
+        f1[x] = M == kNegInf ? 0.0f : exp2f(m1 - M);
+        const float L = l0 * f0[x] + l1 * f1[x];
+        inv[x] = L == 0.0f ? 0.0f : 1.0f / L;
+        lse[x] = L == 0.0f ? kNegInf : (M + log2f(L)) * 0.6931471805599453f;
+      }
+      const bool final_out = work.ploc < 0;
+      const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
+#pragma unroll
+      for (int cb = 0; cb < 8; ++cb)
+#pragma unroll
+        for (int a = 0; a < 8; ++a) {
+          const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
+          if (r >= cp) continue;
+          const float val = (o[cb][a] * f0[x] + merge[(cb * 8 + a) * 128 + ct] * f1[x]) * inv[x];
+          const int64_t at = (row_base + r) * kVDim + cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
+          if (final_out) p.out[at] = encode_out(p.out_type, val);
+          else p.partial_out[at] = val;
+        }
+      if (wq == 0 && gq == 0)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int r = pair_of(x);
+          if (r >= cp) continue;
+          if (final_out) {
+            if (p.lse) p.lse[row_base + r] = lse[x];
+          } else {
+            p.partial_lse[row_base + r] = lse[x];
+          }
+        }
+    }
+  }
+#else
+  (void)p;  // compiled for an architecture without wgmma: never launched (stage1_kernel_for)
 #endif
 }
 
