@@ -208,6 +208,62 @@ __device__ inline uint32_t swz(int c, int r, int rows) {
   return uint32_t((c >> 3) * rows * kRowBytes + r * kRowBytes + (((c & 7) ^ (r & 7)) << 4));
 }
 
+// Block start shared by both wgmma kernels: thread 0 initialises the S-stage
+// `full` (counted by the producer threads) and `empty` (by `empty_count` consumer
+// warps) mbarriers, then the block's work range is read; a malformed
+// work_indptr is recorded and the block does nothing (false).
+__device__ inline bool pipeline_start(const Stage1Params& p, uint32_t full_bar, uint32_t empty_bar, int stages,
+                                      int empty_count, int32_t& w_begin, int32_t& w_end) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      mbar_init(full_bar + 8 * s, kProducers);
+      mbar_init(empty_bar + 8 * s, empty_count);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const int c = blockIdx.x;
+  w_begin = p.work_indptr[c];
+  w_end = p.work_indptr[c + 1];
+  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
+    if (threadIdx.x == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
+    return false;
+  }
+  return true;
+}
+
+// q of a chunk (pairs [chunk, chunk + cp) of the work) into the swizzled
+// [64-element block][QR rows][128 B] tile, 16-bit (fp8 q decoded exactly), rows
+// past cp zero; by the kConsumers consumer threads, fenced for the async proxy.
+template <bool F16, int QR, int HD>
+__device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int chunk, int cp, uint8_t* q_s, int tid) {
+  constexpr int kRowChunks = HD / 8;
+  const int64_t q_base = (int64_t(work.qo_start) * p.heads + chunk) * HD;
+  for (int i = tid; i < QR * kRowChunks; i += kConsumers) {
+    const int r = i / kRowChunks, ch = i % kRowChunks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < cp) {
+      const int64_t at = q_base + int64_t(r) * HD + ch * 8;
+      if (p.q_type == ElemType::fp8) {
+        const uint2 b8 = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.q) + at);
+        uint32_t word[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t src = j < 2 ? b8.x : b8.y;
+          const int sh = (j % 2) * 16;
+          word[j] = uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
+                    (uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
+        }
+        v = make_uint4(word[0], word[1], word[2], word[3]);
+      } else {
+        v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
+      }
+    }
+    *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = v;
+  }
+  fence_async_smem();
+}
+
 // The producer warpgroup's loop (warp pw of 4, lane): walks the block's works,
 // chunks of QR pairs and NT-token tiles in the consumers' order, and loads each
 // tile into stage (tile count % S) once `empty` says the stage is free; `full`
@@ -299,24 +355,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int heads = p.heads;
-  constexpr int head_dim = HD;
-  constexpr int row_chunks = HD / 8;  // 16-byte chunks per KV / q row
 
-  if (tid == 0) {
-    for (int s = 0; s < S; ++s) {
-      mbar_init(full_bar + 8 * s, kProducers);  // every producer thread
-      mbar_init(empty_bar + 8 * s, 8);   // every consumer warp
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-
-  const int c = blockIdx.x;
-  const int32_t w_begin = p.work_indptr[c], w_end = p.work_indptr[c + 1];
-  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
-    if (tid == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
-    return;
-  }
+  int32_t w_begin, w_end;
+  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) return;  // every consumer warp
 
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NT>::producer));
@@ -349,34 +390,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
       const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
       const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
 
-      // q of the chunk into the swizzled [block][QR][128 B] tile (16-bit; fp8 decoded).
       bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s and stats
-      {
-        const int64_t q_base = (int64_t(work.qo_start) * heads + chunk) * head_dim;
-        for (int i = tid; i < QR * row_chunks; i += kConsumers) {
-          const int r = i / row_chunks, ch = i % row_chunks;
-          uint4 v = make_uint4(0, 0, 0, 0);
-          if (r < cp) {
-            const int64_t at = q_base + int64_t(r) * head_dim + ch * 8;
-            if (p.q_type == ElemType::fp8) {
-              const uint2 b8 = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.q) + at);
-              uint32_t word[4];
-#pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                const uint32_t src = j < 2 ? b8.x : b8.y;
-                const int sh = (j % 2) * 16;
-                word[j] = uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
-                          (uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
-              }
-              v = make_uint4(word[0], word[1], word[2], word[3]);
-            } else {
-              v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
-            }
-          }
-          *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = v;
-        }
-        fence_async_smem();
-      }
+      stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
       bar_sync(kBarChunk, kConsumers);
 
       float o[4][32];
@@ -644,7 +659,6 @@ __device__ inline void mma_m64n16(float (&d)[8], uint64_t da, uint64_t db, int a
 template <bool F16, int HD>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int kRowChunks = HD / 8;
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const PlanT plan{HD};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
@@ -658,20 +672,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int heads = p.heads;
-  if (tid == 0) {
-    for (int s = 0; s < kTStages; ++s) {
-      mbar_init(full_bar + 8 * s, kProducers);
-      mbar_init(empty_bar + 8 * s, 4);  // the 4 warps of the warpgroup that owns the tile
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-  const int c = blockIdx.x;
-  const int32_t w_begin = p.work_indptr[c], w_end = p.work_indptr[c + 1];
-  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
-    if (tid == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
-    return;
-  }
+  int32_t w_begin, w_end;  // a tile's `empty`: the 4 warps of the warpgroup that owns it
+  if (!pipeline_start(p, full_bar, empty_bar, kTStages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<32>::producer));
     produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
@@ -701,32 +703,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       for (int x = 0; x < 4; ++x) end[x] = visible_end(work, qn, heads, p.causal, chunk + pair_of(x), chunk + cp);
 
       bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s, merge, lsum
-      {
-        const int64_t q_base = (int64_t(work.qo_start) * heads + chunk) * HD;
-        for (int i = tid; i < kTPairs * kRowChunks; i += kConsumers) {
-          const int r = i / kRowChunks, ch = i % kRowChunks;
-          uint4 v = make_uint4(0, 0, 0, 0);
-          if (r < cp) {
-            const int64_t at = q_base + int64_t(r) * HD + ch * 8;
-            if (p.q_type == ElemType::fp8) {
-              const uint2 b8 = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.q) + at);
-              uint32_t word[4];
-#pragma unroll
-              for (int j = 0; j < 4; ++j) {
-                const uint32_t src = j < 2 ? b8.x : b8.y;
-                const int sh = (j % 2) * 16;
-                word[j] = uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
-                          (uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
-              }
-              v = make_uint4(word[0], word[1], word[2], word[3]);
-            } else {
-              v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
-            }
-          }
-          *reinterpret_cast<uint4*>(q_s + swz(ch, r, kTPairs)) = v;
-        }
-        fence_async_smem();
-      }
+      stage_q<F16, kTPairs, HD>(p, work, chunk, cp, q_s, tid);
       bar_sync(kBarChunk, kConsumers);
 
       float o[8][8];  // Oᵀ: [64-column block][accumulator]: cols 16wq + gq (+8), pairs pair_of(x)
