@@ -20,6 +20,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/pipeline.hpp"
 #include "core/budget.hpp"
 #include "core/builder.hpp"
 #include "core/inputs.hpp"
@@ -123,7 +124,6 @@ ShapeCost shape_cost(const Batch& b, const std::vector<RowWindow>& rows) {
   return c;
 }
 
-uint16_t nan_bits(DType d) { return d == DType::fp16 ? 0x7E00 : 0x7FC0; }
 
 struct RouteResult {
   std::string requested;  // as given (route name, or "auto")
@@ -190,38 +190,11 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
     return;
   }
   EncodedTensor kq = build_kernel_q(in, layout, v);
-  std::vector<uint16_t> out(size_t(layout.view_rows * v.heads * v.v_dim), nan_bits(b.model.dtype));
-  std::vector<float> lse(size_t(layout.view_rows * v.heads), std::numeric_limits<float>::quiet_NaN());
-  int64_t partial_rows = plan.work.num_partial_rows;
-  for (const auto& w : plan.work.work_info)
-    if (w.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, int64_t(w.partial_qo_loc) + std::max(0, w.qo_end - w.qo_start));
-  rr.partial_rows = partial_rows;
-  std::vector<float> pout(size_t(std::max<int64_t>(1, partial_rows) * v.heads * v.v_dim), std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> plse(size_t(std::max<int64_t>(1, partial_rows) * v.heads), std::numeric_limits<float>::quiet_NaN());
-  WorkList wl = plan.work;
-  wl.num_partial_rows = partial_rows;
-  ExecArgs a;
-  a.work = &wl;
-  a.view = v;
-  a.kv_indices = plan.kv_indices.data();
-  a.num_kv_indices = int64_t(plan.kv_indices.size());
-  a.q = kq.data();
-  a.num_q_rows = layout.view_rows;
-  a.q_scale = kq.scale;
-  a.kv = in.kv.data();
-  a.num_slots = in.num_slots;
-  a.kv_row_stride = in.head_dim;
-  a.kv_scale = in.kv.scale;
-  a.fp8_flavor = b.fp8_flavor();
-  a.softmax_scale = float(b.model.softmax_scale);
-  a.out_dtype = b.model.dtype;
-  a.out = out.data();
-  a.lse = lse.data();
-  a.partial_out = pout.data();
-  a.partial_lse = plse.data();
+  const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
+  rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << rr.planner << "): timing " << opt.iters << " runs\n";
   GpuExecutor ex(stage1_kernel_named(opt.stage1));
-  rr.bench = ex.bench(a, opt.warmup, opt.iters, kv_copies);
+  rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = "failed";
     rr.message = "device/runtime error: " + rr.bench.error;
@@ -229,7 +202,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   }
   rr.stage1 = stats_us(rr.bench.stage1_ms);
   rr.total = stats_us(rr.bench.total_ms);
-  const std::vector<float> user_out = unlayout_out(layout, b.model.dtype, out.data(), v.v_dim);
+  const std::vector<float> user_out = unlayout_out(layout, b.model.dtype, call->out.data(), v.v_dim);
   const int64_t per_row = int64_t(b.model.num_heads) * v.v_dim;
   for (const RowWindow& r : rows) {
     if (r.kind == MaskKind::padding) continue;

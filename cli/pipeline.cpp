@@ -32,42 +32,11 @@ struct ExecOutput {
 };
 ExecOutput execute(Executor& ex, const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout, const EncodedTensor& kq) {
   ExecOutput eo;
-  const KernelView& v = plan.kernel_view;
-  const DType out_dtype = b.model.dtype;
-  const int64_t view_rows = layout.view_rows;
-  std::vector<uint16_t> out((size_t)(view_rows * v.heads * v.v_dim), nan_bits(out_dtype));
-  std::vector<float> lse((size_t)(view_rows * v.heads), std::numeric_limits<float>::quiet_NaN());
-  // partial rows: what the works address (a corrupted list may address more than planned)
-  int64_t partial_rows = plan.work.num_partial_rows;
-  for (const auto& w : plan.work.work_info)
-    if (w.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, (int64_t)w.partial_qo_loc + std::max(0, w.qo_end - w.qo_start));
-  std::vector<float> pout((size_t)(std::max<int64_t>(1, partial_rows) * v.heads * v.v_dim), std::numeric_limits<float>::quiet_NaN());
-  std::vector<float> plse((size_t)(std::max<int64_t>(1, partial_rows) * v.heads), std::numeric_limits<float>::quiet_NaN());
-  WorkList wl = plan.work;
-  wl.num_partial_rows = partial_rows;
-  ExecArgs a;
-  a.work = &wl;
-  a.view = v;
-  a.kv_indices = plan.kv_indices.data();
-  a.num_kv_indices = (int64_t)plan.kv_indices.size();
-  a.q = kq.data();
-  a.num_q_rows = view_rows;
-  a.q_scale = kq.scale;
-  a.kv = in.kv.data();
-  a.num_slots = in.num_slots;
-  a.kv_row_stride = in.head_dim;
-  a.kv_scale = in.kv.scale;
-  a.fp8_flavor = b.fp8_flavor();
-  a.softmax_scale = (float)b.model.softmax_scale;
-  a.out_dtype = out_dtype;
-  a.out = out.data();
-  a.lse = lse.data();
-  a.partial_out = pout.data();
-  a.partial_lse = plse.data();
-  eo.result = ex.run(a);
+  const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
+  eo.result = ex.run(call->args);
   if (eo.result.ok) {
-    eo.out = unlayout_out(layout, out_dtype, out.data(), v.v_dim);
-    eo.lse = unlayout_lse(layout, lse.data());
+    eo.out = unlayout_out(layout, b.model.dtype, call->out.data(), plan.kernel_view.v_dim);
+    eo.lse = unlayout_lse(layout, call->lse.data());
   }
   return eo;
 }
@@ -96,6 +65,42 @@ void dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, c
   (void)in;
 }
 }  // namespace
+
+std::unique_ptr<ExecCall> make_exec_call(const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout,
+                                         const EncodedTensor& kq) {
+  auto c = std::make_unique<ExecCall>();
+  const KernelView& v = plan.kernel_view;
+  const int64_t view_rows = layout.view_rows;
+  c->out.assign(size_t(view_rows * v.heads * v.v_dim), nan_bits(b.model.dtype));
+  c->lse.assign(size_t(view_rows * v.heads), std::numeric_limits<float>::quiet_NaN());
+  int64_t partial_rows = plan.work.num_partial_rows;
+  for (const auto& w : plan.work.work_info)
+    if (w.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, int64_t(w.partial_qo_loc) + std::max(0, w.qo_end - w.qo_start));
+  c->partial_out.assign(size_t(std::max<int64_t>(1, partial_rows) * v.heads * v.v_dim), std::numeric_limits<float>::quiet_NaN());
+  c->partial_lse.assign(size_t(std::max<int64_t>(1, partial_rows) * v.heads), std::numeric_limits<float>::quiet_NaN());
+  c->work = plan.work;
+  c->work.num_partial_rows = partial_rows;
+  ExecArgs& a = c->args;
+  a.work = &c->work;
+  a.view = v;
+  a.kv_indices = plan.kv_indices.data();
+  a.num_kv_indices = int64_t(plan.kv_indices.size());
+  a.q = kq.data();
+  a.num_q_rows = view_rows;
+  a.q_scale = kq.scale;
+  a.kv = in.kv.data();
+  a.num_slots = in.num_slots;
+  a.kv_row_stride = in.head_dim;
+  a.kv_scale = in.kv.scale;
+  a.fp8_flavor = b.fp8_flavor();
+  a.softmax_scale = float(b.model.softmax_scale);
+  a.out_dtype = b.model.dtype;
+  a.out = c->out.data();
+  a.lse = c->lse.data();
+  a.partial_out = c->partial_out.data();
+  a.partial_lse = c->partial_lse.data();
+  return c;
+}
 
 std::unique_ptr<Executor> make_executor(const std::string& backend, int threads, std::string* skip_reason) {
   std::string why;

@@ -11,6 +11,7 @@
 #include "core/captured.hpp"
 #include "core/compare.hpp"
 #include "core/inputs.hpp"
+#include "core/layout.hpp"
 #include "core/position_audit.hpp"
 #include "core/reference.hpp"
 #include "core/route_plan.hpp"
@@ -48,6 +49,19 @@ struct RunOutcome {
 
 // Backend choice: "auto" picks the GPU when one is present. Returns nullptr with
 // *skip_reason set when "gpu" is asked for and none exists.
+// The kernel contract's arguments for a plan over output buffers it owns, poisoned
+// (NaN) so rows no work writes stay visible: run's and bench's one way to call an
+// executor. The partial buffers cover what the works address (a corrupted work
+// list may address more rows than the plan sized).
+struct ExecCall {
+  std::vector<uint16_t> out;  // kernel-layout output bits
+  std::vector<float> lse, partial_out, partial_lse;
+  WorkList work;
+  ExecArgs args;
+};
+std::unique_ptr<ExecCall> make_exec_call(const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout,
+                                         const EncodedTensor& kq);
+
 std::unique_ptr<Executor> make_executor(const std::string& backend, int threads, std::string* skip_reason);
 
 RunOutcome run_pipeline(const Batch& b, const RunOptions& opt);
