@@ -18,7 +18,7 @@ For each SPEC §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports it) this
   * prints one table: shape, mlactl µs, Triton µs, speed-up, % of roofline.
 
 Usage: python3 scripts/bench_vs_triton.py [--mlactl build-bench/mlactl] [--iters 30]
-       [--shapes M1,M2,M3,C1,S1,F1] [--json OUT.json]
+       [--shapes M1,M2,M3,C1,S1,F1] [--json OUT.json] [--stage1 automatic|wgmma|mma|cuda_core]
 Exit 0 when everything that could run ran; 77 when torch/triton or a GPU is
 missing (the peer could not run; mlactl numbers are still printed if possible).
 """
@@ -52,11 +52,11 @@ def next_pow2(x):
     return 1 << (max(1, int(x)) - 1).bit_length()
 
 
-def run_mlactl(mlactl, name, sh, iters, block_size):
+def run_mlactl(mlactl, name, sh, iters, block_size, stage1="automatic"):
     ctx = sh["s"] - sh["q"]
     cmd = [mlactl, "--format", "json", "bench", "--heads", str(sh["h"]), "--qlen", str(sh["q"]),
            "--context", str(ctx), "--batch-size", str(sh["b"]), "--iters", str(iters), "--seed", "1",
-           "--block-size", str(block_size)]
+           "--block-size", str(block_size), "--stage1", stage1]
     if sh["q"] > 1:
         cmd += ["--mtp-qlen", str(sh["q"])]
     if sh["kv"] == "fp8":
@@ -159,6 +159,8 @@ def main():
     ap.add_argument("--block-size", type=int, default=16,
                     help="KV page size for both sides (mlactl kv_cache.block_size, Triton PAGE_SIZE; shuffled pages)")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--stage1", default="automatic", choices=["automatic", "wgmma", "mma", "cuda_core"],
+                    help="mlactl's stage-1 kernel (mlactl bench --stage1)")
     a = ap.parse_args()
     names = [s for s in a.shapes.split(",") if s]
 
@@ -174,7 +176,7 @@ def main():
            "peer_ran": peer is not None, "peer_error": peer_why, "shapes": {}}
     for n in names:
         sh = SHAPES[n]
-        cmd, rc, mj = run_mlactl(a.mlactl, n, sh, a.iters, a.block_size)
+        cmd, rc, mj = run_mlactl(a.mlactl, n, sh, a.iters, a.block_size, a.stage1)
         entry = {"shape": sh, "mlactl_cmd": " ".join(cmd), "mlactl_exit": rc, "mlactl": mj}
         if peer is not None:
             try:
