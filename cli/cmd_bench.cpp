@@ -51,12 +51,6 @@ struct BenchOptions {
   int64_t copy_mib = 1024;  // roofline copy size (each of source and destination)
 };
 
-mla::Stage1Kernel stage1_kernel_named(const std::string& name) {
-  for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
-    if (name == mla::stage1_kernel_name(k)) return k;
-  return mla::Stage1Kernel::automatic;
-}
-
 constexpr double kRotateBytes = 256.0 * 1024 * 1024;  // > 4x the H200's 50-60 MB L2
 
 struct Stats {
@@ -193,7 +187,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << rr.planner << "): timing " << opt.iters << " runs\n";
-  GpuExecutor ex(stage1_kernel_named(opt.stage1));
+  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1));
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = "failed";
@@ -244,7 +238,9 @@ void setup_bench(CLI::App& app, Context& ctx) {
   sub->add_option("--stage1", opt->stage1,
                   "stage-1 kernel: automatic (the fastest that applies), wgmma (sm_90a on Hopper), mma, cuda_core; "
                   "one that does not apply to the view falls back in that order")
-      ->check(CLI::IsMember({"automatic", "wgmma", "mma", "cuda_core"}))
+      ->check(CLI::IsMember(std::vector<std::string>{
+          mla::stage1_kernel_name(mla::Stage1Kernel::automatic), mla::stage1_kernel_name(mla::Stage1Kernel::wgmma),
+          mla::stage1_kernel_name(mla::Stage1Kernel::mma), mla::stage1_kernel_name(mla::Stage1Kernel::cuda_core)}))
       ->capture_default_str();
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");

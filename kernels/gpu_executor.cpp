@@ -234,14 +234,22 @@ std::string launch_precheck(const ExecArgs& a) {
 }
 }  // namespace
 
+namespace {
+// Marks a result failed with `text` (the first error wins) and returns it:
+// run's and bench's one way out.
+template <typename Result>
+Result failed(Result& r, const std::string& text) {
+  r.ok = false;
+  if (r.error.empty()) r.error = text;
+  return r;
+}
+
+}  // namespace
+
 ExecResult GpuExecutor::run(const ExecArgs& a) {
   ExecResult result;
   std::string& err = result.error;
-  auto fail = [&](const std::string& text) {
-    result.ok = false;
-    if (err.empty()) err = text;
-    return result;
-  };
+  auto fail = [&](const std::string& text) { return failed(result, text); };
   if (std::string why = launch_precheck(a); !why.empty()) return fail(why);
 
   DeviceState& d = *state_;
@@ -280,11 +288,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   r.iters = std::max(1, iters);
   r.kv_copies = std::max(1, kv_copies);
   std::string& err = r.error;
-  auto fail = [&](const std::string& text) {
-    r.ok = false;
-    if (err.empty()) err = text;
-    return r;
-  };
+  auto fail = [&](const std::string& text) { return failed(r, text); };
   if (std::string why = launch_precheck(a); !why.empty()) return fail(why);
 
   DeviceState& d = *state_;

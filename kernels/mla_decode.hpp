@@ -32,6 +32,13 @@ inline const char* stage1_kernel_name(Stage1Kernel k) {
   }
   return "unknown";
 }
+// The kernel a name (as stage1_kernel_name prints it) stands for; unknown names
+// are automatic (the CLI validates names first).
+inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
+  for (Stage1Kernel k : {Stage1Kernel::wgmma, Stage1Kernel::mma, Stage1Kernel::cuda_core})
+    if (name == stage1_kernel_name(k)) return k;
+  return Stage1Kernel::automatic;
+}
 
 // Bits of the device error word (Stage1Params::error[0]); the kernels record a
 // malformed work list or an out-of-range read here instead of faulting.

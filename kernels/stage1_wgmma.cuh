@@ -35,20 +35,14 @@ namespace wg {
 
 constexpr int kRows = 64;                    // wgmma M: (row, head) pairs per chunk
 constexpr int kConsumers = 256;              // two warpgroups
-// + a producer warpgroup (warp 8 loads; 9-11 only hand their registers back):
-// 9 warps would cap every thread at 168 registers (3 warps on one SM
-// sub-partition), and the consumers need ~200 without spilling. With three
-// warpgroups, setmaxnreg moves registers: producers 48, consumers 232 (512 per
-// sub-partition lane of the 512).
+// + a producer warpgroup (4 warps, all of them loading): 9 warps would cap every
+// thread at 168 registers (3 warps on one SM sub-partition), and the consumers
+// need ~200 without spilling. With three warpgroups, setmaxnreg moves registers
+// from producers to consumers: 40 + 232 + 232 = 504 of the 512 per lane of a
+// sub-partition. (48 + 232 + 232 = 512 hung setmaxnreg.inc on the H200: the pool
+// never had the last registers free.)
 constexpr int kThreads = kConsumers + 128;
-// Per tile width (NT = 64 needs more producer registers for its two index
-// words per lane): 40 + 232 + 232 or 72 + 216 + 216 = 504 of the 512 per lane
-// of a sub-partition. 48 + 232 + 232 = 512 hung setmaxnreg.inc on the H200
-// (the pool never had the last registers free).
-template <int NT>
-struct Regs {
-  static constexpr int producer = NT == 64 ? 72 : 40, consumer = NT == 64 ? 216 : 232;
-};
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
 // stalled at issue (measured: a single producer warp tripled M1's stage-1 time).
 constexpr int kProducers = 128;
@@ -58,7 +52,7 @@ constexpr int kRowBytes = 128;               // one swizzle row: 64 16-bit eleme
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6, kBarRed = 7;  // kBarRed + warpgroup
 
-// Shared-memory plan for QR staged q rows (16 or 64), S KV stages of NT tokens.
+// Shared-memory plan for QR staged q rows, S KV stages of NT tokens.
 struct Plan {
   int qr, stages, head_dim, nt;
   __host__ __device__ int blocks() const { return head_dim / 64; }
@@ -337,8 +331,11 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
 // unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
-// NT: KV tokens per tile (32, or 64 when 16 q rows leave room: fewer, longer
-// tiles halve the per-tile fixed costs: barriers, softmax, waits).
+// QR, S, NT: staged q rows, KV stages, tokens per tile. Launched as (64, 3, 32)
+// only: the (16, 4, 32) and (16, 2, 64) variants for works of <= 16 pairs lost
+// to mma.sync (bench_notes steps 11-12; the transposed kernel below serves those
+// now). With QR = 16 the A descriptor's rows 16-63 would read past q_s into the
+// stages: harmless padding rows, never written out.
 template <bool F16, int QR, int S, int HD, int NT>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -360,14 +357,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) return;  // every consumer warp
 
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<NT>::producer));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
                                     lane);
     return;
   }
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<NT>::consumer));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
   const int g = warp / 4, ct = tid % 128, wq = (tid % 128) / 32;
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
   const int tq = lane % 4;
@@ -675,13 +672,13 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   int32_t w_begin, w_end;  // a tile's `empty`: the 4 warps of the warpgroup that owns it
   if (!pipeline_start(p, full_bar, empty_bar, kTStages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(Regs<32>::producer));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
                                                   warp - kConsumers / 32, lane);
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(Regs<32>::consumer));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
   const int g = warp / 4, wq = warp % 4, ct = tid % 128, gq = lane / 4, tq = lane % 4;
   uint8_t* p_hi = smem + plan.p_off() + size_t(g) * 2 * kTPairs * kRowBytes;
   uint8_t* p_lo = p_hi + kTPairs * kRowBytes;
