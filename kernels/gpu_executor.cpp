@@ -198,9 +198,12 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   rd.num_tiles = w.reduce_indptr.empty() ? 0 : int32_t(w.reduce_indptr.size() - 1);
   for (int32_t t = 0; t < rd.num_tiles; ++t) {
     const int splits = w.reduce_indptr[t + 1] - w.reduce_indptr[t];
-    if (splits > 1 && size_t(t) < w.reduce_final_map.size())
-      rd.max_items = std::max(rd.max_items, mla::reduce_items(std::max(0, w.reduce_final_map[t][1] - w.reduce_final_map[t][0]),
-                                                               v.heads, v.v_dim, splits));
+    if (splits > 1 && size_t(t) < w.reduce_final_map.size()) {
+      const int rows = std::max(0, w.reduce_final_map[t][1] - w.reduce_final_map[t][0]);
+      rd.max_items = std::max(rd.max_items, mla::reduce_items(rows, v.heads, v.v_dim, splits));
+      rd.max_splits = std::max(rd.max_splits, splits);
+      rd.max_rows = std::max(rd.max_rows, rows);
+    }
   }
   rd.reduce_final_map = d.reduce_final_map.as<int32_t>();
   rd.reduce_partial_map = d.reduce_partial_map.as<int32_t>();

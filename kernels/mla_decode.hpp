@@ -91,6 +91,8 @@ struct ReduceParams {
   const int32_t* reduce_indptr = nullptr;     // [num_tiles + 1]
   int32_t num_tiles = 0;
   int64_t max_items = 0;                      // max over split tiles of reduce_items() (grid size)
+  int32_t max_splits = 0;                     // max over tiles of the split count
+  int32_t max_rows = 0;                       // max over split tiles of q1 - q0
   const int32_t* reduce_final_map = nullptr;  // [num_tiles][2]
   const int32_t* reduce_partial_map = nullptr;
   int64_t num_partial_map = 0;
