@@ -972,12 +972,11 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
 #if defined(MLACTL_GPU_CUDA)
   const Stage1Kernel want = p.kernel;
   if (want == Stage1Kernel::cuda_core) return Stage1Kernel::cuda_core;
-  // automatic: wgmma pays when a work has more than 16 (row, head) pairs (M2
-  // 1.59x, C1 1.81x the Triton peer); with 16 or fewer its 64-row instructions
-  // are 3/4 padding and the mma.sync kernel is faster (M1 578 vs 820 us,
-  // docs/bench_notes.md step 10), so it keeps those views.
-  const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
-  if ((want == Stage1Kernel::wgmma || (want == Stage1Kernel::automatic && pairs > 16)) && wgmma_applies(p))
+  // automatic: the warpgroup kernels wherever they apply (sm_90a build on a
+  // compute-9.0 device, 16-bit KV). Since the producer copies whole row segments
+  // (bench_notes step 16) they beat mma.sync on every SPEC shape: M1 412 vs 545 us,
+  // M3 228 vs 288, M2 163 vs 610, C1 572 vs 2181 (stage 1).
+  if ((want == Stage1Kernel::wgmma || want == Stage1Kernel::automatic) && wgmma_applies(p))
     return Stage1Kernel::wgmma;
   if (mma_applies(p)) return Stage1Kernel::mma;
 #else
