@@ -683,7 +683,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   }
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-  const int g = warp / 4, wq = warp % 4, ct = tid % 128, gq = lane / 4, tq = lane % 4;
+  // g through a shuffle from lane 0: ptxas then knows it is warp-uniform; derived
+  // from threadIdx it saw the tile loop's `continue` as a divergent path and
+  // serialised every wgmma (C7520).
+  const int g = __shfl_sync(0xffffffffu, warp / 4, 0), wq = warp % 4, ct = tid % 128, gq = lane / 4, tq = lane % 4;
   uint8_t* p_hi = smem + plan.p_off() + size_t(g) * 2 * kTPairs * kRowBytes;
   uint8_t* p_lo = p_hi + kTPairs * kRowBytes;
   constexpr float kLog2e = 1.4426950408889634f;
