@@ -447,13 +447,17 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
   }
 }
 
-// Reduce for tiles of at most kFewSplits splits (M1-M3, C1: 2-32), WIP: one
+// Reduce for tiles of at most kFewSplits splits (M1-M3, C1: 2-32): one
 // (row, head) pair per 128 threads, 4 columns (float4) per thread; every thread
 // computes the pair's LSE and weights itself from the n lse values (the same
 // addresses across the pair's threads: broadcast loads), so a pair costs two
 // rounds of independent loads and no barrier. The general kernel above (one item
 // per block, the weights recomputed per split) took 173 us of C1's 1017.
+// NMAX (2, 4, ..., 32) bounds the tile's splits and sizes the per-thread arrays:
+// one kernel for 32 held 106 registers (2 blocks per SM) and walked 32
+// predicated entries per loop for C1's 2 splits: 110 us for 67 MB (ncu).
 constexpr int kFewSplits = 32;
+template <int NMAX>
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReduceParams p) {
   const int t = blockIdx.x, tid = threadIdx.x;
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
@@ -461,7 +465,7 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
   const int32_t q0 = p.reduce_final_map[2 * t], q1 = p.reduce_final_map[2 * t + 1];
   if (q0 < 0) return;
   const int rows = q1 - q0;
-  bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows || e - s > kFewSplits;
+  bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows || e - s > NMAX;
   for (int32_t k = s + tid; !bad && k < e; k += kReduceThreads) {
     const int32_t r0 = p.reduce_partial_map[k];
     bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;
@@ -477,11 +481,11 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
   const int pairs = rows * heads;
   for (int pair = blockIdx.y * 2 + half; pair < pairs; pair += gridDim.y * 2) {
     const int r = pair / heads, h = pair % heads;
-    float lk[kFewSplits];
-    int32_t prow[kFewSplits];  // partial row x heads + head (< 2^31: checked at launch)
+    float lk[NMAX];
+    int32_t prow[NMAX];  // partial row x heads + head (< 2^31: checked at launch)
     float m = kNegInf;
 #pragma unroll
-    for (int k = 0; k < kFewSplits; ++k) {
+    for (int k = 0; k < NMAX; ++k) {
       if (k < n) {
         prow[k] = (p.reduce_partial_map[s + k] + r) * heads + h;
         lk[k] = p.partial_lse[prow[k]];
@@ -490,7 +494,7 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
     }
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < kFewSplits; ++k)
+    for (int k = 0; k < NMAX; ++k)
       if (k < n) sum += expf(lk[k] - m);
     const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
     const int64_t out_row = (int64_t(q0) + r) * heads + h;
@@ -498,7 +502,7 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
     if (c4 < v_dim) {
       float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-      for (int k = 0; k < kFewSplits; ++k) {
+      for (int k = 0; k < NMAX; ++k) {
         if (k < n) {
           const float wk = expf(lk[k] - lse);
           const float4 x = *reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * v_dim + c4);
@@ -508,11 +512,10 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
           acc.w = fmaf(wk, x.w, acc.w);
         }
       }
-      uint16_t* o = p.out + out_row * v_dim + c4;
-      o[0] = encode_out(p.out_type, acc.x);
-      o[1] = encode_out(p.out_type, acc.y);
-      o[2] = encode_out(p.out_type, acc.z);
-      o[3] = encode_out(p.out_type, acc.w);
+      // one 8-byte store (out rows are 1024-byte aligned: v_dim 512 x 16 bits)
+      *reinterpret_cast<uint2*>(p.out + out_row * v_dim + c4) =
+          make_uint2(uint32_t(encode_out(p.out_type, acc.x)) | (uint32_t(encode_out(p.out_type, acc.y)) << 16),
+                     uint32_t(encode_out(p.out_type, acc.z)) | (uint32_t(encode_out(p.out_type, acc.w)) << 16));
     }
   }
 }
@@ -1056,7 +1059,12 @@ bool launch_reduce(const ReduceParams& p, std::string* error) {
     const int64_t pairs = int64_t(p.max_rows) * p.heads;
     const int64_t want = std::max<int64_t>(1, 2048 / std::max<int32_t>(1, p.num_tiles));
     const unsigned by = unsigned(std::max<int64_t>(1, std::min<int64_t>({(pairs + 1) / 2, want, 65535})));
-    mla_reduce_few_kernel<<<dim3(unsigned(p.num_tiles), by), dim3(kReduceThreads), 0, 0>>>(p);
+    const dim3 grid(unsigned(p.num_tiles), by), block(kReduceThreads);
+    if (p.max_splits <= 2) mla_reduce_few_kernel<2><<<grid, block, 0, 0>>>(p);
+    else if (p.max_splits <= 4) mla_reduce_few_kernel<4><<<grid, block, 0, 0>>>(p);
+    else if (p.max_splits <= 8) mla_reduce_few_kernel<8><<<grid, block, 0, 0>>>(p);
+    else if (p.max_splits <= 16) mla_reduce_few_kernel<16><<<grid, block, 0, 0>>>(p);
+    else mla_reduce_few_kernel<kFewSplits><<<grid, block, 0, 0>>>(p);
     return check_launch("reduce launch", error);
   }
   const unsigned blocks_y = unsigned(std::min<int64_t>(p.max_items, 65535));  // grid y limit; the kernel strides

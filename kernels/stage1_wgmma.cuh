@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-  const int g = warp / 4, ct = tid % 128, wq = (tid % 128) / 32;
+  const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;  // g: see the transposed kernel
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
   const int tq = lane % 4;
   constexpr float kLog2e = 1.4426950408889634f;
