@@ -183,6 +183,13 @@ template <typename Kernel>
 inline gpu_error_t gpu_set_max_dynamic_shared(Kernel k, int bytes) {
   return hipFuncSetAttribute(reinterpret_cast<const void*>(k), hipFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
+// A launch that may start while the previous kernel in the stream drains (see
+// the CUDA version); HIP has no such launch: a plain one.
+template <typename... Params, typename... Args>
+inline gpu_error_t gpu_launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+  kernel<<<grid, block, 0, 0>>>(args...);
+  return hipGetLastError();
+}
 #else
 inline gpu_error_t gpu_malloc(void** p, size_t n) { return cudaMalloc(p, n); }
 inline gpu_error_t gpu_free(void* p) { return cudaFree(p); }
@@ -219,7 +226,32 @@ template <typename Kernel>
 inline gpu_error_t gpu_set_max_dynamic_shared(Kernel k, int bytes) {
   return cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
+// Programmatic dependent launch (compute capability 9.0+): the kernel's blocks may
+// be scheduled as the previous kernel's blocks retire, instead of after a full
+// drain and launch gap; the kernel must call grid_dependency_wait() before it
+// reads what the previous kernel wrote. Older devices get a plain launch.
+template <typename... Params, typename... Args>
+inline gpu_error_t gpu_launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, Args... args) {
+  static const bool pdl = gpu_current_compute_capability() >= 90;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, Params(args)...);
+}
 #endif
+
+// Waits until the kernel this one was launched after (gpu_launch_dependent) has
+// finished and its writes are visible; a no-op where there is no such launch.
+__device__ inline void grid_dependency_wait() {
+#if defined(MLACTL_GPU_CUDA) && defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 
 // Turns a runtime status into text; returns false (and fills *error once) on failure.
 inline bool check(gpu_error_t status, const char* what, std::string* error) {

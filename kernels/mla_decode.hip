@@ -389,6 +389,7 @@ __device__ inline float wave_sum(float v) {
 
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams p) {
   __shared__ float scratch[kReduceThreads];
+  grid_dependency_wait();  // stage 1's partials (launched with gpu_launch_dependent)
   const int t = blockIdx.x, tid = threadIdx.x;
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
   if (e - s <= 1) return;  // unsplit tiles were written by stage 1
@@ -459,6 +460,7 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
 constexpr int kFewSplits = 32;
 template <int NMAX>
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReduceParams p) {
+  grid_dependency_wait();  // stage 1's partials (launched with gpu_launch_dependent)
   const int t = blockIdx.x, tid = threadIdx.x;
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
   if (e - s <= 1) return;  // unsplit tiles were written by stage 1
@@ -1060,16 +1062,16 @@ bool launch_reduce(const ReduceParams& p, std::string* error) {
     const int64_t want = std::max<int64_t>(1, 2048 / std::max<int32_t>(1, p.num_tiles));
     const unsigned by = unsigned(std::max<int64_t>(1, std::min<int64_t>({(pairs + 1) / 2, want, 65535})));
     const dim3 grid(unsigned(p.num_tiles), by), block(kReduceThreads);
-    if (p.max_splits <= 2) mla_reduce_few_kernel<2><<<grid, block, 0, 0>>>(p);
-    else if (p.max_splits <= 4) mla_reduce_few_kernel<4><<<grid, block, 0, 0>>>(p);
-    else if (p.max_splits <= 8) mla_reduce_few_kernel<8><<<grid, block, 0, 0>>>(p);
-    else if (p.max_splits <= 16) mla_reduce_few_kernel<16><<<grid, block, 0, 0>>>(p);
-    else mla_reduce_few_kernel<kFewSplits><<<grid, block, 0, 0>>>(p);
-    return check_launch("reduce launch", error);
+    auto kernel = p.max_splits <= 2    ? mla_reduce_few_kernel<2>
+                  : p.max_splits <= 4  ? mla_reduce_few_kernel<4>
+                  : p.max_splits <= 8  ? mla_reduce_few_kernel<8>
+                  : p.max_splits <= 16 ? mla_reduce_few_kernel<16>
+                                       : mla_reduce_few_kernel<kFewSplits>;
+    return check(gpu_launch_dependent(kernel, grid, block, p), "reduce launch", error);
   }
   const unsigned blocks_y = unsigned(std::min<int64_t>(p.max_items, 65535));  // grid y limit; the kernel strides
-  mla_reduce_kernel<<<dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), 0, 0>>>(p);
-  return check_launch("reduce launch", error);
+  return check(gpu_launch_dependent(mla_reduce_kernel, dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), p),
+               "reduce launch", error);
 }
 
 namespace {
