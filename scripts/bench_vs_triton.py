@@ -19,6 +19,7 @@ For each SPEC §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports it) this
 
 Usage: python3 scripts/bench_vs_triton.py [--mlactl build-bench/mlactl] [--iters 30]
        [--shapes M1,M2,M3,C1,S1,F1] [--json OUT.json] [--stage1 automatic|wgmma|mma|cuda_core]
+       [--num-cu N]   (mlactl's planner CU count; default: the device's SM count)
 Exit 0 when everything that could run ran; 77 when torch/triton or a GPU is
 missing (the peer could not run; mlactl numbers are still printed if possible).
 """
@@ -52,11 +53,13 @@ def next_pow2(x):
     return 1 << (max(1, int(x)) - 1).bit_length()
 
 
-def run_mlactl(mlactl, name, sh, iters, block_size, stage1="automatic"):
+def run_mlactl(mlactl, name, sh, iters, block_size, stage1="automatic", num_cu=0):
     ctx = sh["s"] - sh["q"]
     cmd = [mlactl, "--format", "json", "bench", "--heads", str(sh["h"]), "--qlen", str(sh["q"]),
            "--context", str(ctx), "--batch-size", str(sh["b"]), "--iters", str(iters), "--seed", "1",
            "--block-size", str(block_size), "--stage1", stage1]
+    if num_cu > 0:
+        cmd += ["--num-cu", str(num_cu)]
     if sh["q"] > 1:
         cmd += ["--mtp-qlen", str(sh["q"])]
     if sh["kv"] == "fp8":
@@ -161,6 +164,9 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--stage1", default="automatic", choices=["automatic", "wgmma", "mma", "cuda_core"],
                     help="mlactl's stage-1 kernel (mlactl bench --stage1)")
+    ap.add_argument("--num-cu", type=int, default=-1,
+                    help="mlactl planner's CU count (platform.num_cu): -1 (default) the device's SM count as PyTorch "
+                         "reports it (AITER plans for the CUs of the device it runs on); 0 the batch default (256, gfx950)")
     a = ap.parse_args()
     names = [s for s in a.shapes.split(",") if s]
 
@@ -172,11 +178,18 @@ def main():
             peer_why = f"Triton peer could not run: {type(e).__name__}: {e}"
             sys.stderr.write(peer_why + "\n")
 
+    num_cu = a.num_cu
+    if num_cu < 0:
+        try:
+            import torch
+            num_cu = torch.cuda.get_device_properties(0).multi_processor_count
+        except Exception:
+            num_cu = 0
     out = {"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "peer": "vllm triton_decode_attention @ 5c1551b0",
-           "peer_ran": peer is not None, "peer_error": peer_why, "shapes": {}}
+           "peer_ran": peer is not None, "peer_error": peer_why, "num_cu": num_cu, "shapes": {}}
     for n in names:
         sh = SHAPES[n]
-        cmd, rc, mj = run_mlactl(a.mlactl, n, sh, a.iters, a.block_size, a.stage1)
+        cmd, rc, mj = run_mlactl(a.mlactl, n, sh, a.iters, a.block_size, a.stage1, num_cu)
         entry = {"shape": sh, "mlactl_cmd": " ".join(cmd), "mlactl_exit": rc, "mlactl": mj}
         if peer is not None:
             try:
@@ -222,7 +235,8 @@ def main():
                           f"{pct:.1f}% {'copy' if bound_bw else 'peak'}", str(FLASHMLA_US.get(n, "")), TARGET[n]])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]
     print()
-    print(f"date {out['date_utc']}; KV page {a.block_size} (shuffled pages) on both sides"
+    print(f"date {out['date_utc']}; KV page {a.block_size} (shuffled pages) on both sides; mlactl planner num_cu "
+          + (str(num_cu) if num_cu > 0 else "256 (batch default)")
           + (f"; copy roofline {copy_gbps:.0f} GB/s" if copy_gbps else ""))
     if peer is None:
         print(peer_why or "Triton peer not run (--no-peer)")
