@@ -15,6 +15,7 @@
 //   P·V: thread owns output columns 2·tid and 2·tid+1 for all 16 pairs.
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
+#include "kernels/fp8x2.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -958,13 +959,18 @@ bool mma_applies(const Stage1Params& p) {
 }
 // The warpgroup kernel: compiled only for sm_90a (MLACTL_CUDA_WGMMA, set by CMake
 // when CMAKE_CUDA_ARCHITECTURES has 90a), run only on a compute-capability-9.0
-// device; 16-bit KV (fp8 KV stays on the mma kernel: its codes would need a
-// conversion pass), head_dim 576 (MLA) or 512 (rope-free), v_dim = 512.
+// device; 16-bit KV, or fp8 KV for works of <= 16 pairs (the producer converts
+// the codes into the stage), head_dim 576 (MLA) or 512 (rope-free), v_dim = 512.
 bool wgmma_applies(const Stage1Params& p) {
 #if defined(MLACTL_CUDA_WGMMA)
   static const int cc = gpu_current_compute_capability();
-  return cc == 90 && mma_operands_exact(p) && p.kv_type != ElemType::fp8 &&
-         (p.head_dim == 576 || p.head_dim == 512) && p.v_dim == wg::kVDim;
+  // fp8 KV: the producer converts the codes to bf16 (exact), so bf16 operands
+  // only (q bf16 or fp8; an fp16 q with fp8 KV stays on mma.sync), and only the
+  // transposed kernel (<= 16 pairs: its consumers leave the producer registers).
+  const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
+  const bool kv8_ok = p.kv_type != ElemType::fp8 || (p.q_type != ElemType::fp16 && pairs <= 16);
+  return cc == 90 && mma_operands_exact(p) && kv8_ok && (p.head_dim == 576 || p.head_dim == 512) &&
+         p.v_dim == wg::kVDim;
 #else
   (void)p;
   return false;
@@ -994,19 +1000,19 @@ bool stage1_uses_tensor_cores(const Stage1Params& p) { return stage1_kernel_for(
 
 namespace {
 #if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)
-template <bool F16, int QR, int S, int NT>
+template <bool F16, bool KV8, int QR, int S, int NT>
 bool launch_stage1_wgmma_t(const Stage1Params& p, std::string* error) {
   const size_t smem = wg::Plan{QR, S, p.head_dim, NT}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT>
-                                  : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT>;
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8>
+                                  : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
-template <bool F16>
+template <bool F16, bool KV8>
 bool launch_stage1_wgmma_transposed(const Stage1Params& p, std::string* error) {
   const size_t smem = wg::PlanT{p.head_dim}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576> : wg::stage1_wgmma_t_kernel<F16, 512>;
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8> : wg::stage1_wgmma_t_kernel<F16, 512, KV8>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
     return false;
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
@@ -1017,11 +1023,11 @@ bool launch_stage1_wgmma_transposed(const Stage1Params& p, std::string* error) {
 // C1): 64 q rows (72 KB), 3 stages of 32-token tiles (206 KB). (The row-major
 // kernel on 16 pairs, 16 q rows, 4 stages: M1 820 us; with 64-token tiles 1037 us,
 // docs/bench_notes.md steps 11-12.)
-template <bool F16>
+template <bool F16, bool KV8>
 bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
-  if (pairs <= 16) return launch_stage1_wgmma_transposed<F16>(p, error);
-  return launch_stage1_wgmma_t<F16, 64, 3, 32>(p, error);
+  if (pairs <= 16) return launch_stage1_wgmma_transposed<F16, KV8>(p, error);
+  return launch_stage1_wgmma_t<F16, KV8, 64, 3, 32>(p, error);
 }
 #endif
 
@@ -1030,7 +1036,11 @@ bool launch_stage1_any(const Stage1Params& p, std::string* error) {
   const Stage1Kernel k = stage1_kernel_for(p);
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
 #if defined(MLACTL_CUDA_WGMMA)
-  if (k == Stage1Kernel::wgmma) return f16 ? launch_stage1_wgmma<true>(p, error) : launch_stage1_wgmma<false>(p, error);
+  if (k == Stage1Kernel::wgmma) {
+    // fp8 KV: the transposed kernel only (wgmma_applies), bf16 operands
+    if (p.kv_type == ElemType::fp8) return launch_stage1_wgmma_transposed<false, true>(p, error);
+    return f16 ? launch_stage1_wgmma<true, false>(p, error) : launch_stage1_wgmma<false, false>(p, error);
+  }
 #endif
   if (k == Stage1Kernel::mma) {
     const bool kv_fp8 = p.kv_type == ElemType::fp8;

@@ -43,6 +43,11 @@ constexpr int kConsumers = 256;              // two warpgroups
 // never had the last registers free.)
 constexpr int kThreads = kConsumers + 128;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+// fp8 KV (transposed kernel only): the producer holds two batches of loaded
+// codes (48 registers) and converts them, so it gets 120 and the consumers 192
+// (120 + 2 x 192 = 504; at 88 / 208 the producer spilled).
+__host__ __device__ constexpr int producer_regs(bool kv8) { return kv8 ? 120 : kProducerRegs; }
+__host__ __device__ constexpr int consumer_regs(bool kv8) { return kv8 ? 192 : kConsumerRegs; }
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
 // stalled at issue (measured: a single producer warp tripled M1's stage-1 time).
 constexpr int kProducers = 128;
@@ -270,14 +275,74 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
 // first version mapped consecutive threads to consecutive chunks of the whole tile
 // and shuffled each chunk's slot in from its owner lane: with no copies at all,
 // that loop alone took 406 us of M1 (bench_notes step 16).
-template <int QR, int NT, int S, int HD>
+// Eight fp8 codes (two words) -> eight bf16 values (one 16-byte chunk), exact:
+// kernels/fp8x2.hpp (unit-tested against the reference's decode for every code).
+__device__ inline uint4 fp8x8_to_bf16x8(uint32_t w0, uint32_t w1, bool fnuz) {
+  uint4 r;
+  fp8x4_to_bf16x4(w0, fnuz, &r.x, &r.y);
+  fp8x4_to_bf16x4(w1, fnuz, &r.z, &r.w);
+  return r;
+}
+
+// fp8 KV (KV8): the producer cannot convert in flight with cp.async, so it loads
+// the codes into registers (16 per 16-byte load; 4 threads per row, batches of 6
+// loads with the next batch in flight while one is converted), writes bf16 bits
+// into the swizzled stage with plain stores, fences them for the async proxy and
+// arrives on `full`. The scores and the output take kv_scale (the consumers).
+template <int NT, int HD>
+__device__ inline void produce_fp8_tile(const Stage1Params& p, int tile, int max_end, const int32_t (&cur)[NT / 32],
+                                        uint8_t* stage, int32_t w, int ptid) {
+  constexpr int kTpr = 4, kRowsPerPass = kProducers / kTpr, kRowsPer = NT / kRowsPerPass;
+  constexpr int kChunks = HD / 16 / kTpr;  // 16-byte fp8 chunks per thread and row (9 or 8)
+  constexpr int kAll = kRowsPer * kChunks, kBatch = 6, kBatches = (kAll + kBatch - 1) / kBatch;
+  const int r0 = ptid / kTpr, c0 = ptid % kTpr;
+  const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
+  const uint8_t* src[kRowsPer];
+#pragma unroll
+  for (int u = 0; u < kRowsPer; ++u) {
+    const int64_t slot = cur[u];
+    const bool in_tile = tile + r0 + kRowsPerPass * u < max_end;
+    const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
+    if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
+    src[u] = ok ? kv + slot * HD : nullptr;
+  }
+  auto load = [&](int k) {
+    const int u = k / kChunks, c = c0 + kTpr * (k % kChunks);
+    return src[u] ? __ldg(reinterpret_cast<const uint4*>(src[u] + 16 * c)) : make_uint4(0, 0, 0, 0);
+  };
+  uint4 buf[2][kBatch];
+#pragma unroll
+  for (int i = 0; i < kBatch; ++i)
+    if (i < kAll) buf[0][i] = load(i);
+#pragma unroll
+  for (int bt = 0; bt < kBatches; ++bt) {
+    if (bt + 1 < kBatches) {
+#pragma unroll
+      for (int i = 0; i < kBatch; ++i)
+        if ((bt + 1) * kBatch + i < kAll) buf[(bt + 1) & 1][i] = load((bt + 1) * kBatch + i);
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int k = bt * kBatch + i;
+      if (k >= kAll) break;
+      const int u = k / kChunks, c = c0 + kTpr * (k % kChunks), n = r0 + kRowsPerPass * u;
+      const uint4 x = buf[bt & 1][i];
+      // fp8 chunk c (elements 16c..16c+15) = bf16 chunks 2c and 2c + 1 of row n
+      *reinterpret_cast<uint4*>(stage + swz(2 * c, n, NT)) = fp8x8_to_bf16x8(x.x, x.y, p.fp8_fnuz);
+      *reinterpret_cast<uint4*>(stage + swz(2 * c + 1, n, NT)) = fp8x8_to_bf16x8(x.z, x.w, p.fp8_fnuz);
+    }
+  }
+  fence_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
+}
+
+template <int QR, int NT, int S, int HD, bool KV8>
 __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                         size_t stage_bytes, uint32_t full_bar, uint32_t empty_bar, int pw, int lane) {
-  constexpr int kTpr = 8;                      // threads per row: 8 x 16 B = one 128-byte segment
+  constexpr int kTpr = KV8 ? 4 : 8;            // threads per row: 8 x 16 B = one 128-byte segment (fp8: 4 x 16 codes)
   constexpr int kRowsPerPass = kProducers / kTpr;
   constexpr int kRowsPer = NT / kRowsPerPass;  // rows per thread
   constexpr int kColsPer = HD / 8 / kTpr;      // 16-byte chunks per thread and row (9 or 8)
-  static_assert(NT % kRowsPerPass == 0 && (HD / 8) % kTpr == 0, "producer thread layout");
+  static_assert(NT % kRowsPerPass == 0 && (HD / 8) % kTpr == 0 && (!KV8 || kRowsPer == NT / 32), "producer thread layout");
   const int heads = p.heads;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
   const int64_t row_bytes = int64_t(HD) * 2;  // the kernel's own stride (seed 002)
@@ -309,23 +374,28 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
         }
         mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
         uint8_t* stage = kv_s + size_t(s) * stage_bytes;
+        if constexpr (KV8) {
+          produce_fp8_tile<NT, HD>(p, tile, max_end, cur, stage, w, ptid);
+          mbar_arrive(full_bar + 8 * s);
+        } else {
 #pragma unroll
-        for (int u = 0; u < kRowsPer; ++u) {
-          const int n = r0 + kRowsPerPass * u;
-          const int64_t slot = cur[u];
-          const bool in_tile = tile + n < max_end;
-          const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
-          if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-          const uint8_t* src = ok ? kv + slot * row_bytes + 16 * c0 : kv;
-          // swz(c0 + 8j, n, NT): column block j, row n, chunk c0 ^ (n & 7).
-          uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
+          for (int u = 0; u < kRowsPer; ++u) {
+            const int n = r0 + kRowsPerPass * u;
+            const int64_t slot = cur[u];
+            const bool in_tile = tile + n < max_end;
+            const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
+            if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
+            const uint8_t* src = ok ? kv + slot * row_bytes + 16 * c0 : kv;
+            // swz(c0 + 8j, n, NT): column block j, row n, chunk c0 ^ (n & 7).
+            uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
 #pragma unroll
-          for (int j = 0; j < kColsPer; ++j)
-            tc::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+            for (int j = 0; j < kColsPer; ++j)
+              tc::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+          }
+          // full[s] completes when every producer thread's copies of the tile have
+          // landed (an asynchronous arrive per thread, counted in the barrier's 128).
+          asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
         }
-        // full[s] completes when every producer thread's copies of the tile have
-        // landed (an asynchronous arrive per thread, counted in the barrier's 128).
-        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
         ++issued;
       }
     }
@@ -340,7 +410,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 // to mma.sync (bench_notes steps 11-12; the transposed kernel below serves those
 // now). With QR = 16 the A descriptor's rows 16-63 would read past q_s into the
 // stages: harmless padding rows, never written out.
-template <bool F16, int QR, int S, int HD, int NT>
+template <bool F16, int QR, int S, int HD, int NT, bool KV8>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kN = NT, kKSteps = NT / 16;
@@ -361,20 +431,21 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) return;  // every consumer warp
 
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
+    produce_kv_tiles<QR, NT, S, HD, KV8>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
                                     lane);
     return;
   }
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
   const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;  // g: see the transposed kernel
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
   const int tq = lane % 4;
   constexpr float kLog2e = 1.4426950408889634f;
+  const float kv_scale = KV8 ? p.kv_scale : 1.0f;  // fp8 KV: on the scores and the output, not the operands
   const float score_scale =
-      p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
+      p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale * kLog2e;  // log2 domain
   if (g == 1) {  // both P buffers start free
     bar_arrive(kBarPFree + 0, kConsumers);
     bar_arrive(kBarPFree + 1, kConsumers);
@@ -575,7 +646,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
       const bool final_out = work.ploc < 0;
       const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
-      const float inv0 = l0 == 0.0f ? 0.0f : 1.0f / l0, inv1 = l1 == 0.0f ? 0.0f : 1.0f / l1;
+      const float inv0 = l0 == 0.0f ? 0.0f : kv_scale / l0, inv1 = l1 == 0.0f ? 0.0f : kv_scale / l1;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = half ? r1 : r0;
@@ -657,7 +728,7 @@ __device__ inline void mma_m64n16(float (&d)[8], uint64_t da, uint64_t db, int a
 #undef MLA_WG_N16
 }
 
-template <bool F16, int HD>
+template <bool F16, int HD, bool KV8>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) uint8_t smem_dyn[];
@@ -676,13 +747,13 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   int32_t w_begin, w_end;  // a tile's `empty`: the 4 warps of the warpgroup that owns it
   if (!pipeline_start(p, full_bar, empty_bar, kTStages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
+    produce_kv_tiles<kTPairs, kTNT, kTStages, HD, KV8>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
                                                   warp - kConsumers / 32, lane);
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
   // g through a shuffle from lane 0: ptxas then knows it is warp-uniform; derived
   // from threadIdx it saw the tile loop's `continue` as a divergent path and
   // serialised every wgmma (C7520).
@@ -690,7 +761,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   uint8_t* p_hi = smem + plan.p_off() + size_t(g) * 2 * kTPairs * kRowBytes;
   uint8_t* p_lo = p_hi + kTPairs * kRowBytes;
   constexpr float kLog2e = 1.4426950408889634f;
-  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;
+  const float kv_scale = KV8 ? p.kv_scale : 1.0f;  // fp8 KV: on the scores and the output, not the operands
+  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale * kLog2e;
   // This thread's 4 pair columns of every n16 accumulator: x = 2j + e (j: n8 block, e: low bit).
   auto pair_of = [&](int x) { return 8 * (x >> 1) + 2 * tq + (x & 1); };
   uint32_t k = 0;  // tiles of the block so far (both warpgroups count every tile)
@@ -843,7 +915,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         f0[x] = M == kNegInf ? 0.0f : exp2f(m[x] - M);
         f1[x] = M == kNegInf ? 0.0f : exp2f(m1 - M);
         const float L = l0 * f0[x] + l1 * f1[x];
-        inv[x] = L == 0.0f ? 0.0f : 1.0f / L;
+        inv[x] = L == 0.0f ? 0.0f : kv_scale / L;
         lse[x] = L == 0.0f ? kNegInf : (M + log2f(L)) * 0.6931471805599453f;
       }
       const bool final_out = work.ploc < 0;

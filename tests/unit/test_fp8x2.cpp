@@ -1,0 +1,48 @@
+// kernels/fp8x2.hpp (the warpgroup kernel's fp8 -> bf16 conversion) against the
+// software decode the CPU reference uses: every pair of codes, both flavours.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/dtype.hpp"
+#include "kernels/fp8x2.hpp"
+
+namespace {
+bool bf16_is_nan(uint16_t b) { return (b & 0x7f80u) == 0x7f80u && (b & 0x007fu) != 0; }
+
+void check_flavor(mlactl::Fp8Flavor flavor) {
+  const bool fnuz = flavor == mlactl::Fp8Flavor::e4m3fnuz;
+  int mismatches = 0;
+  for (uint32_t w = 0; w < 65536; ++w) {  // codes c0 = w & 0xff, c1 = w >> 8 (bytes 0 and 1 of a word)
+    uint32_t lo = 0, hi = 0;
+    mla::fp8x4_to_bf16x4(w | (w << 16), fnuz, &lo, &hi);
+    const uint16_t got[4] = {uint16_t(lo), uint16_t(lo >> 16), uint16_t(hi), uint16_t(hi >> 16)};
+    const uint8_t codes[4] = {uint8_t(w), uint8_t(w >> 8), uint8_t(w), uint8_t(w >> 8)};
+    for (int i = 0; i < 4; ++i) {
+      const float ref = mlactl::fp8_bits_to_float(codes[i], flavor);
+      const uint16_t want = mlactl::float_to_bf16_bits(ref);
+      const bool ok = std::isnan(ref) ? bf16_is_nan(got[i]) : got[i] == want;
+      if (!ok && ++mismatches <= 5)
+        FAIL_CHECK("flavor " << (fnuz ? "e4m3fnuz" : "e4m3fn") << " code 0x" << std::hex << int(codes[i]) << ": got 0x"
+                             << got[i] << ", want 0x" << want);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+}  // namespace
+
+TEST_CASE("fp8x2: e4m3fn codes convert to the reference's bf16 bits, pairwise", "[dtype][kernels]") {
+  check_flavor(mlactl::Fp8Flavor::e4m3fn);
+}
+
+TEST_CASE("fp8x2: e4m3fnuz codes convert to the reference's bf16 bits, pairwise", "[dtype][kernels]") {
+  check_flavor(mlactl::Fp8Flavor::e4m3fnuz);
+}
+
+TEST_CASE("fp8x2: byte_perm follows prmt's default mode", "[kernels]") {
+  CHECK(mla::byte_perm(0x33221100u, 0x77665544u, 0x7531u) == 0x77553311u);
+  CHECK(mla::byte_perm(0xddccbbaau, 0u, 0x4140u) == 0x00bb00aau);
+  CHECK(mla::lanes_lt(0x00070008u, 0x00080008u) == 0xffff0000u);
+  CHECK(mla::lanes_eq(0x007f0001u, 0x007f007fu) == 0xffff0000u);
+}
