@@ -13,6 +13,7 @@
 //     lanes are adjacent, so the row max/sum are 16-lane XOR shuffles that mean
 //     the same on wave32 and wave64;
 //   P·V: thread owns output columns 2·tid and 2·tid+1 for all 16 pairs.
+#include "kernels/fragment.hpp"
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/fp8x2.hpp"
@@ -523,102 +524,97 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
   }
 }
 
-// ---- Tensor-core stage 1 (NVIDIA sm_80+: mma.sync m16n8k16, ldmatrix, cp.async) ----
+// ---- Tensor-core stage 1 (one source: NVIDIA mma.sync, AMD MFMA) -------------
 //
 // Same contract as mla_stage1_kernel, for the common views: 16 (q row, head) pairs
-// per chunk as one m16 tile, KV tiles of 32 tokens double-buffered with cp.async.
-// 4 warps: for Q·Kᵀ warp w owns tokens [8w, 8w+8) of the tile; for P·V it owns
-// output columns [128w, 128w+128). Operands are 16-bit: bf16 (or fp16 when q or
-// KV is fp16); fp8 codes are exact in either, so the fp8 scales are applied to
-// the scores and to the output instead of to the operands. P is split into
-// hi + lo 16-bit parts (two MMAs) so P·V keeps ~fp32 accuracy.
-// AMD builds use mla_stage1_kernel (an MFMA version of this kernel is future work).
-#if defined(MLACTL_GPU_CUDA)
+// per chunk as one m16 tile, KV tiles of 32 tokens. Matrix work goes through
+// kernels/fragment.hpp: NVIDIA (sm_80+) ldmatrix + mma.sync m16n8k16 + cp.async
+// (KV double-buffered), AMD (gfx90a, gfx94x) MFMA 16x16x16 from plain LDS loads
+// with a synchronous copy (one KV buffer: 64 KB of LDS). A m-tile is served by
+// kParts waves (4 warps on NVIDIA, 2 waves of 64 on AMD; 128 threads either way):
+// for Q·Kᵀ part w owns tokens [w·kTileN, (w+1)·kTileN) of the tile (one MMA
+// n-tile: 8 or 16), for P·V output columns [w·kColsPerPart, (w+1)·kColsPerPart)
+// (128 or 256). Operands are 16-bit: bf16 (or fp16 when q or KV is fp16); fp8
+// codes are exact in either, so the fp8 scales are applied to the scores and to
+// the output instead of to the operands. P is split into hi + lo 16-bit parts
+// (two MMAs) so P·V keeps ~fp32 accuracy.
+// AMD builds run it only when asked (Stage1Kernel::mma, see stage1_kernel_for).
 namespace tc {
 
-// A block of G x 4 warps serves G m16 tiles (16 (row, head) pairs each) from one
-// KV tile: warp w works on m-tile w / 4 and on token octet / column quarter w % 4.
-// G = 1: 128 threads, 2 blocks per SM (M1); G = 2: 256 threads, 1 block per SM,
-// the work's KV is streamed once per 32 pairs instead of once per 16 (M2, C1).
-constexpr int kQuarterWarps = 4;
-template <int G>
-__host__ __device__ constexpr int warps() { return kQuarterWarps * G; }
-template <int G>
-__host__ __device__ constexpr int threads() { return 32 * warps<G>(); }
-constexpr int kM = 16;        // pairs per m16 tile
-constexpr int kN = 32;        // tokens per KV tile
-constexpr int kPStride = kN + 8;  // 16-bit elements per P row (pad: conflict-free ldmatrix)
-constexpr int kColsPerWarp = 128;
+constexpr int kM = 16;                          // pairs per m16 tile
+constexpr int kN = 32;                          // tokens per KV tile
+constexpr int kParts = kN / frag::kTileN;       // waves per m-tile: 4 (NVIDIA), 2 (AMD)
+constexpr int kPStride = kN + 8;                // 16-bit elements per P row (pad: conflict-free ldmatrix)
+constexpr int kColsPerPart = 16 * frag::kTileN; // P·V columns per wave: 16 C tiles (o[16][4])
+static_assert(kParts * kColsPerPart == kMaxVDim, "the m-tile's waves cover every output column");
 
-__device__ inline uint32_t smem_addr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+// A block of G x kParts waves serves G m16 tiles (16 (row, head) pairs each) from
+// one KV tile: wave w works on m-tile w / kParts and on token part / column part
+// w % kParts. G = 1: 128 threads, 2 blocks per SM (M1); G = 2 (NVIDIA): 256
+// threads, 1 block per SM, the work's KV is streamed once per 32 pairs instead of
+// once per 16 (M2, C1).
+template <int G>
+__host__ __device__ constexpr int warps() { return kParts * G; }
+template <int G>
+__host__ __device__ constexpr int threads() { return frag::kWaveLanes * warps<G>(); }
 
-// The fragment layer: four 8x8 b16 matrices per ldmatrix; register i of the
-// result holds matrix i, whose row addresses come from lanes 8i..8i+7.
-__device__ inline void ldmatrix_x4(uint32_t r[4], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(row_address))
-               : "memory");
-}
-__device__ inline void ldmatrix_x4_trans(uint32_t r[4], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(row_address))
-               : "memory");
-}
-// c (16x8 fp32) += a (16x16) * b (16x8); F16 picks fp16 operands, else bf16.
-template <bool F16>
-__device__ inline void mma_16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-  if constexpr (F16) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-// 16-byte global->shared copy; src_bytes 0 writes zeros and reads nothing.
-__device__ inline void cp_async16(void* dst, const void* src, int src_bytes) {
-  // No memory clobber: ordering comes from cp_async_wait_all() and the barrier.
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src), "r"(src_bytes));
-}
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ inline void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-// Wait until at most `Pending` committed groups are still in flight.
-template <int Pending>
-__device__ inline void cp_async_wait_pending() { asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory"); }
+#if defined(MLACTL_GPU_CUDA)
+// The warpgroup kernel (stage1_wgmma.cuh) issues its copies with these.
+using frag::cp_async16;
+using frag::cp_async_wait_all;
+#endif
 
 // KV pipeline depth (tiles of 32 tokens). Measured on the H200 (M1): 2 stages
 // with 2 blocks per SM 590 us; 4 stages (1 block per SM, 3 tiles in flight)
 // 867 us: a second block hiding this one's barriers matters more than bytes in
 // flight. Kept as a parameter for the next pipeline (fewer barriers per tile).
+// AMD: one buffer, filled synchronously (two would not fit 64 KB of LDS with
+// head_dim 576; a register-staged prefetch is the next step there).
 template <bool KV_FP8>
-__host__ __device__ constexpr int stages() { return KV_FP8 ? 2 : 2; }  // per KV dtype: fp8 also stages raw bytes
+__host__ __device__ constexpr int stages() {
+  return frag::kAsyncCopy ? (KV_FP8 ? 2 : 2) : 1;  // per KV dtype: fp8 also stages raw bytes
+}
 
 template <bool F16>
 __device__ inline uint16_t encode16(float x) { return F16 ? encode_fp16(x) : encode_bf16(x); }
 template <bool F16>
 __device__ inline float decode16(uint16_t h) { return F16 ? decode_fp16(h) : decode_bf16(h); }
 
+// 8 fp8 codes -> 8 16-bit operands through the block's table.
+__device__ inline uint4 fp8x8_to_operands(uint2 codes, const uint16_t* lut16) {
+  uint4 out;
+  out.x = lut16[codes.x & 0xffu] | (uint32_t(lut16[(codes.x >> 8) & 0xffu]) << 16);
+  out.y = lut16[(codes.x >> 16) & 0xffu] | (uint32_t(lut16[codes.x >> 24]) << 16);
+  out.z = lut16[codes.y & 0xffu] | (uint32_t(lut16[(codes.y >> 8) & 0xffu]) << 16);
+  out.w = lut16[(codes.y >> 16) & 0xffu] | (uint32_t(lut16[codes.y >> 24]) << 16);
+  return out;
+}
+
 __host__ __device__ inline int row_stride_elems(int head_dim) { return head_dim + 8; }  // 16-byte pad
+// fp8 KV: NVIDIA stages the raw codes (cp.async cannot convert) and decodes them
+// in shared memory; AMD decodes on the way from global memory (no staging).
 __host__ __device__ inline size_t smem_bytes(int head_dim, bool kv_fp8, int g) {
   const size_t rows16 = size_t(row_stride_elems(head_dim)) * 2;
   const int n_stages = kv_fp8 ? stages<true>() : stages<false>();
-  return g * kM * rows16 + n_stages * kN * rows16 + 2 * g * kM * kPStride * 2 + 2 * kQuarterWarps * g * kM * 4 +
-         g * kM * 4 +
-         (kv_fp8 ? n_stages * size_t(kN) * head_dim + 256 * 2 : 0);
+  const size_t fp8_staging = frag::kAsyncCopy ? n_stages * size_t(kN) * head_dim : 0;
+  return g * kM * rows16 + n_stages * kN * rows16 + 2 * g * kM * kPStride * 2 + 2 * kParts * g * kM * 4 + g * kM * 4 +
+         (kv_fp8 ? fp8_staging + 256 * 2 : 0);
 }
 
 template <bool F16, bool KV_FP8, int G>
 __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p) {
+  constexpr int kLanes = warp_size();
+  static_assert(kLanes == frag::kWaveLanes || !frag::kAsyncCopy, "NVIDIA: 32-lane warps");
+#if defined(__GFX9__)
+  static_assert(kLanes == frag::kWaveLanes, "the MFMA layouts are wave64");
+#endif
   constexpr int kWarps = warps<G>();
   constexpr int kThreads = threads<G>();
   constexpr int kMG = kM * G;  // pairs per chunk
+  constexpr int kSlots = frag::kCRowSlots, kPerRow = frag::kCElemsPerRow;
   extern __shared__ __align__(16) uint8_t smem_raw[];
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int mt = warp / kQuarterWarps, wq = warp % kQuarterWarps;  // m-tile; token octet / column quarter
+  const int tid = threadIdx.x, lane = tid % kLanes, warp = tid / kLanes;
+  const int mt = warp / kParts, part = warp % kParts;  // m-tile; token part / column part
   const int heads = p.heads, head_dim = p.head_dim, v_dim = p.v_dim;
   const int stride = row_stride_elems(head_dim);
 
@@ -630,8 +626,8 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
   float* red_max = reinterpret_cast<float*>(p_lo + kMG * kPStride);       // [kWarps][kM]
   float* red_sum = red_max + kWarps * kM;                                 // [kWarps][kM]
   int* vis_end = reinterpret_cast<int*>(red_sum + kWarps * kM);           // [kMG]
-  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kMG);              // [kStages][kN][head_dim] fp8 staging
-  uint16_t* lut16 = reinterpret_cast<uint16_t*>(raw8 + kStages * kN * head_dim);  // fp8 code -> 16-bit operand
+  uint8_t* raw8 = reinterpret_cast<uint8_t*>(vis_end + kMG);              // [kStages][kN][head_dim] fp8 staging (NVIDIA)
+  uint16_t* lut16 = reinterpret_cast<uint16_t*>(raw8 + (frag::kAsyncCopy ? kStages * kN * head_dim : 0));  // fp8 code -> 16-bit operand
 
   if constexpr (KV_FP8) {
     for (int c = tid; c < 256; c += kThreads) lut16[c] = encode16<F16>(decode_fp8(uint8_t(c), p.fp8_fnuz));
@@ -674,13 +670,17 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
       int max_end = work.kv_start;
       for (int m = 0; m < chunk_pairs; ++m) max_end = max(max_end, vis_end[m]);
 
-      // This thread's two pair rows in every C fragment: l0/l1 within the m-tile,
-      // r0/r1 within the chunk.
-      const int l0 = lane / 4, l1 = l0 + 8;
-      const int r0 = mt * kM + l0, r1 = r0 + 8;
-      const int end0 = r0 < chunk_pairs ? vis_end[r0] : work.kv_start;
-      const int end1 = r1 < chunk_pairs ? vis_end[r1] : work.kv_start;
-      float run_max0 = kNegInf, run_max1 = kNegInf, run_sum0 = 0.0f, run_sum1 = 0.0f;
+      // This lane's pair rows in every C fragment (frag::c_row): row[s] within
+      // the chunk, end[s] its visible end.
+      int row[kSlots], end[kSlots];
+      float run_max[kSlots], run_sum[kSlots];
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        row[s] = mt * kM + frag::c_row(lane, s);
+        end[s] = row[s] < chunk_pairs ? vis_end[row[s]] : work.kv_start;
+        run_max[s] = kNegInf;
+        run_sum[s] = 0.0f;
+      }
       float o[16][4];
 #pragma unroll
       for (int j = 0; j < 16; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
@@ -703,12 +703,22 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
               bytes = 16;
             }
           }
-          uint8_t* dst = KV_FP8 ? raw8 + (size_t(stage) * kN + n) * head_dim
-                                : reinterpret_cast<uint8_t*>(kv_s + (size_t(stage) * kN + n) * stride);
-          for (int j = tid % kThreadsPerRow; j < chunks_per_row; j += kThreadsPerRow)
-            cp_async16(dst + 16 * j, src + (bytes ? 16 * j : 0), bytes);
+          if constexpr (KV_FP8 && !frag::kAsyncCopy) {
+            // A synchronous copy: decode the 16 codes of a chunk on their way in.
+            uint16_t* dst = kv_s + (size_t(stage) * kN + n) * stride;
+            for (int j = tid % kThreadsPerRow; j < chunks_per_row; j += kThreadsPerRow) {
+              const uint4 codes = bytes ? *reinterpret_cast<const uint4*>(src + 16 * j) : make_uint4(0u, 0u, 0u, 0u);
+              *reinterpret_cast<uint4*>(dst + 16 * j) = fp8x8_to_operands(make_uint2(codes.x, codes.y), lut16);
+              *reinterpret_cast<uint4*>(dst + 16 * j + 8) = fp8x8_to_operands(make_uint2(codes.z, codes.w), lut16);
+            }
+          } else {
+            uint8_t* dst = KV_FP8 ? raw8 + (size_t(stage) * kN + n) * head_dim
+                                  : reinterpret_cast<uint8_t*>(kv_s + (size_t(stage) * kN + n) * stride);
+            for (int j = tid % kThreadsPerRow; j < chunks_per_row; j += kThreadsPerRow)
+              frag::copy16(dst + 16 * j, src + (bytes ? 16 * j : 0), bytes);
+          }
         }
-        cp_async_commit();
+        frag::copy_commit();
       };
 
       // Prologue: kStages-1 tiles in flight (empty groups past the end keep the
@@ -717,187 +727,221 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
       for (int i = 0; i < kStages - 1; ++i) issue_tile(work.kv_start + i * kN, i);
       int stage = 0;
       for (int tile = work.kv_start; tile < max_end; tile += kN, stage = stage + 1 == kStages ? 0 : stage + 1) {
-        cp_async_wait_pending<kStages - 2>();  // this tile's group is complete
-        __syncthreads();                       // visible to all; everyone done with the buffer refilled next, and P
-        const int refill = stage == 0 ? kStages - 1 : stage - 1;  // the buffer used by the previous tile
-        issue_tile(tile + (kStages - 1) * kN, refill);
+        if constexpr (kStages == 1) {
+          __syncthreads();  // everyone done with the buffer and P of the previous tile
+          issue_tile(tile, 0);
+        } else {
+          frag::copy_wait_pending<kStages - 2>();  // this tile's group is complete
+        }
+        __syncthreads();  // visible to all; everyone done with the buffer refilled next, and P
+        if constexpr (kStages > 1) {
+          const int refill = stage == 0 ? kStages - 1 : stage - 1;  // the buffer used by the previous tile
+          issue_tile(tile + (kStages - 1) * kN, refill);
+        }
         uint16_t* kv_tile = kv_s + size_t(stage) * kN * stride;
-        if constexpr (KV_FP8) {
+        if constexpr (KV_FP8 && frag::kAsyncCopy) {
           const uint8_t* raw = raw8 + size_t(stage) * kN * head_dim;
           for (int u = tid; u < kN * head_dim / 8; u += kThreads) {
             const int n = u / (head_dim / 8), d = (u % (head_dim / 8)) * 8;
             const uint2 bytes8 = *reinterpret_cast<const uint2*>(raw + n * head_dim + d);
-            uint4 out;
-            out.x = lut16[bytes8.x & 0xffu] | (uint32_t(lut16[(bytes8.x >> 8) & 0xffu]) << 16);
-            out.y = lut16[(bytes8.x >> 16) & 0xffu] | (uint32_t(lut16[bytes8.x >> 24]) << 16);
-            out.z = lut16[bytes8.y & 0xffu] | (uint32_t(lut16[(bytes8.y >> 8) & 0xffu]) << 16);
-            out.w = lut16[(bytes8.y >> 16) & 0xffu] | (uint32_t(lut16[bytes8.y >> 24]) << 16);
-            *reinterpret_cast<uint4*>(kv_tile + n * stride + d) = out;
+            *reinterpret_cast<uint4*>(kv_tile + n * stride + d) = fp8x8_to_operands(bytes8, lut16);
           }
           __syncthreads();
         }
 
-        // S = Q · Kᵀ for this warp's 8 tokens.
+        // S = Q · Kᵀ for this wave's kTileN tokens.
         // Four independent accumulators (k mod 64 in 16-wide steps): one chain of
         // head_dim / 16 dependent MMAs was the latency of this phase.
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         {
           float sa[4][4] = {};
-          const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
-          const int b_token = wq * 8 + lane % 8, b_col = (lane / 8) * 8;
-          const uint16_t* q_row = q_s + (mt * kM + a_row) * stride + a_col;
-          const uint16_t* k_row = kv_tile + b_token * stride + b_col;
+          const uint16_t* q_row = q_s + (mt * kM) * stride + frag::a_offset(lane, stride);
+          const uint16_t* k_row = kv_tile + (part * frag::kTileN) * stride + frag::b_nk_offset(lane, stride);
           int k0 = 0;
           for (; k0 + 64 <= head_dim; k0 += 64) {
-            uint32_t a0[4], a1[4], a2[4], a3[4], b[4], b2[4];
-            ldmatrix_x4(a0, q_row + k0);
-            ldmatrix_x4(a1, q_row + k0 + 16);
-            ldmatrix_x4(b, k_row + k0);
-            ldmatrix_x4(a2, q_row + k0 + 32);
-            ldmatrix_x4(a3, q_row + k0 + 48);
-            ldmatrix_x4(b2, k_row + k0 + 32);
-            mma_16816<F16>(sa[0], a0, b[0], b[1]);
-            mma_16816<F16>(sa[1], a1, b[2], b[3]);
-            mma_16816<F16>(sa[2], a2, b2[0], b2[1]);
-            mma_16816<F16>(sa[3], a3, b2[2], b2[3]);
+            frag::FragA a0, a1, a2, a3;
+            frag::FragB b0, b1, b2, b3;
+            frag::load_a(a0, q_row + k0);
+            frag::load_a(a1, q_row + k0 + 16);
+            frag::load_b_nk_x2(b0, b1, k_row + k0);
+            frag::load_a(a2, q_row + k0 + 32);
+            frag::load_a(a3, q_row + k0 + 48);
+            frag::load_b_nk_x2(b2, b3, k_row + k0 + 32);
+            frag::mma<F16>(sa[0], a0, b0);
+            frag::mma<F16>(sa[1], a1, b1);
+            frag::mma<F16>(sa[2], a2, b2);
+            frag::mma<F16>(sa[3], a3, b3);
           }
           if (k0 < head_dim) {  // head_dim % 64 == 32
-            uint32_t a0[4], a1[4], b[4];
-            ldmatrix_x4(a0, q_row + k0);
-            ldmatrix_x4(a1, q_row + k0 + 16);
-            ldmatrix_x4(b, k_row + k0);
-            mma_16816<F16>(sa[0], a0, b[0], b[1]);
-            mma_16816<F16>(sa[1], a1, b[2], b[3]);
+            frag::FragA a0, a1;
+            frag::FragB b0, b1;
+            frag::load_a(a0, q_row + k0);
+            frag::load_a(a1, q_row + k0 + 16);
+            frag::load_b_nk_x2(b0, b1, k_row + k0);
+            frag::mma<F16>(sa[0], a0, b0);
+            frag::mma<F16>(sa[1], a1, b1);
           }
 #pragma unroll
           for (int i = 0; i < 4; ++i) s[i] = (sa[0][i] + sa[1][i]) + (sa[2][i] + sa[3][i]);
         }
-        // Mask, scale, tile max per row across the 4 lanes of a row and the 4 warps.
-        const int t0 = tile + wq * 8 + (lane % 4) * 2;
-        const bool v00 = t0 < end0, v01 = t0 + 1 < end0, v10 = t0 < end1, v11 = t0 + 1 < end1;
-        s[0] = v00 ? s[0] * score_scale : kNegInf;
-        s[1] = v01 ? s[1] * score_scale : kNegInf;
-        s[2] = v10 ? s[2] * score_scale : kNegInf;
-        s[3] = v11 ? s[3] * score_scale : kNegInf;
-        float m0 = fmaxf(s[0], s[1]), m1 = fmaxf(s[2], s[3]);
+        // Mask, scale, tile max per row across the row's lanes and the m-tile's waves.
+        const int t0 = tile + part * frag::kTileN + frag::c_col(lane, 0);  // token of element e: t0 + e % kPerRow
+        bool vis[4];
 #pragma unroll
-        for (int o_ = 1; o_ < 4; o_ <<= 1) {
-          m0 = fmaxf(m0, shfl_xor(m0, o_, 4));
-          m1 = fmaxf(m1, shfl_xor(m1, o_, 4));
+        for (int e = 0; e < 4; ++e) {
+          vis[e] = t0 + e % kPerRow < end[e / kPerRow];
+          s[e] = vis[e] ? s[e] * score_scale : kNegInf;
         }
-        if (lane % 4 == 0) {
-          red_max[warp * kM + l0] = m0;
-          red_max[warp * kM + l1] = m1;
+        float mx[kSlots];
+#pragma unroll
+        for (int sl = 0; sl < kSlots; ++sl) {
+          mx[sl] = s[sl * kPerRow];
+#pragma unroll
+          for (int j = 1; j < kPerRow; ++j) mx[sl] = fmaxf(mx[sl], s[sl * kPerRow + j]);
+        }
+#pragma unroll
+        for (int o_ = 1; o_ < frag::kRowLanes; o_ <<= 1) {
+#pragma unroll
+          for (int sl = 0; sl < kSlots; ++sl) mx[sl] = fmaxf(mx[sl], shfl_xor(mx[sl], o_, frag::kRowLanes));
+        }
+        if (lane % frag::kRowLanes == 0) {
+#pragma unroll
+          for (int sl = 0; sl < kSlots; ++sl) red_max[warp * kM + frag::c_row(lane, sl)] = mx[sl];
         }
         __syncthreads();
-        float new0 = run_max0, new1 = run_max1;
+        float alpha[kSlots], pv[4];
 #pragma unroll
-        for (int w2 = 0; w2 < kQuarterWarps; ++w2) {
-          new0 = fmaxf(new0, red_max[(mt * kQuarterWarps + w2) * kM + l0]);
-          new1 = fmaxf(new1, red_max[(mt * kQuarterWarps + w2) * kM + l1]);
+        for (int sl = 0; sl < kSlots; ++sl) {
+          float fresh = run_max[sl];
+#pragma unroll
+          for (int w2 = 0; w2 < kParts; ++w2) fresh = fmaxf(fresh, red_max[(mt * kParts + w2) * kM + frag::c_row(lane, sl)]);
+          alpha[sl] = fresh == kNegInf ? 1.0f : expf(run_max[sl] - fresh);
+          run_max[sl] = fresh;
         }
-        const float alpha0 = new0 == kNegInf ? 1.0f : expf(run_max0 - new0);
-        const float alpha1 = new1 == kNegInf ? 1.0f : expf(run_max1 - new1);
-        const float p00 = v00 ? expf(s[0] - new0) : 0.0f, p01 = v01 ? expf(s[1] - new0) : 0.0f;
-        const float p10 = v10 ? expf(s[2] - new1) : 0.0f, p11 = v11 ? expf(s[3] - new1) : 0.0f;
-        run_sum0 = run_sum0 * alpha0 + p00 + p01;
-        run_sum1 = run_sum1 * alpha1 + p10 + p11;
-        run_max0 = new0;
-        run_max1 = new1;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) pv[e] = vis[e] ? expf(s[e] - run_max[e / kPerRow]) : 0.0f;
+#pragma unroll
+        for (int sl = 0; sl < kSlots; ++sl) {
+          run_sum[sl] = run_sum[sl] * alpha[sl] + pv[sl * kPerRow];
+#pragma unroll
+          for (int j = 1; j < kPerRow; ++j) run_sum[sl] += pv[sl * kPerRow + j];
+        }
         {
-          const int col = wq * 8 + (lane % 4) * 2;
-          const uint16_t h00 = encode16<F16>(p00), h01 = encode16<F16>(p01);
-          const uint16_t h10 = encode16<F16>(p10), h11 = encode16<F16>(p11);
-          *reinterpret_cast<uint32_t*>(p_hi + r0 * kPStride + col) = h00 | (uint32_t(h01) << 16);
-          *reinterpret_cast<uint32_t*>(p_hi + r1 * kPStride + col) = h10 | (uint32_t(h11) << 16);
-          const uint16_t l00 = encode16<F16>(p00 - decode16<F16>(h00)), l01 = encode16<F16>(p01 - decode16<F16>(h01));
-          const uint16_t l10 = encode16<F16>(p10 - decode16<F16>(h10)), l11 = encode16<F16>(p11 - decode16<F16>(h11));
-          *reinterpret_cast<uint32_t*>(p_lo + r0 * kPStride + col) = l00 | (uint32_t(l01) << 16);
-          *reinterpret_cast<uint32_t*>(p_lo + r1 * kPStride + col) = l10 | (uint32_t(l11) << 16);
+          // P as the A operand of P·V: the C element (row, token) goes to
+          // p_hi / p_lo[row][token]; a lane's kPerRow tokens are adjacent.
+          const int col = part * frag::kTileN + frag::c_col(lane, 0);
+          uint16_t hi[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) hi[e] = encode16<F16>(pv[e]);
+#pragma unroll
+          for (int sl = 0; sl < kSlots; ++sl) {
+            if constexpr (kPerRow == 2) {
+              *reinterpret_cast<uint32_t*>(p_hi + row[sl] * kPStride + col) = hi[2 * sl] | (uint32_t(hi[2 * sl + 1]) << 16);
+            } else {
+              p_hi[row[sl] * kPStride + col] = hi[sl];
+            }
+          }
+          uint16_t lo[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) lo[e] = encode16<F16>(pv[e] - decode16<F16>(hi[e]));
+#pragma unroll
+          for (int sl = 0; sl < kSlots; ++sl) {
+            if constexpr (kPerRow == 2) {
+              *reinterpret_cast<uint32_t*>(p_lo + row[sl] * kPStride + col) = lo[2 * sl] | (uint32_t(lo[2 * sl + 1]) << 16);
+            } else {
+              p_lo[row[sl] * kPStride + col] = lo[sl];
+            }
+          }
         }
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
-          o[j][0] *= alpha0;
-          o[j][1] *= alpha0;
-          o[j][2] *= alpha1;
-          o[j][3] *= alpha1;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[j][e] *= alpha[e / kPerRow];
         }
         __syncthreads();  // P complete
 
-        // O += P · V over this warp's 128 columns (two 16-token k-steps).
+        // O += P · V over this wave's kColsPerPart columns (two 16-token k-steps);
+        // each V load is one k-step of two adjacent n-tiles.
         {
-          const int a_row = (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
-          const int v_token = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+          const int a_off = frag::a_offset(lane, kPStride), v_off = frag::b_kn_offset(lane, stride);
 #pragma unroll
           for (int k0 = 0; k0 < kN; k0 += 16) {
-            uint32_t ahi[4], alo[4];
-            ldmatrix_x4(ahi, p_hi + (mt * kM + a_row) * kPStride + k0 + a_col);
-            ldmatrix_x4(alo, p_lo + (mt * kM + a_row) * kPStride + k0 + a_col);
+            frag::FragA ahi, alo;
+            frag::load_a(ahi, p_hi + (mt * kM) * kPStride + k0 + a_off);
+            frag::load_a(alo, p_lo + (mt * kM) * kPStride + k0 + a_off);
 #pragma unroll
             for (int j2 = 0; j2 < 8; ++j2) {
-              const int col0 = wq * kColsPerWarp + j2 * 16;
+              const int col0 = part * kColsPerPart + j2 * 2 * frag::kTileN;
               if (col0 < v_dim) {
-                uint32_t b[4];
-                ldmatrix_x4_trans(b, kv_tile + (k0 + v_token) * stride + col0 + v_col);
-                mma_16816<F16>(o[2 * j2], ahi, b[0], b[1]);
-                mma_16816<F16>(o[2 * j2], alo, b[0], b[1]);
-                mma_16816<F16>(o[2 * j2 + 1], ahi, b[2], b[3]);
-                mma_16816<F16>(o[2 * j2 + 1], alo, b[2], b[3]);
+                frag::FragB b_lo, b_hi;
+                frag::load_b_kn_x2(b_lo, b_hi, kv_tile + k0 * stride + col0 + v_off, stride);
+                frag::mma<F16>(o[2 * j2], ahi, b_lo);
+                frag::mma<F16>(o[2 * j2], alo, b_lo);
+                frag::mma<F16>(o[2 * j2 + 1], ahi, b_hi);
+                frag::mma<F16>(o[2 * j2 + 1], alo, b_hi);
               }
             }
           }
         }
       }
-      cp_async_wait_all();  // the last (empty) group
+      frag::copy_wait_all();  // the last (empty) group
 
-      // Row sums: across the row's 4 lanes, then across warps.
+      // Row sums: across the row's lanes, then across waves.
 #pragma unroll
-      for (int o_ = 1; o_ < 4; o_ <<= 1) {
-        run_sum0 += shfl_xor(run_sum0, o_, 4);
-        run_sum1 += shfl_xor(run_sum1, o_, 4);
+      for (int o_ = 1; o_ < frag::kRowLanes; o_ <<= 1) {
+#pragma unroll
+        for (int sl = 0; sl < kSlots; ++sl) run_sum[sl] += shfl_xor(run_sum[sl], o_, frag::kRowLanes);
       }
       __syncthreads();
-      if (lane % 4 == 0) {
-        red_sum[warp * kM + l0] = run_sum0;
-        red_sum[warp * kM + l1] = run_sum1;
+      if (lane % frag::kRowLanes == 0) {
+#pragma unroll
+        for (int sl = 0; sl < kSlots; ++sl) red_sum[warp * kM + frag::c_row(lane, sl)] = run_sum[sl];
       }
       __syncthreads();
-      float sum0 = 0.0f, sum1 = 0.0f;
+      float sum[kSlots], inv[kSlots];
 #pragma unroll
-      for (int w2 = 0; w2 < kQuarterWarps; ++w2) {
-        sum0 += red_sum[(mt * kQuarterWarps + w2) * kM + l0];
-        sum1 += red_sum[(mt * kQuarterWarps + w2) * kM + l1];
+      for (int sl = 0; sl < kSlots; ++sl) {
+        sum[sl] = 0.0f;
+#pragma unroll
+        for (int w2 = 0; w2 < kParts; ++w2) sum[sl] += red_sum[(mt * kParts + w2) * kM + frag::c_row(lane, sl)];
+        inv[sl] = sum[sl] == 0.0f ? 0.0f : kv_scale / sum[sl];
       }
 
       const bool final_out = work.ploc < 0;
       const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
-      const float inv0 = sum0 == 0.0f ? 0.0f : kv_scale / sum0, inv1 = sum1 == 0.0f ? 0.0f : kv_scale / sum1;
 #pragma unroll
       for (int j = 0; j < 16; ++j) {
-        const int col = wq * kColsPerWarp + j * 8 + (lane % 4) * 2;
+        const int col = part * kColsPerPart + j * frag::kTileN + frag::c_col(lane, 0);
         if (col >= v_dim) continue;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = half ? r1 : r0;
+        for (int sl = 0; sl < kSlots; ++sl) {
+          const int r = row[sl];
           if (r >= chunk_pairs) continue;
-          const float inv = half ? inv1 : inv0;
-          const float x0 = o[j][2 * half] * inv, x1 = o[j][2 * half + 1] * inv;
           const int64_t at = (row_base + r) * v_dim + col;
-          if (final_out) {
-            *reinterpret_cast<uint32_t*>(p.out + at) =
-                uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+          if constexpr (kPerRow == 2) {
+            const float x0 = o[j][2 * sl] * inv[sl], x1 = o[j][2 * sl + 1] * inv[sl];
+            if (final_out) {
+              *reinterpret_cast<uint32_t*>(p.out + at) =
+                  uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+            } else {
+              *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+            }
           } else {
-            *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+            const float x = o[j][sl] * inv[sl];
+            if (final_out) {
+              p.out[at] = encode_out(p.out_type, x);
+            } else {
+              p.partial_out[at] = x;
+            }
           }
         }
       }
-      if (wq == 0 && lane % 4 == 0) {
+      if (part == 0 && lane % frag::kRowLanes == 0) {
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int r = half ? r1 : r0;
+        for (int sl = 0; sl < kSlots; ++sl) {
+          const int r = row[sl];
           if (r >= chunk_pairs) continue;
-          const float sum = half ? sum1 : sum0, mx = half ? run_max1 : run_max0;
-          const float lse = sum == 0.0f ? kNegInf : mx + logf(sum);
+          const float lse = sum[sl] == 0.0f ? kNegInf : run_max[sl] + logf(sum[sl]);
           if (final_out) {
             if (p.lse) p.lse[row_base + r] = lse;
           } else {
@@ -911,6 +955,7 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
 
 }  // namespace tc
 
+#if defined(MLACTL_GPU_CUDA)
 #include "kernels/stage1_wgmma.cuh"
 #endif  // MLACTL_GPU_CUDA
 
@@ -922,7 +967,6 @@ bool launch_stage1_typed(const Stage1Params& p, std::string* error) {
   return check_launch("stage-1 launch", error);
 }
 
-#if defined(MLACTL_GPU_CUDA)
 template <bool F16, bool KV_FP8, int G>
 bool launch_stage1_mma_g(const Stage1Params& p, std::string* error) {
   const size_t smem = tc::smem_bytes(p.head_dim, KV_FP8, G);
@@ -933,30 +977,34 @@ bool launch_stage1_mma_g(const Stage1Params& p, std::string* error) {
   return check_launch("stage-1 (tensor core) launch", error);
 }
 // More than 16 pairs in some work (M2: 4 rows x 16 heads, C1: 128 heads): two m16
-// tiles per block share each KV tile. fp8 KV keeps G = 1 (its staging buffer).
+// tiles per block share each KV tile. fp8 KV keeps G = 1 (its staging buffer), and
+// so does AMD (a second m-tile's q rows would not fit 64 KB of LDS).
 template <bool F16, bool KV_FP8>
 bool launch_stage1_mma(const Stage1Params& p, std::string* error) {
   const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
-  if constexpr (!KV_FP8) {
+  if constexpr (!KV_FP8 && frag::kAsyncCopy) {
     if (pairs > tc::kM) return launch_stage1_mma_g<F16, KV_FP8, 2>(p, error);
   }
+  (void)pairs;
   return launch_stage1_mma_g<F16, KV_FP8, 1>(p, error);
 }
-#endif
 
 }  // namespace
 
 namespace {
-#if defined(MLACTL_GPU_CUDA)
 // Both operands must be exact in the MMA's 16-bit type (fp8 codes are, in both).
 bool mma_operands_exact(const Stage1Params& p) {
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
   return f16 ? (p.q_type != ElemType::bf16 && p.kv_type != ElemType::bf16) : true;
 }
+// v_dim: whole pairs of MMA n-tiles (16 columns on NVIDIA, 32 on AMD). AMD also
+// needs the kernel's LDS within the 64 KB of gfx90a / gfx94x.
 bool mma_applies(const Stage1Params& p) {
-  return mma_operands_exact(p) && p.head_dim % 32 == 0 && p.v_dim % 16 == 0 &&
-         p.v_dim <= tc::kQuarterWarps * tc::kColsPerWarp;
+  const bool fits = frag::kAsyncCopy || tc::smem_bytes(p.head_dim, p.kv_type == ElemType::fp8, 1) <= 65536;
+  return mma_operands_exact(p) && p.head_dim % 32 == 0 && p.v_dim % (2 * frag::kTileN) == 0 &&
+         p.v_dim <= tc::kParts * tc::kColsPerPart && fits;
 }
+#if defined(MLACTL_GPU_CUDA)
 // The warpgroup kernel: compiled only for sm_90a (MLACTL_CUDA_WGMMA, set by CMake
 // when CMAKE_CUDA_ARCHITECTURES has 90a), run only on a compute-capability-9.0
 // device; 16-bit KV, or fp8 KV for works of <= 16 pairs (the producer converts
@@ -991,7 +1039,10 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
     return Stage1Kernel::wgmma;
   if (mma_applies(p)) return Stage1Kernel::mma;
 #else
-  (void)p;
+  // AMD: the MFMA build of the tensor-core kernel has been compile-checked
+  // (gfx90a, gfx940) but never run on AMD hardware, so only an explicit
+  // Stage1Kernel::mma (--stage1 mma) selects it; automatic stays on the CUDA-core kernel.
+  if (p.kernel == Stage1Kernel::mma && mma_applies(p)) return Stage1Kernel::mma;
 #endif
   return Stage1Kernel::cuda_core;
 }
@@ -1032,10 +1083,9 @@ bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
 #endif
 
 bool launch_stage1_any(const Stage1Params& p, std::string* error) {
-#if defined(MLACTL_GPU_CUDA)
   const Stage1Kernel k = stage1_kernel_for(p);
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
-#if defined(MLACTL_CUDA_WGMMA)
+#if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)
   if (k == Stage1Kernel::wgmma) {
     // fp8 KV: the transposed kernel only (wgmma_applies), bf16 operands
     if (p.kv_type == ElemType::fp8) return launch_stage1_wgmma_transposed<false, true>(p, error);
@@ -1047,7 +1097,6 @@ bool launch_stage1_any(const Stage1Params& p, std::string* error) {
     if (f16) return kv_fp8 ? launch_stage1_mma<true, true>(p, error) : launch_stage1_mma<true, false>(p, error);
     return kv_fp8 ? launch_stage1_mma<false, true>(p, error) : launch_stage1_mma<false, false>(p, error);
   }
-#endif
   switch (p.kv_type) {
     case ElemType::bf16: return launch_stage1_typed<ElemType::bf16>(p, error);
     case ElemType::fp16: return launch_stage1_typed<ElemType::fp16>(p, error);
