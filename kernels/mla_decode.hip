@@ -1035,8 +1035,10 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
   // compute-9.0 device, 16-bit KV). Since the producer copies whole row segments
   // (bench_notes step 16) they beat mma.sync on every SPEC shape: M1 412 vs 545 us,
   // M3 228 vs 288, M2 163 vs 610, C1 572 vs 2181 (stage 1).
-  if ((want == Stage1Kernel::wgmma || want == Stage1Kernel::automatic) && wgmma_applies(p))
-    return Stage1Kernel::wgmma;
+  // fp8 KV stays on mma.sync under automatic: the transposed kernel's converting
+  // producer is the slower one there (F1 1561 vs 1225 us, bench_notes step 19).
+  const bool auto_wgmma = want == Stage1Kernel::automatic && p.kv_type != ElemType::fp8;
+  if ((want == Stage1Kernel::wgmma || auto_wgmma) && wgmma_applies(p)) return Stage1Kernel::wgmma;
   if (mma_applies(p)) return Stage1Kernel::mma;
 #else
   // AMD: the MFMA build of the tensor-core kernel has been compile-checked
