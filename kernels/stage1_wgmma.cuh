@@ -43,11 +43,12 @@ constexpr int kConsumers = 256;              // two warpgroups
 // never had the last registers free.)
 constexpr int kThreads = kConsumers + 128;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-// fp8 KV (transposed kernel only): the producer holds two batches of loaded
-// codes (48 registers) and converts them, so it gets 120 and the consumers 192
-// (120 + 2 x 192 = 504; at 88 / 208 the producer spilled).
-__host__ __device__ constexpr int producer_regs(bool kv8) { return kv8 ? 120 : kProducerRegs; }
-__host__ __device__ constexpr int consumer_regs(bool kv8) { return kv8 ? 192 : kConsumerRegs; }
+// fp8 KV (transposed kernel only): the producer loads and converts the codes,
+// so it gets 152 registers and the consumers 176 (152 + 2 x 176 = 504). At 88 the
+// producer spilled; at 120 ptxas issued its loads one at a time (F1 1561 us), at
+// 152 two at a time (1155 us). bench_notes step 19.
+__host__ __device__ constexpr int producer_regs(bool kv8) { return kv8 ? 152 : kProducerRegs; }
+__host__ __device__ constexpr int consumer_regs(bool kv8) { return kv8 ? 176 : kConsumerRegs; }
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
 // stalled at issue (measured: a single producer warp tripled M1's stage-1 time).
 constexpr int kProducers = 128;
