@@ -322,7 +322,41 @@ RouteDecision route_sparse(const RouteInput& in, const std::optional<Route>& for
   if (in.head_size == in.kv_lora_rank)
     d.findings.push_back("rope-free geometry (head_size " + num(in.head_size) +
                          ") on aiter_sparse: AITER reads 576-wide KV rows, the wrong stride (seed 002)");
-  route_asm_kernel(in, Route::aiter_sparse, 1, true, d, chain);
+  if (!route_asm_kernel(in, Route::aiter_sparse, 1, true, d, chain)) return d;
+
+  // The sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (vllm_rocm_mla.md
+  // §1 (c): "the sparse get_mla_metadata_v1 call does not pass dtype_q/dtype_kv"), with
+  // max_seqlen_qo 1, so AITER plans bf16/bf16 while mla.py folds with the real dtypes.
+  // Where the plan folds more heads into batches than the kernel runs, aiter_mla_metadata.md
+  // §6 decides: "gfx942 H=128 (any L), and gfx942 H=64 L=1: the metadata folds (ratio 8 or 4),
+  // but mla.py and the kernel run native. Work items then hold folded batch indices and
+  // 16-head q rows, which gives garbage output or out-of-bounds access." The works address
+  // q and output rows up to (ratio) times past the q tensor: the real stack has no defined
+  // result here, so the modelled stack refuses it. (The opposite mismatch, a kernel folding
+  // more than the plan, stays inside the tensors and shows up as a wrong run.)
+  const bool q_fp8 = in.q_dtype == DType::fp8, kv_fp8 = in.kv_dtype == DType::fp8;
+  const AiterFold planned = aiter_fold(in.arch, d.padded_heads, 1, false, false, false);
+  const MlaPyFold kernel = mla_py_head_fold(in.arch, d.padded_heads, 1, q_fp8, kv_fp8);
+  const bool out_of_bounds = planned.ratio > kernel.ratio;
+  chain.add("sparse_metadata_fold", num(planned.heads) + " x " + num(planned.ratio),
+            "get_mla_metadata_v1 without dtypes plans bf16/bf16: " + num(planned.heads) + " heads x " +
+                num(planned.ratio) + " per token; the " + dtype_pair(in.q_dtype, in.kv_dtype) + " kernel runs " +
+                num(kernel.gqa) + " heads x " + num(kernel.ratio) +
+                (out_of_bounds ? " (the plan's q rows overrun the kernel's q tensor)"
+                               : planned.ratio == kernel.ratio ? " (they agree)" : " (the plan covers too few rows)"));
+  if (out_of_bounds) {
+    chain.refuse("out-of-bounds",
+                 "AITER sparse MLA: vLLM's sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv, so "
+                 "AITER plans bf16/bf16 and folds " + num(d.padded_heads) + " heads into " + num(planned.heads) +
+                 " heads x " + num(planned.ratio) + " batches per token, while mla_decode_fwd runs the " +
+                 dtype_pair(in.q_dtype, in.kv_dtype) + " kernel " + d.aiter_kernel + " on " + num(kernel.gqa) +
+                 " heads x " + num(kernel.ratio) + ": the work items address " + num(planned.ratio) +
+                 " q and output rows per token where the kernel's tensors hold " + num(kernel.ratio) +
+                 ", so they read and write out of bounds (the real stack raises nothing: garbage output or a GPU "
+                 "memory fault, reference aiter_mla_metadata.md §6). A bf16 q (decode.q_dtype model) or a bf16 "
+                 "KV cache folds alike in both.");
+    d.aiter_kernel.clear();
+  }
   return d;
 }
 

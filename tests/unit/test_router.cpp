@@ -593,6 +593,48 @@ TEST_CASE("sparse routing through the router", "[router]") {
   CHECK(has_finding(d, "seed 002"));
 }
 
+// vLLM's sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (vllm §1 (c),
+// (e)), so AITER plans bf16/bf16 with max_seqlen_qo 1; mla.py folds with the real dtypes.
+// Where the plan folds more heads into batches than the kernel runs, its works address
+// q rows past the q tensor (aiter §6: "garbage output or out-of-bounds access"): refused.
+TEST_CASE("aiter_sparse: a metadata fold the kernel does not make is refused (grid-110)", "[router]") {
+  auto sparse_fp8 = [](Arch arch, int heads) {
+    RouteInput in = sparse_mtp("fp8", 576);
+    in.arch = arch;
+    in.num_heads = heads;
+    in.num_decodes = 1;
+    in.num_decode_tokens = 2;
+    in.num_cu = 10;
+    return in;
+  };
+  // grid-110: gfx942, fp8 q and KV, 128 heads: the bf16 plan folds x8, the kernel runs 128 native
+  RouteDecision d = route_decode(sparse_fp8(Arch::gfx942, 128));
+  CHECK(d.route == Route::refused);
+  CHECK(d.error.find("without dtype_q/dtype_kv") != std::string::npos);
+  CHECK(d.error.find("out of bounds") != std::string::npos);
+  CHECK(d.error.find("16 heads x 8") != std::string::npos);
+  // gfx942 fp8 64 heads: mla.py is native at L == 1 (the sparse kernel's q_len), the plan folds x4
+  d = route_decode(sparse_fp8(Arch::gfx942, 64));
+  CHECK(d.route == Route::refused);
+  CHECK(d.error.find("16 heads x 4") != std::string::npos);
+  // both fold alike: the plan fits the kernel
+  CHECK(route_decode(sparse_fp8(Arch::gfx942, 48)).route == Route::aiter_sparse);
+  CHECK(route_decode(sparse_fp8(Arch::gfx942, 32)).route == Route::aiter_sparse);
+  CHECK(route_decode(sparse_fp8(Arch::gfx942, 16)).route == Route::aiter_sparse);
+  // gfx950: bf16 never folds and fp8 32/64/128 are native
+  CHECK(route_decode(sparse_fp8(Arch::gfx950, 128)).route == Route::aiter_sparse);
+  CHECK(route_decode(sparse_fp8(Arch::gfx950, 64)).route == Route::aiter_sparse);
+  // a bf16 q over fp8 KV (a16w8) folds x8 in mla.py too, as the dtype-less plan does
+  RouteInput a16w8 = sparse_fp8(Arch::gfx942, 128);
+  a16w8.q_dtype = DType::bf16;
+  CHECK(route_decode(a16w8).route == Route::aiter_sparse);
+  // bf16 KV: planner and kernel see the same dtypes
+  RouteInput bf16 = sparse_mtp("auto", 576);
+  bf16.arch = Arch::gfx942;
+  bf16.num_heads = 128;
+  CHECK(route_decode(bf16).route == Route::aiter_sparse);
+}
+
 // ---------------------------------------------------------------------------
 // Defect switches (SPEC §7): each flips its routing symptom
 // ---------------------------------------------------------------------------
