@@ -24,6 +24,8 @@
 namespace mla {
 namespace frag {
 
+__device__ inline int offset_in(RowCol at, int stride) { return at.row * stride + at.col; }
+
 #if defined(MLACTL_GPU_CUDA)
 namespace layout = nv;
 constexpr bool kAsyncCopy = true;  // cp.async: a copy overlaps the compute of the previous tile
@@ -92,18 +94,10 @@ struct FragB {
   uint32_t r[2];  // b0, b1
 };
 
-__device__ inline int a_offset(int lane, int stride) {
-  const RowCol at = nv::ldm_a_address(lane);
-  return at.row * stride + at.col;
-}
-__device__ inline int b_nk_offset(int lane, int stride) {
-  const RowCol at = nv::ldm_b_nk_address(lane);
-  return at.row * stride + at.col;
-}
-__device__ inline int b_kn_offset(int lane, int stride) {
-  const RowCol at = nv::ldm_b_kn_address(lane);
-  return at.row * stride + at.col;
-}
+// Element offsets of this lane's fragment address in a tile of `stride` elements a row.
+__device__ inline int a_offset(int lane, int stride) { return offset_in(nv::ldm_a_address(lane), stride); }
+__device__ inline int b_nk_offset(int lane, int stride) { return offset_in(nv::ldm_b_nk_address(lane), stride); }
+__device__ inline int b_kn_offset(int lane, int stride) { return offset_in(nv::ldm_b_kn_address(lane), stride); }
 __device__ inline void load_a(FragA& a, const uint16_t* lane_address) { ldmatrix_x4(a.r, lane_address); }
 __device__ inline void load_b_nk_x2(FragB& k_lo, FragB& k_hi, const uint16_t* lane_address) {
   uint32_t r[4];
@@ -142,18 +136,10 @@ struct FragB {
   uint32_t r[2];
 };
 
-__device__ inline int a_offset(int lane, int stride) {
-  const RowCol at = amd::a_address(lane);
-  return at.row * stride + at.col;
-}
-__device__ inline int b_nk_offset(int lane, int stride) {
-  const RowCol at = amd::b_nk_address(lane);
-  return at.row * stride + at.col;
-}
-__device__ inline int b_kn_offset(int lane, int stride) {
-  const RowCol at = amd::b_kn_address(lane);
-  return at.row * stride + at.col;
-}
+// Element offsets of this lane's fragment address in a tile of `stride` elements a row.
+__device__ inline int a_offset(int lane, int stride) { return offset_in(amd::a_address(lane), stride); }
+__device__ inline int b_nk_offset(int lane, int stride) { return offset_in(amd::b_nk_address(lane), stride); }
+__device__ inline int b_kn_offset(int lane, int stride) { return offset_in(amd::b_kn_address(lane), stride); }
 // 8-byte aligned: the tiles' row strides and the lane's first k are multiples of 4 elements.
 __device__ inline void load_a(FragA& a, const uint16_t* lane_address) {
   const uint2 v = *reinterpret_cast<const uint2*>(lane_address);

@@ -109,22 +109,18 @@ void amd_mfma(AmdRegs& c, const AmdRegs& a, const AmdRegs& b) {
 }
 
 // The kernel's loads on AMD (kernels/fragment.hpp): plain reads at the maps' addresses.
-AmdRegs amd_load_a(const Tile& t, int base) {
+// 4 consecutive elements along a row from each lane's address (A, and B in [n][k]).
+AmdRegs amd_load_row4(const Tile& t, int base, RowCol (*address)(int)) {
   AmdRegs r{};
   for (int lane = 0; lane < 64; ++lane) {
-    const RowCol at = amd::a_address(lane);
+    const RowCol at = address(lane);
     for (int i = 0; i < 4; ++i) r[lane][i] = t.at_offset(base + at.row * t.stride + at.col + i);
   }
   return r;
 }
-AmdRegs amd_load_b_nk(const Tile& t, int base) {  // one k-step of load_b_nk_x2 (base + 16: the other)
-  AmdRegs r{};
-  for (int lane = 0; lane < 64; ++lane) {
-    const RowCol at = amd::b_nk_address(lane);
-    for (int i = 0; i < 4; ++i) r[lane][i] = t.at_offset(base + at.row * t.stride + at.col + i);
-  }
-  return r;
-}
+AmdRegs amd_load_a(const Tile& t, int base) { return amd_load_row4(t, base, amd::a_address); }
+// one k-step of load_b_nk_x2 (base + 16: the other)
+AmdRegs amd_load_b_nk(const Tile& t, int base) { return amd_load_row4(t, base, amd::b_nk_address); }
 AmdRegs amd_load_b_kn(const Tile& t, int base) {  // one n-tile of load_b_kn_x2 (base + 16: the other)
   AmdRegs r{};
   for (int lane = 0; lane < 64; ++lane) {
