@@ -323,6 +323,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
     ctx.exit_code = exit_code;
 
     const std::string device = have_gpu ? gpu_device_name() : std::string();
+    const int multiprocessors = have_gpu ? gpu_device_multiprocessors() : 0;
     auto gbps = [&](double us) { return us > 0 ? cost.bytes() / (us * 1e-6) / 1e9 : 0.0; };
     auto tflops = [&](double us) { return us > 0 ? cost.flop / (us * 1e-6) / 1e12 : 0.0; };
     auto pct_bw = [&](double us) { return roof.gbps > 0 ? 100.0 * gbps(us) / roof.gbps : 0.0; };
@@ -349,6 +350,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
         return std::string(buf);
       }();
       j["device"] = {{"name", device},
+                     {"multiprocessors", multiprocessors},
+                     {"planner_num_cu", b.platform.num_cu},
                      {"copy_roofline_gbps", roof.gbps},
                      {"copy_bytes", roof.bytes},
                      {"copy_median_us", roof.median_ms * 1e3},
@@ -448,6 +451,13 @@ void setup_bench(CLI::App& app, Context& ctx) {
       kv.push_back({"copy roofline", fx(roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(roof.bytes >> 20) +
                                          " MiB, read + write, median of " + std::to_string(roof.iters) + ")"});
       kv.push_back({"bf16 peak", fx(opt->peak_tflops, 0) + " TFLOP/s (" + opt->peak_source + ")"});
+      // The stage-1 kernels run one block per multiprocessor: a plan for another CU
+      // count runs in extra waves (H200, 256 vs 132: M1 323 vs 299 us, bench_notes step 20).
+      const std::string cu = std::to_string(b.platform.num_cu), mp = std::to_string(multiprocessors);
+      kv.push_back({"plan CUs", "num_cu " + cu + " (platform.num_cu); the device has " + mp + " multiprocessors" +
+                                   (multiprocessors > 0 && multiprocessors != b.platform.num_cu
+                                        ? ": --num-cu " + mp + " plans for it"
+                                        : "")});
       kv.push_back({"bytes / FLOP", fx(cost.bytes() / 1e6, 1) + " MB (KV once, q, out) / " + fx(cost.flop / 1e9, 1) + " GFLOP"});
       kv.push_back({"timing", "median of " + std::to_string(opt->iters) + " event-timed runs after " + std::to_string(opt->warmup) +
                                   " warm-up, KV rotated over " + std::to_string(kv_copies) + " copies"});

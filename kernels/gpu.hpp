@@ -174,6 +174,10 @@ inline std::string gpu_device_name(int device) {
   if (hipGetDeviceProperties(&p, device) != hipSuccess) return "unknown";
   return std::string(p.name) + (p.gcnArchName[0] ? std::string(" (") + p.gcnArchName + ")" : std::string());
 }
+inline int gpu_device_multiprocessors(int device) {
+  int n = 0;
+  return hipDeviceGetAttribute(&n, hipDeviceAttributeMultiprocessorCount, device) == hipSuccess ? n : 0;
+}
 inline int gpu_device_warp_size(int device) {
   hipDeviceProp_t p;
   return hipGetDeviceProperties(&p, device) == hipSuccess ? p.warpSize : 0;
@@ -209,6 +213,10 @@ inline bool gpu_ok(gpu_error_t e) { return e == cudaSuccess; }
 inline std::string gpu_device_name(int device) {
   cudaDeviceProp p;
   return cudaGetDeviceProperties(&p, device) == cudaSuccess ? std::string(p.name) : std::string("unknown");
+}
+inline int gpu_device_multiprocessors(int device) {
+  int n = 0;
+  return cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) == cudaSuccess ? n : 0;
 }
 inline int gpu_device_warp_size(int device) {
   cudaDeviceProp p;

@@ -108,6 +108,7 @@ bool gpu_available(std::string* why) {
 
 std::string gpu_device_name() { return gpu_available() ? mla::gpu_device_name(0) : std::string(); }
 int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(0) : 0; }
+int gpu_device_multiprocessors() { return gpu_available() ? mla::gpu_device_multiprocessors(0) : 0; }
 
 GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel)
     : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel) {}
@@ -429,6 +430,7 @@ bool gpu_available(std::string* why) {
 }
 std::string gpu_device_name() { return {}; }
 int gpu_device_warp_size() { return 0; }
+int gpu_device_multiprocessors() { return 0; }
 
 struct GpuExecutor::DeviceState {};
 GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel) : state_(new DeviceState), kernel_(kernel) {}

@@ -19,6 +19,9 @@ bool gpu_available(std::string* why = nullptr);
 std::string gpu_device_name();
 // Physical wave width of device 0 as the runtime reports it (0 when none).
 int gpu_device_warp_size();
+// Multiprocessors (NVIDIA SMs, AMD CUs) of device 0 (0 when none): what the
+// planner's platform.num_cu should be to plan for this device.
+int gpu_device_multiprocessors();
 
 // Per-iteration device-event times of GpuExecutor::bench (milliseconds).
 struct BenchResult {
