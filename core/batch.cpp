@@ -263,6 +263,10 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
   // block, so placing tens of millions of page-size-1 blocks stays cheap, and
   // neighbouring positions land far apart.
   const uint64_t N = (uint64_t)kv.num_blocks;
+  if (N == 0) {  // no request needs a block (an empty batch): nothing to place (c % N below)
+    for (size_t r = 0; r < b.requests.size(); ++r) kv.block_table[r].clear();
+    return;
+  }
   Rng rng(b.seed, kStreamPlacement);
   auto gcd = [](uint64_t x, uint64_t y) { while (y) { uint64_t t = x % y; x = y; y = t; } return x; };
   uint64_t a = 1;

@@ -8,6 +8,7 @@ mlactl_cli_test(schema RC 0 ARGS schema STDOUT "\"\\$schema\": \"https://json-sc
 mlactl_cli_test(validate-seed000 RC 0 ARGS validate fixtures/seed000-verify-causal.json STDOUT "status: +valid")
 mlactl_cli_test(validate-missing-file RC 3 ARGS validate fixtures/does-not-exist.json STDERR "cannot open batch file")
 mlactl_cli_test(validate-malformed RC 3 ARGS validate tests/cli/bad/truncated.json STDERR "truncated.json: malformed JSON")
+mlactl_cli_test(validate-empty-requests-shuffled RC 0 ARGS validate fuzz/regressions/empty-requests-shuffled.json STDOUT "requests: 0 \\(0 padding\\)")
 mlactl_cli_test(validate-unknown-key RC 3 ARGS validate tests/cli/bad/unknown-key.json STDERR "/model/num_head: unknown key")
 mlactl_cli_test(validate-wrong-type RC 3 ARGS validate tests/cli/bad/wrong-type.json STDERR "/requests/1/context_len: must be an integer, got a string")
 mlactl_cli_test(validate-negative RC 3 ARGS validate tests/cli/bad/negative-length.json STDERR "/requests/0/context_len: must be >= 0")
