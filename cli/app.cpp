@@ -73,12 +73,12 @@ nlohmann::json batch_document(const BatchOptions& o) {
   }
   auto set = [&](const char* a, const char* b, const nlohmann::json& v) { doc[a][b] = v; };
   if (!o.arch.empty()) set("platform", "arch", o.arch);
-  if (o.num_cu) set("platform", "num_cu", o.num_cu);
+  if (o.num_cu) set("platform", "num_cu", *o.num_cu);
   if (!o.dtype.empty()) set("model", "dtype", o.dtype);
   if (!o.kv_dtype.empty()) set("kv_cache", "dtype", o.kv_dtype);
-  if (o.block_size) set("kv_cache", "block_size", o.block_size);
+  if (o.block_size) set("kv_cache", "block_size", *o.block_size);
   if (!o.layout.empty()) set("kv_cache", "layout", o.layout);
-  if (o.mtp_qlen) set("decode", "mtp_qlen", o.mtp_qlen);
+  if (o.mtp_qlen) set("decode", "mtp_qlen", *o.mtp_qlen);
   if (!o.small_head_mode.empty()) set("decode", "small_head_mode", o.small_head_mode);
   if (o.non_causal) set("decode", "causal", false);
   if (o.seed >= 0) doc["data"]["seed"] = o.seed;

@@ -2,6 +2,7 @@
 // (CLI11, one file per subcommand); run_cli() maps everything to exit codes.
 #pragma once
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,9 @@ struct BatchOptions {
   std::string context;  // comma-separated context lengths
   int padding = 0;
   std::string arch, dtype, kv_dtype, layout, small_head_mode;
-  int block_size = 0;
-  int num_cu = 0;
-  int mtp_qlen = 0;
+  // Given or not (a 0 must reach the parser and be refused naming the field, not
+  // read as "not given").
+  std::optional<int> block_size, num_cu, mtp_qlen;
   bool non_causal = false;
   int64_t seed = -1;
   std::vector<std::string> sets;
