@@ -118,7 +118,6 @@ ShapeCost shape_cost(const Batch& b, const std::vector<RowWindow>& rows) {
   return c;
 }
 
-
 struct RouteResult {
   std::string requested;  // as given (route name, or "auto")
   RouteDecision route;

@@ -47,8 +47,6 @@ struct RunOutcome {
   DType out_dtype = DType::bf16;
 };
 
-// Backend choice: "auto" picks the GPU when one is present. Returns nullptr with
-// *skip_reason set when "gpu" is asked for and none exists.
 // The kernel contract's arguments for a plan over output buffers it owns, poisoned
 // (NaN) so rows no work writes stay visible: run's and bench's one way to call an
 // executor. The partial buffers cover what the works address (a corrupted work
@@ -62,6 +60,8 @@ struct ExecCall {
 std::unique_ptr<ExecCall> make_exec_call(const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout,
                                          const EncodedTensor& kq);
 
+// Backend choice: "auto" picks the GPU when one is present. Returns nullptr with
+// *skip_reason set when "gpu" is asked for and none exists.
 std::unique_ptr<Executor> make_executor(const std::string& backend, int threads, std::string* skip_reason);
 
 RunOutcome run_pipeline(const Batch& b, const RunOptions& opt);

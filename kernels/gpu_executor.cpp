@@ -300,7 +300,6 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   mla::ReduceParams rd;
   Sizes sz;
   if (!prepare(a, d, /*upload_kv=*/false, kernel_, s1, rd, sz, &err)) return fail(err);
-  r.tensor_cores = mla::stage1_uses_tensor_cores(s1);
   r.stage1_kernel = mla::stage1_kernel_name(mla::stage1_kernel_for(s1));
 
   // KV copies, each 256-byte aligned: upload once, replicate on the device.

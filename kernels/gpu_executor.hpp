@@ -30,8 +30,7 @@ struct BenchResult {
   int warmup = 0, iters = 0;
   int kv_copies = 1;             // KV buffer copies rotated (one per iteration, round robin)
   size_t kv_copy_bytes = 0;      // bytes of one copy
-  bool tensor_cores = false;     // a tensor-core stage-1 kernel ran
-  std::string stage1_kernel;     // which one: wgmma | mma | cuda_core
+  std::string stage1_kernel;     // the stage-1 kernel that ran: wgmma | mma | cuda_core
   std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
   std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration
 };
@@ -51,7 +50,7 @@ CopyRoofline gpu_copy_roofline(size_t bytes, int iters = 10);
 class GpuExecutor : public Executor {
  public:
   // kernel: which stage-1 kernel to run (automatic: the fastest that applies;
-  // tests run each of them; AMD builds always run cuda_core).
+  // tests run each of them; see mla::stage1_kernel_for).
   explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;

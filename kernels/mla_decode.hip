@@ -1036,7 +1036,8 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
   // (bench_notes step 16) they beat mma.sync on every SPEC shape: M1 412 vs 545 us,
   // M3 228 vs 288, M2 163 vs 610, C1 572 vs 2181 (stage 1).
   // fp8 KV stays on mma.sync under automatic: the transposed kernel's converting
-  // producer is the slower one there (F1 1561 vs 1225 us, bench_notes step 19).
+  // producer gains at most 5% there (F1 1155-1169 vs 1205-1220 us, wider spread;
+  // bench_notes step 19) until its loads are staged (branch wip/fp8-cpasync-staging).
   const bool auto_wgmma = want == Stage1Kernel::automatic && p.kv_type != ElemType::fp8;
   if ((want == Stage1Kernel::wgmma || auto_wgmma) && wgmma_applies(p)) return Stage1Kernel::wgmma;
   if (mma_applies(p)) return Stage1Kernel::mma;
@@ -1049,7 +1050,6 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
   return Stage1Kernel::cuda_core;
 }
 
-bool stage1_uses_tensor_cores(const Stage1Params& p) { return stage1_kernel_for(p) != Stage1Kernel::cuda_core; }
 
 namespace {
 #if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)

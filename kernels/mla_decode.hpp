@@ -16,11 +16,12 @@ namespace mla {
 enum class ElemType : int32_t { bf16 = 0, fp16 = 1, fp8 = 2 };
 
 // The stage-1 kernels: all implement the same contract (kernels/README.md).
-//   wgmma     NVIDIA sm_90a builds on a Hopper device: warpgroup MMA, producer warp;
-//   mma       NVIDIA: mma.sync tensor cores;
-//   cuda_core every view and every vendor (AMD builds run only this one).
-// `automatic` picks the first that applies in that order; asking for one that
-// does not apply to a view falls back down the same order.
+//   wgmma     NVIDIA sm_90a builds on a Hopper device: warpgroup MMA, producer warpgroup;
+//   mma       matrix cores through kernels/fragment.hpp: mma.sync on NVIDIA, MFMA on AMD;
+//   cuda_core every view and every vendor.
+// Asking for one that does not apply to a view falls back down that order.
+// `automatic` takes the first that applies, except that fp8 KV skips wgmma and
+// AMD skips mma (not yet run on AMD hardware): stage1_kernel_for.
 enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core = 3 };
 // (inline: host code of builds without a GPU backend names kernels too)
 inline const char* stage1_kernel_name(Stage1Kernel k) {
@@ -126,8 +127,6 @@ constexpr int kHeadDimMultiple = 8;
 // The stage-1 kernel launch_stage1 runs for these parameters on this build and
 // device (never `automatic`).
 Stage1Kernel stage1_kernel_for(const Stage1Params& p);
-// Whether that kernel uses tensor cores (wgmma or mma).
-bool stage1_uses_tensor_cores(const Stage1Params& p);
 
 // Enqueue on the default stream; false (with text) when the launch is refused.
 bool launch_stage1(const Stage1Params& p, std::string* error);
