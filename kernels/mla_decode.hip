@@ -1054,7 +1054,7 @@ Stage1Kernel stage1_kernel_for(const Stage1Params& p) {
 namespace {
 #if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)
 template <bool F16, bool KV8, int QR, int S, int NT>
-bool launch_stage1_wgmma_t(const Stage1Params& p, std::string* error) {
+bool launch_stage1_wgmma_rows(const Stage1Params& p, std::string* error) {
   const size_t smem = wg::Plan{QR, S, p.head_dim, NT}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8>
                                   : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8>;
@@ -1080,7 +1080,7 @@ template <bool F16, bool KV8>
 bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
   if (pairs <= 16) return launch_stage1_wgmma_transposed<F16, KV8>(p, error);
-  return launch_stage1_wgmma_t<F16, KV8, 64, 3, 32>(p, error);
+  return launch_stage1_wgmma_rows<F16, KV8, 64, 3, 32>(p, error);
 }
 #endif
 

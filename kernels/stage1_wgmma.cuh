@@ -142,25 +142,6 @@ __device__ inline void mma_qk(float (&d)[16], uint64_t da, uint64_t db, int accu
 #undef MLA_WG_QK
 }
 
-// S (64 x 64, fp32) (+)= Q (64 x 16, smem) · K (64 x 16, smem)ᵀ.
-template <bool F16>
-__device__ inline void mma_qk(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
-#define MLA_WG_QK64(TY)                                                                                              \
-  asm volatile(                                                                                                     \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                   \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28," \
-      "%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                   \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                    \
-      : "l"(da), "l"(db), "r"(accumulate))
-  if constexpr (F16) MLA_WG_QK64("f16");
-  else MLA_WG_QK64("bf16");
-#undef MLA_WG_QK64
-}
-
 // O (64 x 64, fp32) += P (64 x 16, registers) · V (16 x 64, smem, N-major).
 template <bool F16>
 __device__ inline void mma_pv(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
@@ -201,6 +182,12 @@ template <bool F16>
 __device__ inline uint32_t pack2(float x, float y) {
   float rx, ry;
   return pack2<F16>(x, y, rx, ry);
+}
+
+// Descriptor of k-step kk (16 columns of 16 bits) of a K-major [column block][rows][128 B]
+// tile: column block kk / 4, 32 bytes into its rows per step.
+__device__ inline uint64_t kstep_desc(const uint8_t* tile, int rows, int kk) {
+  return desc_sw128(saddr(tile + (kk >> 2) * rows * kRowBytes + (kk & 3) * 32));
 }
 
 // Byte offset of 16-byte chunk c of row r in a [column block][rows][128 B] tile.
@@ -415,6 +402,7 @@ template <bool F16, int QR, int S, int HD, int NT, bool KV8>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kN = NT, kKSteps = NT / 16;
+  static_assert(NT == 32, "Q·Kᵀ runs as m64n32k16: 16 accumulators a chain");
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const Plan plan{QR, S, HD, NT};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
@@ -483,42 +471,24 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
         float alpha0, alpha1;
         if (g == 0) {
-          // NT = 32: two independent accumulator chains (even / odd k-steps): one
-          // chain of 36 dependent wgmmas was latency-bound. NT = 64: one chain of
-          // instructions twice as long (registers: 32 accumulators already).
-          float sc[NT / 2];
+          // Two independent accumulator chains (even / odd k-steps): one chain of 36
+          // dependent wgmmas was latency-bound.
+          float sc[16], sc2[16];
 #pragma unroll
-          for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
-          if constexpr (NT == 32) {
-            float sc2[16];
+          for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
+          wg_fence();
 #pragma unroll
-            for (int x = 0; x < 16; ++x) sc2[x] = 0.0f;
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < HD / 16; ++kk) {
-              const uint64_t da = desc_sw128(saddr(q_s + (kk >> 2) * QR * kRowBytes + (kk & 3) * 32));
-              const uint64_t db = desc_sw128(saddr(stage + (kk >> 2) * kN * kRowBytes + (kk & 3) * 32));
-              if (kk % 2 == 0) mma_qk<F16>(sc, da, db, kk > 1);
-              else mma_qk<F16>(sc2, da, db, kk > 1);
-            }
-            wg_commit();
-            wg_wait0();  // S, and P·V of the previous tile
-            pin(sc);
-            pin(sc2);
-#pragma unroll
-            for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
-          } else {
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < HD / 16; ++kk) {
-              const uint64_t da = desc_sw128(saddr(q_s + (kk >> 2) * QR * kRowBytes + (kk & 3) * 32));
-              const uint64_t db = desc_sw128(saddr(stage + (kk >> 2) * kN * kRowBytes + (kk & 3) * 32));
-              mma_qk<F16>(sc, da, db, kk > 0);
-            }
-            wg_commit();
-            wg_wait0();  // S, and P·V of the previous tile
-            pin(sc);
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            const uint64_t da = kstep_desc(q_s, QR, kk), db = kstep_desc(stage, kN, kk);
+            if (kk % 2 == 0) mma_qk<F16>(sc, da, db, kk > 1);
+            else mma_qk<F16>(sc2, da, db, kk > 1);
           }
+          wg_commit();
+          wg_wait0();  // S, and P·V of the previous tile
+          pin(sc);
+          pin(sc2);
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
           if (i > 0) {
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
@@ -806,8 +776,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         wg_fence();
 #pragma unroll
         for (int kk = 0; kk < HD / 16; ++kk) {
-          const uint64_t da = desc_sw128(saddr(stage + (kk >> 2) * kTNT * kRowBytes + (kk & 3) * 32));
-          const uint64_t db = desc_sw128(saddr(q_s + (kk >> 2) * kTPairs * kRowBytes + (kk & 3) * 32));
+          const uint64_t da = kstep_desc(stage, kTNT, kk), db = kstep_desc(q_s, kTPairs, kk);
           if (kk % 2 == 0) mma_m64n16<F16, 0>(sa, da, db, kk > 1);
           else mma_m64n16<F16, 0>(sb, da, db, kk > 1);
         }
