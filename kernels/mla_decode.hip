@@ -389,27 +389,41 @@ __device__ inline float wave_sum(float v) {
   return v;
 }
 
+// Reduce tile t's splits [s, e) and final rows [q0, q0 + rows). False (the block
+// returns) for an unsplit tile (stage 1 wrote it), a tile with nothing to write,
+// or one whose maps are out of range or that has more than max_splits splits
+// (recorded once as kErrReduceMap). Every partial map entry is checked by the
+// block's threads together (one thread walking 256 splits was a chain of 256
+// loads in every block); all threads must call it (a block-wide barrier).
+struct ReduceTile {
+  int32_t s, e, q0, rows;
+};
+__device__ inline bool reduce_tile(const ReduceParams& p, int t, int max_splits, ReduceTile* out) {
+  const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
+  if (e - s <= 1) return false;
+  const int32_t q0 = p.reduce_final_map[2 * t], q1 = p.reduce_final_map[2 * t + 1];
+  if (q0 < 0) return false;  // {-1, -1}
+  const int rows = q1 - q0;
+  bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows || e - s > max_splits;
+  for (int32_t k = s + int32_t(threadIdx.x); !bad && k < e; k += int32_t(blockDim.x)) {
+    const int32_t r0 = p.reduce_partial_map[k];
+    bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;
+  }
+  if (__syncthreads_or(bad)) {
+    if (threadIdx.x == 0 && blockIdx.y == 0) record_error(p.error, kErrReduceMap, t, q0);
+    return false;
+  }
+  *out = ReduceTile{s, e, q0, rows};
+  return true;
+}
+
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams p) {
   __shared__ float scratch[kReduceThreads];
   grid_dependency_wait();  // stage 1's partials (launched with gpu_launch_dependent)
   const int t = blockIdx.x, tid = threadIdx.x;
-  const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
-  if (e - s <= 1) return;  // unsplit tiles were written by stage 1
-  const int32_t q0 = p.reduce_final_map[2 * t], q1 = p.reduce_final_map[2 * t + 1];
-  if (q0 < 0) return;  // {-1, -1}: a tile with nothing to write
-  const int rows = q1 - q0;
-  bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows;
-  // Every partial map entry in range: checked by the block's threads together
-  // (one thread walking 256 splits was a chain of 256 loads in every block).
-  for (int32_t k = s + tid; !bad && k < e; k += kReduceThreads) {
-    const int32_t r0 = p.reduce_partial_map[k];
-    bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;
-  }
-  bad = __syncthreads_or(bad);
-  if (bad) {
-    if (tid == 0 && blockIdx.y == 0) record_error(p.error, kErrReduceMap, t, q0);
-    return;
-  }
+  ReduceTile tile;
+  if (!reduce_tile(p, t, INT32_MAX, &tile)) return;  // any number of splits
+  const int32_t s = tile.s, e = tile.e, q0 = tile.q0, rows = tile.rows;
   const int heads = p.heads, v_dim = p.v_dim;
   const int groups = reduce_split_groups(e - s), cols = kReduceThreads / groups;
   const int slices = (v_dim + cols - 1) / cols;
@@ -464,21 +478,9 @@ template <int NMAX>
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReduceParams p) {
   grid_dependency_wait();  // stage 1's partials (launched with gpu_launch_dependent)
   const int t = blockIdx.x, tid = threadIdx.x;
-  const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
-  if (e - s <= 1) return;  // unsplit tiles were written by stage 1
-  const int32_t q0 = p.reduce_final_map[2 * t], q1 = p.reduce_final_map[2 * t + 1];
-  if (q0 < 0) return;
-  const int rows = q1 - q0;
-  bool bad = s < 0 || e > p.num_partial_map || rows < 0 || q1 > p.num_q_rows || e - s > NMAX;
-  for (int32_t k = s + tid; !bad && k < e; k += kReduceThreads) {
-    const int32_t r0 = p.reduce_partial_map[k];
-    bad = r0 < 0 || int64_t(r0) + rows > p.num_partial_rows;
-  }
-  bad = __syncthreads_or(bad);
-  if (bad) {
-    if (tid == 0 && blockIdx.y == 0) record_error(p.error, kErrReduceMap, t, q0);
-    return;
-  }
+  ReduceTile tile;
+  if (!reduce_tile(p, t, NMAX, &tile)) return;
+  const int32_t s = tile.s, e = tile.e, q0 = tile.q0, rows = tile.rows;
   const int heads = p.heads, v_dim = p.v_dim, n = e - s;
   constexpr int kPairThreads = 128;  // 512 columns / 4
   const int half = tid / kPairThreads, c4 = (tid % kPairThreads) * 4;
