@@ -139,7 +139,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << e.what() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
-    // CLI11's own codes (100-127) are remapped to 2 (SPEC §6)
+    // CLI11's own codes (100-127) are remapped to 2 (docs/design.md §6)
     err << "mlactl: " << e.what() << "\n";
     if (app.get_subcommands().empty()) err << "Run 'mlactl --help' for the commands.\n";
     else err << "Run 'mlactl " << app.get_subcommands().front()->get_name() << " --help' for its options.\n";

@@ -1,4 +1,4 @@
-// `mlactl bench`: GPU timings of the routed kernels (SPEC §6 bench, §8).
+// `mlactl bench`: GPU timings of the routed kernels (docs/design.md §6 bench, §8).
 //
 // Per route (the decided one, --kernel, or each of --compare A,B) and its planner:
 // the work list is planned as `run` plans it, the inputs are generated once, and
@@ -244,7 +244,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));
-  sub->add_option("--iters", opt->iters, "timed runs (at least 20 for the SPEC §8 numbers)")->capture_default_str()->check(CLI::Range(1, 100000));
+  sub->add_option("--iters", opt->iters, "timed runs (at least 20 for the docs/design.md §8 numbers)")->capture_default_str()->check(CLI::Range(1, 100000));
   sub->add_option("--kv-copies", opt->kv_copies, "KV cache copies rotated between runs (0: enough for 256 MiB in all, at least 2; 1: no rotation)")
       ->capture_default_str()->check(CLI::Range(0, 4096));
   sub->add_option("--peak-tflops", opt->peak_tflops, "bf16 dense matrix rate for the % of peak (default: H200 SXM datasheet)")->capture_default_str();

@@ -1,4 +1,4 @@
-// `mlactl check PATH...`: runs every fixture's `expect` block (SPEC §6) and prints
+// `mlactl check PATH...`: runs every fixture's `expect` block (docs/design.md §6) and prints
 // one line per case; --junit, --shard K/N (stable), --filter REGEX, --format json.
 #include <unistd.h>
 
@@ -97,7 +97,7 @@ std::string case_id(const std::string& file) {
 }
 
 int severity(int code) {
-  // check exits with the most severe case status: 4 > 3 > 1 > 77 > 0 (SPEC §6)
+  // check exits with the most severe case status: 4 > 3 > 1 > 77 > 0 (docs/design.md §6)
   switch (code) {
     case kExitDevice: return 5;
     case kExitInvalidInput: return 4;

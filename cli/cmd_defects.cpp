@@ -1,4 +1,4 @@
-// `mlactl defects [ID]`: the defect catalog (SPEC §7) — every id `inject` accepts,
+// `mlactl defects [ID]`: the defect catalog (docs/design.md §7) — every id `inject` accepts,
 // its seed, the PR that fixed it, the stage it switches and the symptom; with an ID,
 // the plain-English explanation and the fixture pair that shows it.
 #include "cli/app.hpp"
@@ -12,7 +12,6 @@ nlohmann::ordered_json defect_json(const DefectInfo& d, bool full) {
   nlohmann::ordered_json j;
   j["id"] = d.id;
   j["seed"] = d.seed;
-  j["seed_file"] = d.seed_file;
   j["fixed_by"] = d.fixed_by;
   j["stage"] = d.stage;
   j["changes"] = d.changes;
@@ -79,7 +78,7 @@ void setup_defects(CLI::App& app, Context& ctx) {
       const Style st = ctx.global.style();
       std::vector<std::pair<std::string, std::string>> kv = {
           {"id", st.bold(d->id)},
-          {"seed", d->seed + " (shared/seeds/" + d->seed_file + ")"},
+          {"seed", d->seed},
           {"fixed by", "vLLM " + d->fixed_by},
           {"introduced", d->introduced},
           {"stage", d->stage},

@@ -63,7 +63,7 @@ void setup_route(CLI::App& app, Context& ctx) {
     t.right_align = {true, false, false, false};
     for (size_t i = 0; i < rd.chain.size(); ++i) t.add({std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
     t.print(os, ctx.global.fmt());
-    // a refusal is an answer: exit 0 (SPEC §6)
+    // a refusal is an answer: exit 0 (docs/design.md §6)
   });
 }
 

@@ -25,7 +25,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
     DecodeMetadata md = route_needs_flatten(rd.route) ? build_decode(b, true) : std::move(md0);
     auto rows = oracle_windows(b);
     MetadataWindows mw = metadata_windows(b, md, rd.route, rows);
-    // captured arrays (SPEC §2): the windows the real run's index pointers gave
+    // captured arrays (docs/design.md §2): the windows the real run's index pointers gave
     std::optional<CapturedDiff> cdiff;
     if (!b.captured.is_null()) {
       CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());

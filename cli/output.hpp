@@ -1,4 +1,4 @@
-// Printers: one readable table, CSV, and the stable JSON envelope (SPEC §6;
+// Printers: one readable table, CSV, and the stable JSON envelope (docs/design.md §6;
 // NVBench-style: schema_version, tool, argv).
 #pragma once
 #include <iosfwd>
@@ -27,14 +27,14 @@ nlohmann::ordered_json json_envelope(const std::string& command);
 void print_json(std::ostream& os, const nlohmann::ordered_json& j);
 
 // Writes `content` to `path` through a temporary file and a rename, so an
-// interrupted run never leaves a partial file that looks complete (SPEC §9).
+// interrupted run never leaves a partial file that looks complete (docs/design.md §9).
 // Throws Error(kExitDevice) naming the path when it cannot.
 void write_file_atomic(const std::string& path, const std::string& content);
 
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items = 32);
 std::string fmt_double(double v, int prec = 4);
 
-// Colour only on a terminal, never with NO_COLOR (SPEC §6).
+// Colour only on a terminal, never with NO_COLOR (docs/design.md §6).
 struct Style {
   bool color = false;
   std::string red(const std::string& s) const { return color ? "\033[31m" + s + "\033[0m" : s; }

@@ -142,7 +142,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   }
   if (opt.use_captured) {
     if (cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
-    // the kernel runs exactly what the real stack produced (SPEC §2 captured)
+    // the kernel runs exactly what the real stack produced (docs/design.md §2 captured)
     md = metadata_with_captured(md, cap);
     o.plan = plan_route(b, md, o.route, rows, opt.planner);
     apply_captured_work(*o.plan, cap);
@@ -153,7 +153,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   o.ms_plan = ms_since(t0);
 
   {
-    // refuse up front what would not fit (SPEC §9): inputs, reference + output copies,
+    // refuse up front what would not fit (docs/design.md §9): inputs, reference + output copies,
     // the kernel's q/out/partial buffers and the audit's slot map
     const RoutePlan& p = *o.plan;
     const int64_t nrows = (int64_t)rows.size();

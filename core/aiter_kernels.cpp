@@ -1,5 +1,5 @@
-// AITER ASM MLA decode kernel selection as data (reference aiter_mla_metadata.md
-// §5.1, §5.2; rule set aiter 2026.08 = commit e4048607).
+// AITER ASM MLA decode kernel selection as data (docs/stacks/vllm-rocm-aiter.md
+// §A5.1, §A5.2; rule set aiter 2026.08 = commit e4048607).
 #include "core/aiter_kernels.hpp"
 
 #include <sstream>
@@ -19,7 +19,7 @@ MlaPyFold mla_py_head_fold(Arch arch, int heads, int q_len, bool q_fp8, bool kv_
   const bool bf16_bf16 = !q_fp8 && !kv_fp8;
   const bool g942 = arch == Arch::gfx942;
   const bool g950 = arch == Arch::gfx950;
-  // The native (no fold) clauses of mla.py's persistent path, §5.1 in order.
+  // The native (no fold) clauses of mla.py's persistent path, §A5.1 in order.
   // The experimental HK clauses are left out: AITER_ENABLE_EXPERIMENTAL is off.
   const char* native_why = nullptr;
   if (heads == 16) native_why = "H == 16";
@@ -40,7 +40,7 @@ MlaPyFold mla_py_head_fold(Arch arch, int heads, int q_len, bool q_fp8, bool kv_
     f.why = "folded " + std::to_string(heads) + " -> 16 heads (ratio " + std::to_string(f.ratio) + ")";
     return f;
   }
-  // "Otherwise ... any other H asserts" (§5.1).
+  // "Otherwise ... any other H asserts" (§A5.1).
   f.ok = false;
   f.native = false;
   f.why = "mla.py has no fold for " + std::to_string(heads) + " heads (" + std::string(to_string(arch)) +
@@ -79,7 +79,7 @@ std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::s
   k.lse = q.lse;
   std::string rule = "qSeqLen = L";
 
-  // Per-gqa rules (§5.2 "How the lookup key is built").
+  // Per-gqa rules (§A5.2 "How the lookup key is built").
   switch (g0) {
     case 128:
       k.q_seqlen = 0;
@@ -142,7 +142,7 @@ std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::s
   }
 
   // gfx950 persistent overrides, first match wins; they test the gqa and L the
-  // kernel was asked for, not the key built above (§5.2).
+  // kernel was asked for, not the key built above (§A5.2).
   if (q.arch == Arch::gfx950 && q.persistent) {
     if (bf16_bf16 && (g0 * L >= 128 || g0 > 64) && g0 != 48) {
       k.gqa = 32; k.q_seqlen = 4; rule += "; gfx950 override 1 (bf16, gqa*L >= 128 or gqa > 64) -> (32, 4)";
@@ -161,7 +161,7 @@ std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::s
 
 const std::vector<AiterKernelRow>& aiter_kernel_table() {
   // Rows of hsa/<arch>/mla/mla_asm.csv at e4048607 as summarised in reference
-  // §5.2 (decode rows only, prefill = 0, cprr = 0). Base names are the
+  // §A5.2 (decode rows only, prefill = 0, cprr = 0). Base names are the
   // reference's; where it elides a name (`..qh16_qseqlen1_..ps`) the full name
   // follows the same family's gfx942 row. The reference marks `_lse` (return_lse)
   // and `msk0` (causal = 0) variants without spelling their names; they are
@@ -183,7 +183,7 @@ const std::vector<AiterKernelRow>& aiter_kernel_table() {
       row(A::gfx942, D::fp8, D::fp8, 16, PS, C1, 4, NOLSE, "mla_a8w8_qh64_qseqlen4_gqaratio16_ps"),
       row(A::gfx942, D::fp8, D::fp8, 64, PS, C1, 1, NOLSE, "mla_a8w8_qh64_qseqlen1_gqaratio64_v3_ps"),
       row(A::gfx942, D::fp8, D::fp8, 64, PS, C1, 1, LSE, "mla_a8w8_qh64_qseqlen1_gqaratio64_lse_v3_ps"),
-      // a msk0 kernel whose CSV row says causal = 1 (§5.2)
+      // a msk0 kernel whose CSV row says causal = 1 (§A5.2)
       row(A::gfx942, D::fp8, D::fp8, 128, PS, C1, 0, NOLSE, "mla_a8w8_qh128_m32x4_n16x2_msk0_ps"),
       // ---- gfx942, non-persistent ---------------------------------------------
       row(A::gfx942, D::bf16, D::bf16, 128, NP, C1, 0, NOLSE, "mla_dec_stage1_bf16_a16w16_subQ128_mqa128"),
@@ -210,7 +210,7 @@ const std::vector<AiterKernelRow>& aiter_kernel_table() {
       row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_ps"),
       row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 1, LSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_lse_ps"),
       row(A::gfx950, D::fp8, D::fp8, 16, PS, C0, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_msk0_ps"),
-      // 16 x 2 has no msk0 row: the seed 001 / §5.2 gap for non-causal fp8 2-token blocks
+      // 16 x 2 has no msk0 row: the seed 001 / §A5.2 gap for non-causal fp8 2-token blocks
       row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 2, NOLSE, "mla_a8w8_qh16_qseqlen2_gqaratio16_ps"),
       row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 4, NOLSE, "mla_a8w8_qh16_qseqlen4_gqaratio16_v3_ps"),
       row(A::gfx950, D::fp8, D::fp8, 16, PS, C1, 4, LSE, "mla_a8w8_qh16_qseqlen4_gqaratio16_lse_v3_ps"),
@@ -234,7 +234,7 @@ const std::vector<AiterKernelRow>& aiter_kernel_table() {
       row(A::gfx950, D::bf16, D::bf16, 64, NP, C1, 1, LSE, "mla_a16w16_qh64_qseqlen1_gqaratio64_lse_v3"),
       row(A::gfx950, D::bf16, D::bf16, 8, NP, C1, 1, NOLSE, "mla_a16w16_qh8_qseqlen1_gqaratio8_v3"),
       // The manifest has two rows with this key (the other is ..._gqaratio8_causal);
-      // AITER's pick depends on unordered_map order (§5.2). The first is kept.
+      // AITER's pick depends on unordered_map order (§A5.2). The first is kept.
       row(A::gfx950, D::bf16, D::bf16, 8, NP, C1, 2, NOLSE, "mla_a16w16_qh8_qseqlen2_gqaratio8"),
       row(A::gfx950, D::fp8, D::fp8, 16, NP, C1, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16"),
       row(A::gfx950, D::fp8, D::fp8, 16, NP, C0, 1, NOLSE, "mla_a8w8_qh16_qseqlen1_gqaratio16_msk0"),

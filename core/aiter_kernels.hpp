@@ -1,6 +1,6 @@
 // AITER ASM MLA decode kernel selection at the modelled rule set (aiter 2026.08,
-// commit e4048607): the mla.py head->batch fold (reference aiter_mla_metadata.md
-// §5.1) and the kernel-config key plus manifest lookup of asm_mla.cu (§5.2).
+// commit e4048607): the mla.py head->batch fold (docs/stacks/vllm-rocm-aiter.md
+// §A5.1) and the kernel-config key plus manifest lookup of asm_mla.cu (§A5.2).
 // lookup_aiter_kernel itself is declared in core/router.hpp.
 #pragma once
 #include <optional>
@@ -13,18 +13,18 @@
 namespace mlactl {
 
 // What aiter/mla.py does to the head count before launching the persistent
-// kernel (§5.1). `ok` is false where mla.py asserts (a head count that is neither
+// kernel (§A5.1). `ok` is false where mla.py asserts (a head count that is neither
 // native nor a multiple of 16).
 struct MlaPyFold {
   bool ok = true;
   bool native = true;
   int ratio = 1;       // head->batch fold ratio
   int gqa = 16;        // heads per q row the kernel sees
-  std::string why;     // which §5.1 clause decided
+  std::string why;     // which §A5.1 clause decided
 };
 MlaPyFold mla_py_head_fold(Arch arch, int heads, int q_len, bool q_fp8, bool kv_fp8);
 
-// One manifest key of hsa/<arch>/mla/mla_asm.csv (§5.2); prefill is always 0
+// One manifest key of hsa/<arch>/mla/mla_asm.csv (§A5.2); prefill is always 0
 // for decode and cprr is not modelled (vLLM R1 dense decode without DCP).
 struct AiterKernelKey {
   Arch arch = Arch::gfx950;
@@ -38,7 +38,7 @@ struct AiterKernelKey {
 };
 std::string to_string(const AiterKernelKey& k);
 
-// get_heuristic_kernel_mla's key construction (§5.2 "How the lookup key is
+// get_heuristic_kernel_mla's key construction (§A5.2 "How the lookup key is
 // built", per-gqa rules then the gfx950 persistent overrides). nullopt where
 // AITER errors before the table is searched; `why` says which rule fired.
 std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::string* why = nullptr);
@@ -48,7 +48,7 @@ struct AiterKernelRow {
   AiterKernelKey key;
   const char* kernel;
 };
-// The per-arch persistent and non-persistent decode rows (§5.2), as data.
+// The per-arch persistent and non-persistent decode rows (§A5.2), as data.
 const std::vector<AiterKernelRow>& aiter_kernel_table();
 
 // The text AITER raises when no manifest row matches.

@@ -1,4 +1,4 @@
-// Strict parser of the batch file (SPEC §2). Every error names the JSON pointer
+// Strict parser of the batch file (docs/design.md §2). Every error names the JSON pointer
 // of the field and exits 3; unknown keys are errors.
 #include "core/batch.hpp"
 
@@ -21,7 +21,7 @@ using nlohmann::json;
 namespace {
 
 // Hard bounds that keep every later array within int32 (AITER's index type) and
-// reject absurd inputs up front (SPEC §9). The memory budget proper lives in the CLI.
+// reject absurd inputs up front (docs/design.md §9). The memory budget proper lives in the CLI.
 constexpr int64_t kMaxRequests = 1 << 22;
 constexpr int64_t kMaxLen = std::numeric_limits<int32_t>::max();
 constexpr int kMaxHeads = 1024;
@@ -145,7 +145,7 @@ DType parse_dtype(const json& v, const std::string& ptr) {
 bool is_valid_num_heads(int64_t n) { return n > 0 && (n <= 128 || n % 16 == 0); }
 
 std::string num_heads_error(int64_t n) {
-  // vLLM check_num_heads_validity (reference vllm_rocm_mla.md §1 (d)).
+  // vLLM check_num_heads_validity (docs/stacks/vllm-rocm-aiter.md §V1 (d)).
   return "ROCM AITER MLA requires a positive multiple of 16 heads, or an unaligned head count up to 128 "
          "(padded to the next multiple of 16), but got " +
          std::to_string(n) + ". Try adjusting tensor_parallel_size value.";
@@ -195,7 +195,7 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
     return (len + Kb - 1) / Kb;
   };
   if (!kv.explicit_block_table) {
-    // the table and, downstream, the token-slot indices: refuse before allocating (SPEC §9)
+    // the table and, downstream, the token-slot indices: refuse before allocating (docs/design.md §9)
     int64_t blocks = 0, tokens = 0;
     for (const auto& r : b.requests) {
       blocks += kv.layout == KvLayout::sequential ? 0 : needed_blocks(r);
@@ -236,7 +236,7 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
   }
   kv.block_table.assign(b.requests.size(), {});
   if (kv.layout == KvLayout::sequential) {
-    // reference vllm_rocm_mla.md §5.1: request r's blocks start at r·ceil(max len / Kb).
+    // docs/stacks/vllm-rocm-aiter.md §V5.1: request r's blocks start at r·ceil(max len / Kb).
     int64_t stride = 0;
     for (const auto& r : b.requests) stride = std::max(stride, needed_blocks(r));
     const int64_t total = stride * (int64_t)b.requests.size();

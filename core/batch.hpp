@@ -1,4 +1,4 @@
-// The batch file (schema 1), SPEC §2: a decode step as a serving stack sees it.
+// The batch file (schema 1), docs/design.md §2: a decode step as a serving stack sees it.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -125,7 +125,7 @@ nlohmann::ordered_json batch_json_schema();
 // Serialise a parsed batch back to a canonical schema-1 document (explicit block table).
 nlohmann::ordered_json batch_to_json(const Batch& b);
 
-// vLLM's head-count rule (reference vllm_rocm_mla.md §1 (d)).
+// vLLM's head-count rule (docs/stacks/vllm-rocm-aiter.md §V1 (d)).
 bool is_valid_num_heads(int64_t n);
 std::string num_heads_error(int64_t n);
 

@@ -43,7 +43,7 @@ ojson defect_enum() {
   ojson o;
   o["enum"] = ojson::array();
   for (const auto& d : defect_catalog()) o["enum"].push_back(d.id);
-  o["description"] = "defect id (SPEC §7; `mlactl defects`)";
+  o["description"] = "defect id (docs/design.md §7; `mlactl defects`)";
   return o;
 }
 }  // namespace

@@ -1,4 +1,4 @@
-// Memory budget (SPEC §9): batches whose metadata, inputs or reference would need
+// Memory budget (docs/design.md §9): batches whose metadata, inputs or reference would need
 // more than the budget are refused up front (exit 3) with what they would need —
 // never an out-of-memory kill or a multi-minute hang.
 #pragma once

@@ -9,7 +9,7 @@
 namespace mlactl {
 
 int64_t uniform_padded_mtp_qo_len(const std::vector<int64_t>& qo_len, int64_t max_qo_len, int64_t num_decode_tokens) {
-  // vLLM `_uniform_padded_mtp_qo_len` (reference vllm_rocm_mla.md §2 step 2): a full-cudagraph
+  // vLLM `_uniform_padded_mtp_qo_len` (docs/stacks/vllm-rocm-aiter.md §V2 step 2): a full-cudagraph
   // step whose padding slots carry the uniform MTP length u = N / R.
   const int64_t R = (int64_t)qo_len.size();
   const int64_t N = num_decode_tokens;
@@ -112,7 +112,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     m.min_kv_seq_len_r0 = R * Q > 0 ? mn : 0;
   }
 
-  // R0 small-head verify flatten (reference §1 (a)): row r·Q+t gets max(0, s − (Q−1) + t)
+  // R0 small-head verify flatten (docs/stacks/vllm-rocm-aiter.md §V1 (a)): row r·Q+t gets max(0, s − (Q−1) + t)
   // entries, a prefix of the request's slots. verify-window-broadcast (seed 000) gives
   // every row the whole request length instead.
   if (with_flatten) {

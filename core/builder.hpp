@@ -1,5 +1,5 @@
 // vLLM R1 `_build_decode` and the R0 small-head verify flatten
-// (reference vllm_rocm_mla.md §1 (a), §2; SPEC §4 "Builder").
+// (docs/stacks/vllm-rocm-aiter.md §V1 (a), §V2; docs/design.md §4 "Builder").
 #pragma once
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@
 
 namespace mlactl {
 
-// vLLM `_uniform_padded_mtp_qo_len` (reference §2 step 2).
+// vLLM `_uniform_padded_mtp_qo_len` (docs/stacks/vllm-rocm-aiter.md §V2 step 2).
 int64_t uniform_padded_mtp_qo_len(const std::vector<int64_t>& qo_len, int64_t max_qo_len, int64_t num_decode_tokens);
 
 struct DecodeMetadata {

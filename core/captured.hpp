@@ -1,4 +1,4 @@
-// Captured metadata (SPEC §2 `captured`): arrays a real vLLM/AITER run produced,
+// Captured metadata (docs/design.md §2 `captured`): arrays a real vLLM/AITER run produced,
 // compared with what mlactl builds and, with `run --use-captured`, executed.
 #pragma once
 #include <array>

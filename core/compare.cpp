@@ -10,7 +10,7 @@ namespace mlactl {
 
 namespace {
 
-// NaN, +inf and -inf are classes whose positions must match exactly (SPEC §6).
+// NaN, +inf and -inf are classes whose positions must match exactly (docs/design.md §6).
 int value_class(double x) {
   if (std::isnan(x)) return 1;
   if (std::isinf(x)) return x > 0 ? 2 : 3;
@@ -27,7 +27,7 @@ std::string fmt(double x) {
 }  // namespace
 
 Tolerance default_tolerance(DType out_dtype, DType kv_dtype, DType q_dtype) {
-  // One e4m3 ulp (1/8) dominates whenever q or KV is fp8 (style_anchors.md table).
+  // One e4m3 ulp (1/8) dominates whenever q or KV is fp8 (docs/design.md §10).
   if (kv_dtype == DType::fp8 || q_dtype == DType::fp8) return {1e-2, 1.0 / 8, 3e-2, "fp8 KV"};
   if (out_dtype == DType::fp16) return {1e-3, 2.0 / 1024, 5e-6, "fp16 out"};
   return {8e-4, 2.0 / 128, 5e-6, "bf16 out"};

@@ -1,5 +1,5 @@
-// Numeric comparison of a kernel's output with the reference (SPEC §6 tolerances,
-// style_anchors.md "Tolerance policy"), on the user-visible layout
+// Numeric comparison of a kernel's output with the reference (docs/design.md §6 tolerances,
+// docs/design.md §6, tolerances), on the user-visible layout
 // [rows, num_heads, v_dim] (raw heads, after un-padding / un-folding).
 #pragma once
 #include <cstdint>
@@ -24,7 +24,7 @@ struct LseTolerance {
   double rtol = 8.0 / 65536;
 };
 
-// SPEC §6 defaults: bf16 out 8e-4 / 2/128 / 5e-6; fp16 out 1e-3 / 2/1024 / 5e-6;
+// docs/design.md §6 defaults: bf16 out 8e-4 / 2/128 / 5e-6; fp16 out 1e-3 / 2/1024 / 5e-6;
 // fp8 KV (or fp8 q) 1e-2 / 1/8 / 3e-2.
 Tolerance default_tolerance(DType out_dtype, DType kv_dtype, DType q_dtype);
 // LSE (fp32, natural log): atol 1e-5, rtol 8/65536 (FlashMLA's rtol). Kernel and

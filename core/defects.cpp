@@ -1,5 +1,5 @@
-// The defect catalog. Sources: shared/seeds/00*.txt (the PR write-ups) and the
-// timeline in reference/vllm_rocm_mla.md §0 (which names the PR of each seed):
+// The defect catalog. Sources: the fixing pull requests' write-ups and the
+// timeline in docs/stacks/vllm-rocm-aiter.md §V0 (which names the PR of each seed):
 //   000 -> #50476 (regression from #50000)   001 -> #55966 (rebase of #53001)
 //   002 -> #55239 (issue #53943)             003 -> #50578 (with #51647 later)
 //   004 -> #46997 (#46952 was the head-padding workaround)
@@ -12,7 +12,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "verify-window-broadcast",
           "000",
-          "000_144e1a837e8e0dc5.txt",
           "#50476",
           "#50000 (Gluon small-head decode and the verify flatten, merged the same day)",
           "builder",
@@ -33,7 +32,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "causal-flag-dropped",
           "001",
-          "001_08851e9555e23627.txt",
           "#55966",
           "the causal-only AITER MLA decode before #55966 (is_causal=True hard-wired in get_mla_metadata_v1)",
           "planner",
@@ -52,7 +50,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "noncausal-probe-silent",
           "001",
-          "001_08851e9555e23627.txt",
           "#55966",
           "the first revision of #55966's capability probe (return False instead of raising)",
           "router",
@@ -72,7 +69,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "sparse-route-legacy",
           "002",
-          "002_2cd9c4d559c86a72.txt",
           "#55239",
           "the pre-#55239 _use_rocm_sparse_triton (issue #53943)",
           "router",
@@ -92,7 +88,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "pad-repeat-noop",
           "003",
-          "003_4fe7f66535437ef8.txt",
           "#50578",
           "get_mla_padded_q before #50578 (repeat_interleave(16 // n) for every head count)",
           "padding",
@@ -113,7 +108,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "pad-append-only",
           "003",
-          "003_4fe7f66535437ef8.txt",
           "#50578",
           "an early revision of #50578 (append the heads once)",
           "padding",
@@ -130,7 +124,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "gluon-arch-ungated",
           "003",
-          "003_4fe7f66535437ef8.txt",
           "#50578",
           "use_gluon_decode and the DSpark verify branch before #50578's _gluon_mla_decode_supported()",
           "router",
@@ -149,7 +142,6 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "metadata-dtype-omitted",
           "004",
-          "004_429af160dc008967.txt",
           "#46997",
           "AiterMLAMetadataBuilder._build_decode before #46997 (#46952 padded 32 heads to 64 as a workaround)",
           "planner",
@@ -162,7 +154,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "fp8 KV cache and 32 heads per rank (the a16w8 era: bf16 q) the schedule was planned unfolded and "
           "run folded: wrong split/reduce metadata and GSM8K from 0.93 to about 0, with no error. #46997 "
           "stores the dtypes at init and passes them. The same mismatch hits gfx942 fp8 with 128 heads "
-          "(planned folded x8, run native) and the other shapes of reference aiter_mla_metadata.md §6. mlactl "
+          "(planned folded x8, run native) and the other shapes of docs/stacks/vllm-rocm-aiter.md §A6. mlactl "
           "reports the fold mismatch, the broken invariants under the kernel's view, and a failed run.",
           {"seed004-gfx942-fp8-h128-omitted", "seed004-gfx942-fp8-h128", "seed004-gfx950-fp8-h32-fp8q-omitted"},
       },

@@ -1,7 +1,7 @@
-// Bit-exact host codecs for the storage dtypes (SPEC §2 "kv_cache.dtype", §5):
+// Bit-exact host codecs for the storage dtypes (docs/design.md §2 "kv_cache.dtype", §5):
 // bf16, IEEE fp16 and the two fp8 e4m3 flavours. Decoding is done in software so
 // every executor (CPU, GPU, reference) sees the same values from the same bits
-// (style_anchors.md "fp8": the same bits decode differently per flavour).
+// (docs/design.md §10: the same bits decode differently per flavour).
 #pragma once
 #include <cstdint>
 
@@ -19,7 +19,7 @@ float bf16_bits_to_float(uint16_t bits);
 uint16_t float_to_fp16_bits(float x);
 float fp16_bits_to_float(uint16_t bits);
 
-// fp8 e4m3, both flavours (style_anchors.md "fp8"):
+// fp8 e4m3, both flavours (docs/design.md §10):
 //  e4m3fn (OCP, gfx950/NVIDIA): bias 7, max 448, NaN 0x7F/0xFF, no inf, has -0.
 //  e4m3fnuz (gfx942):           bias 8, max 240, single NaN 0x80, no inf, no -0.
 // Encode rounds to nearest even and saturates: |x| beyond max (inf included)

@@ -1,4 +1,4 @@
-// Head padding for AITER MLA (reference vllm_rocm_mla.md §1 (d), seed 003).
+// Head padding for AITER MLA (docs/stacks/vllm-rocm-aiter.md §V1 (d), seed 003).
 #pragma once
 #include <string>
 #include <vector>

@@ -13,7 +13,7 @@ namespace mlactl {
 namespace {
 
 // Fixed-size chunks, each with its own generator, so the values do not depend on
-// the thread count (SPEC §2: a seed gives the same inputs everywhere).
+// the thread count (docs/design.md §2: a seed gives the same inputs everywhere).
 constexpr int64_t kQRowsPerChunk = 64;
 constexpr int64_t kKvSlotsPerChunk = 256;
 
@@ -68,7 +68,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
     in.rows[i] = QueryRowInfo{windows[i].request, windows[i].token, windows[i].kind == MaskKind::padding};
 
   // ---- q: generated in the model dtype; fp8 q is then quantized per tensor, as
-  // vLLM R1 does for decode q (SPEC §2 decode.q_dtype).
+  // vLLM R1 does for decode q (docs/design.md §2 decode.q_dtype).
   const int64_t q_row_elems = H * D;
   const int64_t q_elems = in.num_rows * q_row_elems;
   in.q.dtype = b.decode.q_dtype;
@@ -101,7 +101,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
     });
   }
 
-  // ---- which slots hold a request's KV (SPEC §2 placement); everything else is NaN.
+  // ---- which slots hold a request's KV (docs/design.md §2 placement); everything else is NaN.
   std::vector<uint8_t> slot_used((size_t)in.num_slots, 0);
   const int64_t Kb = in.block_size;
   in.block_table_width = 1;

@@ -1,4 +1,4 @@
-// Input generation (SPEC §2 data.seed, §5 poisoning): q and the KV cache from a
+// Input generation (docs/design.md §2 data.seed, §5 poisoning): q and the KV cache from a
 // Batch, in the exact storage bits a kernel receives, with unused KV slots and
 // unused block-table entries poisoned so stray reads show up.
 #pragma once
@@ -61,12 +61,12 @@ struct Inputs {
 constexpr float kQAmplitude = 3.0f;
 constexpr float kKvAmplitude = 1.0f;
 
-// Token slot of KV position j of request r (SPEC §2 kv_cache.block_size):
+// Token slot of KV position j of request r (docs/design.md §2 kv_cache.block_size):
 // block_table[r][j / Kb] * Kb + j % Kb. Data placement is part of the batch
 // description, not of the metadata, so the reference uses this and never the builder.
 int64_t kv_slot_of(const Batch& b, int request, int64_t position);
 
-// Host bytes generate_inputs would allocate (for a memory budget check, SPEC §9).
+// Host bytes generate_inputs would allocate (for a memory budget check, docs/design.md §9).
 int64_t estimated_input_bytes(const Batch& b, int64_t num_rows);
 
 // Generates q and KV from data.seed. `rows` are oracle_windows(b) (passed in so

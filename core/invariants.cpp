@@ -1,4 +1,4 @@
-// Invariant checker over any work list (SPEC §4 "Invariants"). Coverage is interval
+// Invariant checker over any work list (docs/design.md §4 "Invariants"). Coverage is interval
 // arithmetic per q row (sorted intervals), never per-KV-position bitmaps: rows can be
 // 100k+ tokens and batches 16k requests.
 #include "core/invariants.hpp"
@@ -43,7 +43,7 @@ struct RowInterval {
   int64_t row, begin, end, work;
 };
 
-// The AITER causal rule (reference aiter_mla_metadata.md §7.1): q row i of Qn sees KV entries
+// The AITER causal rule (docs/stacks/vllm-rocm-aiter.md §A7.1): q row i of Qn sees KV entries
 // < kv_end - max(0, (Qn-1-i) - kv_offset). kv_offset and the trim count tokens; with
 // page_size > 1 the trim drops only whole index entries (pages).
 int64_t visible_end(const WorkInfo& w, int64_t i, const KernelView& view) {

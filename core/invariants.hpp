@@ -1,4 +1,4 @@
-// Invariant checker over any work list (SPEC §4 "Invariants"), also a captured one.
+// Invariant checker over any work list (docs/design.md §4 "Invariants"), also a captured one.
 #pragma once
 #include <cstdint>
 #include <string>

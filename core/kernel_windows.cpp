@@ -16,7 +16,7 @@ MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route
       w.path = "none (the stack refuses this configuration)";
       return w;
     case Route::gluon_verify:
-      // R0: one flattened row per (request, token) with its own prefix (reference §1 (a))
+      // R0: one flattened row per (request, token) with its own prefix (docs/stacks/vllm-rocm-aiter.md §V1 (a))
       w.path = "R0 verify flatten: flat_indptr row r*Q+t, a prefix of the request's paged_kv_indices";
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t fr = (int64_t)rows[i].request * Q + rows[i].token;
@@ -25,7 +25,7 @@ MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route
       }
       break;
     case Route::triton_mla:
-      // TRITON_MLA flattens itself: max(0, s-(q-1)+t) causal, s non-causal (reference §4)
+      // TRITON_MLA flattens itself: max(0, s-(q-1)+t) causal, s non-causal (docs/stacks/vllm-rocm-aiter.md §V4)
       w.path = "TRITON_MLA flatten: per-row b_seq_len over a repeated block-table row";
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];

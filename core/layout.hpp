@@ -1,5 +1,5 @@
-// The q/output layouts a kernel view implies (SPEC §4 "kernel view"): head padding,
-// AITER's head→batch fold (reference aiter_mla_metadata.md §5.1) and flattened
+// The q/output layouts a kernel view implies (docs/design.md §4 "kernel view"): head padding,
+// AITER's head→batch fold (docs/stacks/vllm-rocm-aiter.md §A5.1) and flattened
 // rows; and the inverse for the output and LSE, back to the user layout
 // [rows, num_heads, v_dim] that compare works on.
 #pragma once
@@ -33,7 +33,7 @@ struct ViewLayout {
 
 // Checks the view against the padding map: view.heads * view.fold_ratio must be
 // heads.padded_heads; a fold needs user_rows to be a multiple of `uniform_qlen`
-// (AITER requires uni_seqlen_qo > 0, reference §5.1). Throws std::invalid_argument.
+// (AITER requires uni_seqlen_qo > 0, docs/stacks/vllm-rocm-aiter.md §A5.1). Throws std::invalid_argument.
 ViewLayout make_view_layout(int64_t user_rows, const KernelView& view, const HeadPadding& heads, int64_t uniform_qlen);
 
 // The kernel's q tensor [view_rows, view_heads, view.head_dim] in the q dtype:

@@ -1,5 +1,5 @@
 // A tiny dynamic parallel-for over std::thread (the reference, input generation and
-// the CPU executor use all cores, SPEC §8). Items are handed out one at a time from
+// the CPU executor use all cores, docs/design.md §8). Items are handed out one at a time from
 // an atomic counter, so uneven items (long and short requests) balance; results
 // must never depend on which thread ran an item.
 #pragma once

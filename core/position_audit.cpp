@@ -53,7 +53,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
     }
   }
 
-  // coverage per kernel q row, with the AITER causal rule (reference §7.1)
+  // coverage per kernel q row, with the AITER causal rule (docs/stacks/vllm-rocm-aiter.md §A7.1)
   const int64_t k = std::max(1, v.fold_ratio);
   const int64_t L = std::max<int64_t>(1, plan.uniform_qlen);
   int64_t view_rows = (int64_t)rows.size() * k;

@@ -1,4 +1,4 @@
-// Position audit (SPEC §5): from the work list under the kernel's view, the exact
+// Position audit (docs/design.md §5): from the work list under the kernel's view, the exact
 // KV positions each non-padding (request, token, head) reads, compared with the
 // oracle window. Numeric tolerances cannot see a window one token too long; this can.
 #pragma once

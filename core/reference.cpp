@@ -92,7 +92,7 @@ void dense_request(const Batch& b, const std::vector<RowWindow>& rows, const Inp
   }
 }
 
-// Sparse rows: each token attends to its own position set (SPEC §3).
+// Sparse rows: each token attends to its own position set (docs/design.md §3).
 void sparse_row(const Batch& b, const RowWindow& w, const Inputs& in, Workspace& ws, ReferenceOutput& ref) {
   const int H = in.num_heads;
   const int64_t D = in.head_dim;

@@ -1,4 +1,4 @@
-// The Eigen reference (SPEC §1, §3): every row's output computed from the batch
+// The Eigen reference (docs/design.md §1, §3): every row's output computed from the batch
 // semantics alone (oracle_windows) and the decoded inputs; it never reads metadata.
 #pragma once
 #include <cstdint>
@@ -17,7 +17,7 @@ struct ReferenceOutput {
   std::vector<float> out;         // [num_rows, num_heads, v_dim]; NaN where not computed
   std::vector<float> lse;         // [num_rows, num_heads], natural log; NaN where not computed
   std::vector<uint8_t> computed;  // per row: 1 when the reference has a value
-  int64_t padding_rows = 0;       // not computed: discarded by the stack (SPEC §3)
+  int64_t padding_rows = 0;       // not computed: discarded by the stack (docs/design.md §3)
   int64_t empty_rows = 0;         // non-padding rows with an empty window (e.g. an
                                   // explicit sparse list of only -1): undefined, not computed
 };

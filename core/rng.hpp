@@ -1,4 +1,4 @@
-// The project's own generator and distributions (SPEC §2 data.seed): no std::
+// The project's own generator and distributions (docs/design.md §2 data.seed): no std::
 // distributions, so a seed gives the same inputs on every platform.
 #pragma once
 #include <cstdint>

@@ -89,7 +89,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
   const bool sparse = rd.route == Route::sparse_triton || rd.route == Route::aiter_sparse;
   const bool flattened = rd.route == Route::gluon_verify || rd.route == Route::triton_mla;
 
-  // heads: raw on Gluon/Triton, padded on the ASM routes (reference §1 (d))
+  // heads: raw on Gluon/Triton, padded on the ASM routes (docs/stacks/vllm-rocm-aiter.md §V1 (d))
   if (raw_head_route(rd.route)) {
     p.heads = head_padding(b.model.num_heads, false, {});
     p.heads.padded_heads = b.model.num_heads;
@@ -113,7 +113,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
   // ---- index lists and per-row windows -------------------------------------------
   std::vector<int64_t> row_len(rows.size(), 0);
   if (sparse) {
-    // one row per query token over its ragged list of slots (reference §1 (c))
+    // one row per query token over its ragged list of slots (docs/stacks/vllm-rocm-aiter.md §V1 (c))
     kv.q_layout = QLayout::per_token_sparse;
     p.row_indptr.assign(rows.size() + 1, 0);
     for (size_t i = 0; i < rows.size(); ++i) row_len[i] = (int64_t)rows[i].sparse_positions.size();
@@ -141,7 +141,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
                   p.kv_indices.begin() + p.row_indptr[i]);
       }
     } else {
-      // TRITON_MLA's own flatten: max(0, s-(q-1)+t) causal, s non-causal (reference §4)
+      // TRITON_MLA's own flatten: max(0, s-(q-1)+t) causal, s non-causal (docs/stacks/vllm-rocm-aiter.md §V4)
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];
         const int64_t qn = md.qo_len[rows[i].request];
@@ -178,7 +178,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
       in.kv_last_page_len.assign(T, 1);
       in.max_seqlen_qo = 1;
       in.uni_seqlen_qo = 1;
-      in.dtypes_given = false;  // the sparse builder does not pass them (reference §1 (e))
+      in.dtypes_given = false;  // the sparse builder does not pass them (docs/stacks/vllm-rocm-aiter.md §V1 (e))
     } else if (flattened) {
       throw Error(kExitUsage, "", "--planner aiter plans per-request q; route " + std::string(to_string(rd.route)) + " uses flattened rows");
     } else {
@@ -194,7 +194,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
                                       p.heads.padded_heads, in.dtypes_given ? in.dtype_q : DType::bf16,
                                       in.dtypes_given ? in.dtype_kv : DType::bf16, false);
     // the kernel (mla.py) folds with the REAL dtypes; the planner with what it was given
-    // (the sparse builder never passes them, reference §1 (e))
+    // (the sparse builder never passes them, docs/stacks/vllm-rocm-aiter.md §V1 (e))
     {
       const int kernel_L = sparse ? 1 : (int)Q;
       MlaPyFold f = mla_py_head_fold(b.platform.arch, p.heads.padded_heads, kernel_L, q_fp8, kv_fp8);
@@ -243,7 +243,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
 
   // ---- expectations from the oracle, in index-list space -----------------------------
   // Row i of the user layout covers the oracle window; for the fold, every head group
-  // of the row covers the same window (reference §5.1).
+  // of the row covers the same window (docs/stacks/vllm-rocm-aiter.md §V5.1).
   const int k = std::max(1, kv.fold_ratio);
   const bool uniform = md.uni_seqlen;
   p.expectations.reserve(rows.size() * k);
@@ -268,7 +268,7 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
       p.expectations.push_back(e);
     }
   }
-  if (k > 1 && !uniform) p.notes.push_back("head fold with non-uniform q_len: AITER indexes qo_indptr with folded batch ids (reference §10.6)");
+  if (k > 1 && !uniform) p.notes.push_back("head fold with non-uniform q_len: AITER indexes qo_indptr with folded batch ids (docs/stacks/vllm-rocm-aiter.md §V10.6)");
   for (const auto& n : p.work.notes) p.notes.push_back(n);
   if (p.work.planned_view != p.kernel_view) {
     const auto& pv = p.work.planned_view;

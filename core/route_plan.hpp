@@ -1,4 +1,4 @@
-// Route -> planner and kernel view (SPEC §4 table): the one place that turns a
+// Route -> planner and kernel view (docs/design.md §4 table): the one place that turns a
 // batch, its decode metadata and a routing decision into a work list, the index
 // list its KV ranges point into, and the view the route's kernel runs with.
 #pragma once
@@ -44,7 +44,7 @@ struct RoutePlan {
 // mla.py sizes them) when the planner has them.
 InvariantReport check_plan_invariants(const RoutePlan& plan, int64_t max_qo_len);
 
-// Builds the plan. `planner` empty = the route's own planner (SPEC §4 table).
+// Builds the plan. `planner` empty = the route's own planner (docs/design.md §4 table).
 // Throws Error(kExitRefused) when the route is refused, Error(kExitUsage) for an
 // unknown or inapplicable planner.
 RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,

@@ -1,7 +1,7 @@
 // Decode kernel routing: vLLM R1 (rocm_aiter_mla.py @ baae27c5) as described in
-// reference vllm_rocm_mla.md §1 (b)–(d), §2 steps 6/10/11 and §3, plus the
-// sparse backend's _use_rocm_sparse_triton (§1 (c)) and the AITER kernel lookup
-// (aiter_mla_metadata.md §5). Every decision is recorded in the chain so that
+// docs/stacks/vllm-rocm-aiter.md §V1 (b)–(d), §V2 steps 6/10/11 and §V3, plus the
+// sparse backend's _use_rocm_sparse_triton (§V1 (c)) and the AITER kernel lookup
+// (docs/stacks/vllm-rocm-aiter.md §A5). Every decision is recorded in the chain so that
 // `mlactl route` can show why a batch lands where it does.
 #include "core/router.hpp"
 
@@ -17,24 +17,24 @@ namespace mlactl {
 
 namespace {
 
-constexpr int kMinAsmHeads = 16;                        // AITER MLA ASM decode head granule (§1 (d))
+constexpr int kMinAsmHeads = 16;                        // AITER MLA ASM decode head granule (§V1 (d))
 constexpr int64_t kGluonKvCacheBoundBytes = 1LL << 31;  // 2 GiB: Gluon drops its KV bounds mask past it
-constexpr int kAsmPaddedPersistentMaxQ = 4;             // ASM_PADDED_MAX_PS_QLEN (§1 (d), §2 step 10)
+constexpr int kAsmPaddedPersistentMaxQ = 4;             // ASM_PADDED_MAX_PS_QLEN (§V1 (d), §V2 step 10)
 
 // Exact texts of the modelled stack.
-// §1 (b): the fail-closed capability probe (test_rocm_aiter_mla_fp8_support.py expects "causal-only").
+// §V1 (b): the fail-closed capability probe (test_rocm_aiter_mla_fp8_support.py expects "causal-only").
 constexpr const char* kCausalOnlyProbeError =
     "The installed AITER mla_decode_fwd has no causal= argument; AITER MLA decode is causal-only and "
     "cannot run a non-causal draft block. Upgrade AITER (>= v0.1.20) or pin the draft to TRITON_MLA.";
-// §1 (b) and seed 001: the fp8 2-token refusal in _build_decode.
+// §V1 (b) and seed 001: the fp8 2-token refusal in _build_decode.
 constexpr const char* kFp8NonCausal2TokenError =
     "AITER has no non-causal fp8 MLA kernel for this 2-token query block. "
     "Pin the draft to TRITON_MLA for this speculative config.";
 // Seed 003: Gluon selected on gfx942 trips this assertion in AITER's mla_gluon.
 constexpr const char* kGluonRequiresGfx950 = "mla_gluon requires gfx950";
-// §1 (a): R1 forward_mqa asserts the verify block is causal.
+// §V1 (a): R1 forward_mqa asserts the verify block is causal.
 constexpr const char* kGluonVerifyCausalOnly = "AITER MLA small-head verify MTP is causal-only";
-// §1 (b), ROCm platform: the invalid reasons that skip ROCM_AITER_MLA.
+// §V1 (b), ROCm platform: the invalid reasons that skip ROCM_AITER_MLA.
 constexpr const char* kReasonNonCausal = "non-causal not supported";
 constexpr const char* kReasonNonCausalFp16 = "non-causal fp16 MLA decode not supported";
 
@@ -79,7 +79,7 @@ bool is_float16_cache(const std::string& kv_cache_dtype) {
   return kv_cache_dtype == "auto" || kv_cache_dtype == "float16" || kv_cache_dtype == "fp16" || kv_cache_dtype.empty();
 }
 
-// check_num_heads_validity (§1 (d)).
+// check_num_heads_validity (§V1 (d)).
 bool valid_num_heads(int n) { return n > 0 && (n <= 128 || n % 16 == 0); }
 std::string num_heads_validity_error(int n) {
   return "ROCM AITER MLA requires a positive multiple of 16 heads, or an unaligned head count up to 128 "
@@ -99,7 +99,7 @@ bool pre_50578_small_head_routing(const RouteInput& in) {
          kMinAsmHeads % in.num_heads != 0;
 }
 
-// gluon_kv_cache_in_bounds (R1, §1 (d)).
+// gluon_kv_cache_in_bounds (R1, §V1 (d)).
 Verdict gluon_kv_cache_in_bounds(const RouteInput& in) {
   if (!in.kv_cache_bytes) return {true, "KV cache size unknown (before profiling): in bounds"};
   if (*in.kv_cache_bytes <= kGluonKvCacheBoundBytes)
@@ -121,7 +121,7 @@ std::string no_gluon_build_why(const RouteInput& in) {
   return why;
 }
 
-// use_gluon_decode, R1 order of checks (§1 (d)).
+// use_gluon_decode, R1 order of checks (§V1 (d)).
 Verdict gluon_decode_verdict(const RouteInput& in) {
   const int n = in.num_heads;
   if (n >= kMinAsmHeads) return {false, "heads " + num(n) + " >= 16 take the ASM decode"};
@@ -142,7 +142,7 @@ Verdict gluon_decode_verdict(const RouteInput& in) {
                     bounds.why};
 }
 
-// use_gluon_verify, R1 (§1 (a)).
+// use_gluon_verify, R1 (§V1 (a)).
 Verdict gluon_verify_verdict(const RouteInput& in) {
   const int n = in.num_heads;
   if (!in.causal) return {false, "non-causal block: Gluon verify is causal-only (#55966)"};
@@ -161,7 +161,7 @@ Verdict gluon_verify_verdict(const RouteInput& in) {
   return {true, "small-head causal verify on Gluon's native MTP entry, " + bounds.why};
 }
 
-// §2 step 10.
+// §V2 step 10.
 Verdict persistent_gate_verdict(const RouteInput& in, bool gluon_decode, bool gluon_verify) {
   const int64_t q = in.max_qo_len;
   const int64_t k = in.mtp_qlen;
@@ -193,7 +193,7 @@ bool is_forced_asm(const std::optional<Route>& r) {
 }
 bool is_gluon(Route r) { return r == Route::gluon_decode || r == Route::gluon_verify; }
 
-// Head regimes of AITER's Gluon kernel (aiter_mla_metadata.md §7.3): bh16 takes
+// Head regimes of AITER's Gluon kernel (docs/stacks/vllm-rocm-aiter.md §A7.3): bh16 takes
 // H <= 96, bh64 takes 64 or 128 bf16 heads. Only a forced route can get past them.
 bool gluon_has_regime(int heads, bool kv_fp8) { return heads <= 96 || (heads == 128 && !kv_fp8); }
 
@@ -218,9 +218,9 @@ bool route_asm_kernel(const RouteInput& in, Route route, int64_t q_len, bool cau
   const bool kv_fp8 = in.kv_dtype == DType::fp8;
   int gqa = pad.padded_heads;
   if (persistent && !native_h24) {
-    // §5.1: mla.py folds heads into batches before the persistent launch; the
+    // §A5.1: mla.py folds heads into batches before the persistent launch; the
     // non-persistent path launches on the padded heads (its manifest rows are
-    // keyed by unfolded 32/64/128, §5.2).
+    // keyed by unfolded 32/64/128, §A5.2).
     const MlaPyFold fold = mla_py_head_fold(in.arch, pad.padded_heads, static_cast<int>(q_len), q_fp8, kv_fp8);
     chain.add("mla_py_fold", num(fold.gqa), fold.why);
     if (!fold.ok) {
@@ -229,7 +229,7 @@ bool route_asm_kernel(const RouteInput& in, Route route, int64_t q_len, bool cau
     }
     gqa = fold.gqa;
     if (in.defect_metadata_dtype_omitted) {
-      // Seed 004 / aiter_mla_metadata.md §6: get_mla_metadata_v1 without dtypes plans as
+      // Seed 004 / docs/stacks/vllm-rocm-aiter.md §A6: get_mla_metadata_v1 without dtypes plans as
       // bf16/bf16, while mla.py and the kernel fold and tile on the real dtypes.
       const int L = static_cast<int>(q_len);
       const AiterFold planned = aiter_fold(in.arch, pad.padded_heads, L, false, false, false);
@@ -318,17 +318,17 @@ RouteDecision route_sparse(const RouteInput& in, const std::optional<Route>& for
     d.persistent_schedule = false;
     return d;
   }
-  // aiter_sparse: q padded to 16+ heads, persistent metadata with topk, one token per batch (§1 (c)).
+  // aiter_sparse: q padded to 16+ heads, persistent metadata with topk, one token per batch (§V1 (c)).
   if (in.head_size == in.kv_lora_rank)
     d.findings.push_back("rope-free geometry (head_size " + num(in.head_size) +
                          ") on aiter_sparse: AITER reads 576-wide KV rows, the wrong stride (seed 002)");
   if (!route_asm_kernel(in, Route::aiter_sparse, 1, true, d, chain)) return d;
 
   // The sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (vllm_rocm_mla.md
-  // §1 (c): "the sparse get_mla_metadata_v1 call does not pass dtype_q/dtype_kv"), with
+  // §V1 (c): "the sparse get_mla_metadata_v1 call does not pass dtype_q/dtype_kv"), with
   // max_seqlen_qo 1, so AITER plans bf16/bf16 while mla.py folds with the real dtypes.
-  // Where the plan folds more heads into batches than the kernel runs, aiter_mla_metadata.md
-  // §6 decides: "gfx942 H=128 (any L), and gfx942 H=64 L=1: the metadata folds (ratio 8 or 4),
+  // Where the plan folds more heads into batches than the kernel runs, docs/stacks/vllm-rocm-aiter.md
+  // §A6 decides: "gfx942 H=128 (any L), and gfx942 H=64 L=1: the metadata folds (ratio 8 or 4),
   // but mla.py and the kernel run native. Work items then hold folded batch indices and
   // 16-head q rows, which gives garbage output or out-of-bounds access." The works address
   // q and output rows up to (ratio) times past the q tensor: the real stack has no defined
@@ -353,7 +353,7 @@ RouteDecision route_sparse(const RouteInput& in, const std::optional<Route>& for
                  " heads x " + num(kernel.ratio) + ": the work items address " + num(planned.ratio) +
                  " q and output rows per token where the kernel's tensors hold " + num(kernel.ratio) +
                  ", so they read and write out of bounds (the real stack raises nothing: garbage output or a GPU "
-                 "memory fault, reference aiter_mla_metadata.md §6). A bf16 q (decode.q_dtype model) or a bf16 "
+                 "memory fault, docs/stacks/vllm-rocm-aiter.md §A6). A bf16 q (decode.q_dtype model) or a bf16 "
                  "KV cache folds alike in both.");
     d.aiter_kernel.clear();
   }
@@ -434,13 +434,13 @@ RouteDecision route_decode(const RouteInput& in) {
               "--kernel overrides the decision table; vLLM would answer " + natural_answer);
   }
 
-  // VLLM_ROCM_AITER_MLA_ASM_PADDING is env_with_choices(..., case_sensitive=False) (§1 (d)).
+  // VLLM_ROCM_AITER_MLA_ASM_PADDING is env_with_choices(..., case_sensitive=False) (§V1 (d)).
   if (!valid_small_head_mode(small_head_mode(in)))
     return chain.refuse("ValueError", "Invalid value '" + in.small_head_mode +
                                           "' for VLLM_ROCM_AITER_MLA_ASM_PADDING. Valid options: ['auto', 'gluon', "
                                           "'asm'].");
 
-  // check_num_heads_validity (§1 (d)).
+  // check_num_heads_validity (§V1 (d)).
   if (!valid_num_heads(in.num_heads)) {
     chain.add("is_valid_num_heads", "false", "n > 0 and (n <= 128 or n % 16 == 0) fails for " + num(in.num_heads));
     return chain.refuse("AssertionError", num_heads_validity_error(in.num_heads));
@@ -458,7 +458,7 @@ RouteDecision route_decode(const RouteInput& in) {
     return d;
   }
 
-  // ---- Backend selection: ROCm tries [ROCM_AITER_MLA, TRITON_MLA] (§1 (b)) ----
+  // ---- Backend selection: ROCm tries [ROCM_AITER_MLA, TRITON_MLA] (§V1 (b)) ----
   std::vector<std::string> invalid_reasons;
   if (!in.causal) {
     // supports_non_causal() = probe() and _aiter_mla_non_causal_asm_kernels(); the probe runs first
@@ -508,7 +508,7 @@ RouteDecision route_decode(const RouteInput& in) {
   else
     chain.add("backend", "ROCM_AITER_MLA", in.causal ? "causal decode" : "non-causal draft block supported here");
 
-  // ---- _build_decode (§2 steps 6, 10, 11) ----
+  // ---- _build_decode (§V2 steps 6, 10, 11) ----
   const Verdict gluon_decode = gluon_decode_verdict(in);
   chain.add("use_gluon_decode", gluon_decode);
   const Verdict gluon_verify = gluon_verify_verdict(in);
@@ -529,7 +529,7 @@ RouteDecision route_decode(const RouteInput& in) {
               "defect metadata-dtype-omitted (seed 004): dtype_q/dtype_kv not passed, so the planner plans with "
               "bf16/bf16 while the kernel runs " + dtype_pair(in.q_dtype, in.kv_dtype));
 
-  // ---- forward_mqa: Gluon decode, Gluon verify, then ASM (§3) ----
+  // ---- forward_mqa: Gluon decode, Gluon verify, then ASM (§V3) ----
   Route route;
   if (forced) route = *forced;
   else if (gluon_decode.value) route = Route::gluon_decode;

@@ -1,4 +1,4 @@
-// Decode kernel routing (SPEC §4 "Router"; reference vllm_rocm_mla.md §1, §3, §5).
+// Decode kernel routing (docs/design.md §4 "Router"; docs/stacks/vllm-rocm-aiter.md §V1, §V3, §V5).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -48,7 +48,7 @@ struct RouteInput {
   int64_t num_decode_tokens = 0;
   int64_t max_query_len = 1;
   int64_t topk = 0;
-  // defect switches (SPEC §7) that act on routing or padding
+  // defect switches (docs/design.md §7) that act on routing or padding
   bool defect_noncausal_probe_silent = false;
   bool defect_sparse_route_legacy = false;
   bool defect_pad_repeat_noop = false;
@@ -87,12 +87,12 @@ bool persistent_schedule_gate(const RouteInput& in, bool gluon_decode, bool gluo
 bool use_rocm_sparse_triton(const std::string& kv_cache_dtype, int head_size, int kv_lora_rank, int64_t num_prefills,
                             int64_t num_decodes, int64_t num_decode_tokens, int64_t max_query_len, bool legacy);
 
-// AITER kernel lookup (reference aiter_mla_metadata.md §5.2) as data.
+// AITER kernel lookup (docs/stacks/vllm-rocm-aiter.md §A5.2) as data.
 struct AiterKernelQuery {
   Arch arch = Arch::gfx950;
   DType q_dtype = DType::bf16;
   DType kv_dtype = DType::bf16;
-  int heads = 16;       // gqa after the §5.1 fold
+  int heads = 16;       // gqa after the §A5.1 fold
   int q_len = 1;
   bool persistent = true;
   bool causal = true;

@@ -18,7 +18,7 @@ std::vector<std::vector<int64_t>> sparse_index_sets(const Batch& b) {
   std::vector<std::vector<int64_t>> sets;
   if (!b.sparse) return sets;
   if (!b.sparse->random_indices) return b.sparse->indices;
-  // random: min(c + t + 1, topk) distinct positions per token (SPEC §2), drawn by a
+  // random: min(c + t + 1, topk) distinct positions per token (docs/design.md §2), drawn by a
   // partial Fisher-Yates over [0, visible) so the cost is O(topk) per token.
   Rng rng(b.seed, kStreamSparse);
   for (const auto& r : b.requests) {

@@ -1,4 +1,4 @@
-// The oracle (SPEC §3): what each query row may attend to, from the batch alone.
+// The oracle (docs/design.md §3): what each query row may attend to, from the batch alone.
 // The reference and every check use this; it never reads metadata.
 #pragma once
 #include <cstdint>
@@ -41,7 +41,7 @@ std::vector<RowWindow> oracle_windows(const Batch& b);
 // KV entries that row t of a q block of `q_rows` tokens gets from a request of
 // seq_len `s` under the causal diagonal: a prefix of length max(0, s - (q_rows-1) + t).
 // The R0 flatten, TRITON_MLA's flatten and the kernels' in-kernel bound all use it
-// (reference vllm_rocm_mla.md §1 (a), §4).
+// (docs/stacks/vllm-rocm-aiter.md §V1 (a), §V4).
 inline int64_t causal_prefix_length(int64_t s, int64_t q_rows, int64_t t) {
   const int64_t n = s - (q_rows - 1) + t;
   return n > 0 ? n : 0;

@@ -1,5 +1,5 @@
 // Shared vocabulary of mlactl's core: dtypes, arches, errors with exit codes.
-// No GPU headers here (SPEC §1).
+// No GPU headers here (docs/design.md §1).
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -7,7 +7,7 @@
 
 namespace mlactl {
 
-// Exit codes, SPEC §6.
+// Exit codes, docs/design.md §6.
 enum ExitCode : int {
   kExitOk = 0,
   kExitVerifyFailed = 1,
@@ -40,7 +40,7 @@ inline Error invalid_input(const std::string& where, const std::string& msg) {
 
 enum class Arch { gfx942, gfx950 };
 enum class DType { bf16, fp16, fp8 };
-// fp8 flavour follows the arch (SPEC §2): e4m3fnuz on gfx942, OCP e4m3fn elsewhere.
+// fp8 flavour follows the arch (docs/design.md §2): e4m3fnuz on gfx942, OCP e4m3fn elsewhere.
 enum class Fp8Flavor { e4m3fn, e4m3fnuz };
 
 inline const char* to_string(Arch a) { return a == Arch::gfx942 ? "gfx942" : "gfx950"; }

@@ -1,5 +1,5 @@
 // The one work-list format every planner produces and every executor consumes
-// (SPEC §4): AITER's arrays (reference aiter_mla_metadata.md §1.2) plus a view.
+// (docs/design.md §4): AITER's arrays (docs/stacks/vllm-rocm-aiter.md §A1.2) plus a view.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -39,7 +39,7 @@ inline const char* to_string(QLayout l) {
 // view it planned with; the route supplies the view its kernel runs with.
 struct KernelView {
   int heads = 16;            // heads per q row as the kernel sees them (raw, padded or folded)
-  int fold_ratio = 1;        // head->batch fold (reference §5.1): q row (b*ratio+g)*L+t has 16 heads
+  int fold_ratio = 1;        // head->batch fold (docs/stacks/vllm-rocm-aiter.md §A5.1): q row (b*ratio+g)*L+t has 16 heads
   QLayout q_layout = QLayout::per_request;
   int q_tokens_per_tile = 1; // T: q tokens per tile
   bool causal = true;
@@ -70,7 +70,7 @@ struct WorkList {
   std::vector<std::string> notes;        // planner findings (e.g. AITER would run its parallel planner)
 };
 
-// Buffer sizes of get_mla_metadata_info_v1 (reference aiter_mla_metadata.md §1.1).
+// Buffer sizes of get_mla_metadata_info_v1 (docs/stacks/vllm-rocm-aiter.md §A1.1).
 struct MetadataInfo {
   int64_t work_indptr = 0;        // (max_splits + 1)
   int64_t work_info_set = 0;      // rows of 8 int32

@@ -1,4 +1,4 @@
-// libFuzzer target (SPEC §9): bytes -> batch JSON -> parse_batch -> build_decode ->
+// libFuzzer target (docs/design.md §9): bytes -> batch JSON -> parse_batch -> build_decode ->
 // route_decode -> plan_route -> check_invariants (+ the position audit).
 //
 // mlactl::Error is the expected way to reject an input (exit 2/3/5 in the CLI).

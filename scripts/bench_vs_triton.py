@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mlactl bench vs vLLM's Triton MLA decode kernel, side by side (SPEC §8).
+"""mlactl bench vs vLLM's Triton MLA decode kernel, side by side (docs/design.md §8).
 
 Runs on a CUDA machine with PyTorch and Triton. The peer is vLLM's
 vllm/v1/attention/ops/triton_decode_attention.py at commit
@@ -7,7 +7,7 @@ vllm/v1/attention/ops/triton_decode_attention.py at commit
 (never committed) with two tiny local shims (peer/vllm/platforms,
 peer/vllm/triton_utils) so that it imports without vLLM.
 
-For each SPEC §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports it) this
+For each docs/design.md §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports it) this
   * builds bf16 q and a paged KV cache (page --block-size, default 16, blocks shuffled as vLLM hands
     them out) and times the TRITON_MLA call (stage 1 + stage-2 reduce) with CUDA
     events: warm-up, then the median of >= 20 runs, rotating KV copies so L2

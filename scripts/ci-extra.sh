@@ -1,5 +1,5 @@
 #!/bin/sh
-# CI extras (SPEC §9), run by .ci/run after the README test command:
+# CI extras (docs/design.md §9), run by .ci/run after the README test command:
 #   1. one lean clang build (build-asan): -O1, -fsanitize=address,undefined
 #      (-fno-sanitize-recover=undefined), no GPU sources; targets unit_tests, mlactl,
 #      run_grid, json_golden and the libFuzzer target fuzz_batch, with -Werror

@@ -1,5 +1,5 @@
 // AITER get_mla_metadata_v1, v1.2 fast mode, serial planner (kn_get_mla_metadata_v1_2).
-// Transcribed from reference aiter_mla_metadata.md §2–3 with the corrections of §10,
+// Transcribed from docs/stacks/vllm-rocm-aiter.md §A2–§A3 with the corrections of §A10,
 // checked line by line against csrc/kernels/mla/metadata/v1_2_device.cuh at aiter
 // e4048607 (the commit the reference describes).
 #include <algorithm>
@@ -20,18 +20,18 @@ AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bo
   const bool both_fp8 = q_fp8 && kv_fp8;
   const bool neither_fp8 = !q_fp8 && !kv_fp8;
   const bool gfx950 = arch == Arch::gfx950, gfx942 = arch == Arch::gfx942;
-  // hk_mtp_experimental (§2): both arches modelled here have the HK kernels.
+  // hk_mtp_experimental (§A2): both arches modelled here have the HK kernels.
   const bool hk_mtp = both_fp8 && H * L == 128 && (H == 16 || H == 32 || H == 64 || H == 128) && experimental;
   AiterFold f;
   f.native = H == 16 || (H == 64 && both_fp8 && L == 1) || (gfx950 && neither_fp8) ||
              (gfx942 && H == 128 && both_fp8) || (gfx950 && both_fp8 && (H == 32 || H == 64 || H == 128)) || hk_mtp;
   f.ratio = 1;
   f.heads = H;
-  if (!f.native && H % 16 == 0 && H > 0) {  // head->batch fold (§5.1)
+  if (!f.native && H % 16 == 0 && H > 0) {  // head->batch fold (§A5.1)
     f.ratio = H / 16;
     f.heads = 16;
   }
-  // kPackedQoLenPerWg (§2): uses the head count after the fold.
+  // kPackedQoLenPerWg (§A2): uses the head count after the fold.
   const int h = f.heads;
   f.wg = 128;
   if (gfx950 && neither_fp8 && h * L >= 64 && h <= 64 && (h * L < 128 || h == 48))
@@ -60,7 +60,7 @@ bool aiter_heads_supported(const AiterFold& f, Arch arch, int H_folded, int L, b
 }
 
 // maxSharedMemoryPerMultiProcessor: 64 KiB on MI300 (gfx942), 160 KiB on MI355 (gfx950).
-// Only used to decide whether AITER would take its parallel planner (§2 "Kernel choice").
+// Only used to decide whether AITER would take its parallel planner (§A2 "Kernel choice").
 int64_t lds_bytes(Arch arch) { return arch == Arch::gfx942 ? 64 * 1024 : 160 * 1024; }
 
 std::string join_ints(const std::vector<int64_t>& v, size_t max_items = 8) {
@@ -85,12 +85,12 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   if (in.page_size > 1 && static_cast<int64_t>(in.kv_last_page_len.size()) < B0)
     throw invalid_input("", "aiter planner: kv_last_page_len must have batch_size entries when page_size > 1");
 
-  // Only "is fp8" matters; omitted dtypes are the C++ default bf16 (§1.2, §6).
+  // Only "is fp8" matters; omitted dtypes are the C++ default bf16 (§A1.2, §A6).
   const bool q8 = in.dtypes_given && in.dtype_q == DType::fp8;
   const bool k8 = in.dtypes_given && in.dtype_kv == DType::fp8;
   if (!in.dtypes_given)
     wl.notes.push_back("dtypes not given: AITER plans as bf16/bf16 (its C++ default) whatever the real tensors are "
-                       "(reference §6)");
+                       "(docs/stacks/vllm-rocm-aiter.md §A6)");
   const int msq = in.max_seqlen_qo;
   const int H = in.num_heads_k * in.num_heads;
   const bool exp = in.experimental;
@@ -112,7 +112,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   const int64_t num_batches_folded = B0 * ratio;
   const bool sparse = in.topk >= 0;
   const int page = in.page_size, gran = in.kv_granularity;
-  const int64_t overhead = std::max<int64_t>(1, ceil_div(16, page));  // 16 blocks when page_size == 1 (§2)
+  const int64_t overhead = std::max<int64_t>(1, ceil_div(16, page));  // 16 blocks when page_size == 1 (§A2)
   const int tail_thr = msq;                                           // original max_seqlen_qo
   const int64_t topk_units = sparse ? ceil_div(in.topk, page) : in.topk;
   const int64_t num_splits = in.max_split_per_batch < 0
@@ -124,7 +124,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   const int ori_L = sparse ? (B0 > 0 ? in.qo_indptr[1] - in.qo_indptr[0] : 0) : in.uni_seqlen_qo;
   const int64_t nb = sparse ? num_batches_folded * ori_L : num_batches_folded;
 
-  // The view AITER planned for: what mla_decode_fwd must match (§5.1, §6).
+  // The view AITER planned for: what mla_decode_fwd must match (§A5.1, §A6).
   KernelView& v = wl.planned_view;
   v.heads = Hq;
   v.fold_ratio = ratio;
@@ -147,17 +147,17 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   if (!sparse && ratio != 1 && ori_L == 0)
     return abandon("head fold with uni_seqlen_qo == 0: the fold's causal trim takes a modulo by zero");
   if (in.kv_indptr.size() > 0 && in.kv_indptr[0] != 0)
-    wl.notes.push_back("kv_indptr[0] != 0: AITER's KV ranges are relative to kv_indptr[0] (reference §10.6); "
+    wl.notes.push_back("kv_indptr[0] != 0: AITER's KV ranges are relative to kv_indptr[0] (docs/stacks/vllm-rocm-aiter.md §A10.6); "
                        "the ranges below are too");
   if (msq < 1)
     wl.notes.push_back("max_seqlen_qo < 1: the tail rule is off and q tiling is forced; AITER can emit gapped or "
-                       "negative-length KV ranges (reference §6, §10.6)");
+                       "negative-length KV ranges (docs/stacks/vllm-rocm-aiter.md §A6, §A10.6)");
   if (ratio != 1 && !uniform && !sparse && B0 > 0)
     return abandon("head fold with non-uniform q_len (uni_seqlen_qo < 1): AITER indexes qo_indptr with the folded "
-                   "batch index and reads past the array (reference §5.1, §10.6)");
+                   "batch index and reads past the array (docs/stacks/vllm-rocm-aiter.md §A5.1, §A10.6)");
   if (ratio != 1 && page > 1)
     wl.notes.push_back("head fold with page_size > 1: AITER indexes kv_last_page_lens with the folded batch index "
-                       "(reference §10.6); kv_offset of non-tail works reads other requests' last_page_len");
+                       "(docs/stacks/vllm-rocm-aiter.md §A10.6); kv_offset of non-tail works reads other requests' last_page_len");
 
   // Per-batch accessors, QoState of v1_comm.cuh. b is the planner's batch (folded, sparse-expanded).
   auto kv_request_of = [&](int64_t b) -> int64_t { return sparse ? b / ori_L / ratio : b / ratio; };
@@ -183,13 +183,13 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   };
   if (!uniform && !sparse) {
     // get_begin reads qo_indptr[b]: out of range whenever b > B0 - 1 (folded or sparse-expanded indices).
-    if (nb > B0) return abandon("AITER indexes qo_indptr past its end for this input (reference §10.6)");
+    if (nb > B0) return abandon("AITER indexes qo_indptr past its end for this input (docs/stacks/vllm-rocm-aiter.md §A10.6)");
   }
   if (!uniform && sparse && nb > 0 && qo_index_of(nb - 1) + 1 > B0)
     return abandon("sparse mode with non-uniform q: AITER indexes qo_indptr past its end");
   if (!uniform && fold.qo_splits && nb > 0)
     wl.notes.push_back("non-uniform q_len with q tiling: AITER computes the total work from LDS before it stores the q "
-                       "lengths (reference §10.2), so its payload and whole plan depend on leftover memory; mlactl "
+                       "lengths (docs/stacks/vllm-rocm-aiter.md §A10.2), so its payload and whole plan depend on leftover memory; mlactl "
                        "plans with the true q lengths");
 
   // ---- Σ blocks and payload (mla_v12_compute_sum_blocks) ----
@@ -210,7 +210,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
     wl.num_q_rows = uniform ? int64_t(uni) * nb : int64_t(in.qo_indptr[B0]);
   if (multi_token_tiles && in.causal && page == 1 && !in.is_cp_round_robin)
     wl.notes.push_back("q tiles of several tokens with several tiles per request: AITER's causal trim counts tiles, not "
-                       "tokens (batch_tail = num_qo_tiles-1-tile), so under the kernel's diagonal rule (reference §7.1) "
+                       "tokens (batch_tail = num_qo_tiles-1-tile), so under the kernel's diagonal rule (docs/stacks/vllm-rocm-aiter.md §A7.1) "
                        "rows of a non-last tile see up to T-1 KV entries past their causal window");
   if (num_splits <= 0 || nb == 0) {
     if (nb > 0) wl.notes.push_back("no split budget (num_splits <= 0): AITER emits no work");
@@ -218,7 +218,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   }
   const int64_t payload = ceil_div(sum_blocks, num_splits) + overhead;
 
-  // ---- §10.1: would AITER run its parallel planner here, and does it differ? ----
+  // ---- §A10.1: would AITER run its parallel planner here, and does it differ? ----
   {
     const bool parallel_shape = msq == 1 && !fold.qo_splits && !sparse && page == 1 && ratio == 1;
     const int64_t lds_needed = 4 * (3 + 5 * nb) + (uniform ? 0 : 4 * nb);
@@ -246,7 +246,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
         }
       }
       std::string n = "AITER would run its parallel planner here; it differs on zero-length KV requests (reference "
-                      "§10.1). Zero-length requests: " + join_ints(zero_kv) + ". ";
+                      "§A10.1). Zero-length requests: " + join_ints(zero_kv) + ". ";
       if (dropped.empty())
         n += "In this batch none reaches a CU with less than the overhead left, so both planners agree.";
       else
@@ -268,7 +268,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   bool negative_range = false;
 
   bool fold_trim_seen = false;
-  // The fields both emission paths share: q range, kv_start, and the END() rule (§3).
+  // The fields both emission paths share: q range, kv_start, and the END() rule (§A3).
   auto make_work = [&](int64_t nt, int64_t T, int64_t nblocks, bool final_fragment) -> WorkInfo {
     WorkInfo w;
     const int64_t batch_kv = sparse ? curr_batch / ori_L / ratio : curr_batch;
@@ -283,7 +283,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
     if (page == 1) {
       int64_t bt = in.is_cp_round_robin ? 0 : (nt - 1 - curr_qo_tile_idx);
       if (!sparse && ratio != 1) {
-        // §10.3: under a fold the trim is recomputed from the folded q row (and overrides cp round-robin).
+        // §A10.3: under a fold the trim is recomputed from the folded q row (and overrides cp round-robin).
         bt = nt - (qs / ratio) % ori_L - 1;
       }
       bt = in.causal ? std::max<int64_t>(bt, 0) : 0;
@@ -303,7 +303,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
         koff += ori_L - 1 - (curr_batch % ori_L);
       }
     } else {
-      // Paged: no causal trim and no tail rule; kv_offset in tokens (§3 END, page_size > 1).
+      // Paged: no causal trim and no tail rule; kv_offset in tokens (§A3 END, page_size > 1).
       ke = std::min(ks + nblocks * gran, curr_kv_end);
       if (curr_kv_end - ke == 0) {
         koff = 0;
@@ -357,7 +357,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
           ++curr_batch;
           curr_sub_head_idx = (curr_sub_head_idx == ratio - 1) ? 0 : curr_sub_head_idx + 1;
           if (curr_batch < nb) {
-            if (curr_sub_head_idx == 0) {  // head groups of one request share its KV range (§5.1)
+            if (curr_sub_head_idx == 0) {  // head groups of one request share its KV range (§A5.1)
               curr_kv_seqlen = kv_len_of(curr_batch);
               curr_kv_begin = sparse ? curr_kv_begin + topk_units : curr_kv_end;
               curr_kv_end = curr_kv_begin + curr_kv_seqlen;
@@ -399,11 +399,11 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
     wl.notes.push_back("AITER emits negative-length KV ranges (kv_end < kv_start) here: the causal trim of a q tile "
                        "exceeds the request's KV length (e.g. zero-length KV with q tiling); kernels read nothing");
   if (read_past_last_page)
-    wl.notes.push_back("AITER reads kv_last_page_lens past its end (folded batch index, reference §10.6); those "
+    wl.notes.push_back("AITER reads kv_last_page_lens past its end (folded batch index, docs/stacks/vllm-rocm-aiter.md §A10.6); those "
                        "works carry kv_offset -1 here");
   if (fold_trim_seen)
     wl.notes.push_back("head fold with q tiling: AITER's fold trim (num_qo_tiles - (qo_start/ratio) % uni_seqlen_qo - 1) "
-                       "is non-zero for some tiles (reference §10.3); the tile's rows lose KV entries they should see");
+                       "is non-zero for some tiles (docs/stacks/vllm-rocm-aiter.md §A10.3); the tile's rows lose KV entries they should see");
   return wl;
 }
 

@@ -9,7 +9,7 @@
 
 namespace mlactl {
 
-// per_request layout with a uniform q length L and head fold ratio k (reference §5.1):
+// per_request layout with a uniform q length L and head fold ratio k (docs/stacks/vllm-rocm-aiter.md §A5.1):
 // q row (b*k+g)*L+t belongs to request b and covers
 // [kv_indptr[b], kv_indptr[b+1] - (causal ? L-1-t : 0)), clamped at kv_indptr[b].
 inline std::vector<RowExpectation> expect_per_request_uniform(const std::vector<int32_t>& kv_indptr, int L, int fold_ratio,

@@ -1,4 +1,4 @@
-// Gluon decode planners (reference aiter_mla_metadata.md §7.3; SPEC §4 route table).
+// Gluon decode planners (docs/stacks/vllm-rocm-aiter.md §A7.3; docs/design.md §4 route table).
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -70,7 +70,7 @@ WorkList plan_gluon_split(const RowPlanInput& in, int batch_size, int q_len) {
   wl.num_q_rows = rows;
   const int64_t block_n = std::max(1, in.gluon_block_n);
   const int64_t head_blocks = planner_util::ceil_div(in.heads, 16);
-  // bh16: a fixed ~256-program launch budget, independent of sequence length (§7.3).
+  // bh16: a fixed ~256-program launch budget, independent of sequence length (§A7.3).
   const int64_t denom = std::max<int64_t>(1, int64_t(batch_size) * q_len * head_blocks);
   const int64_t num_kv_splits = std::max<int64_t>(1, 256 / denom);
   int64_t next_partial = 0;

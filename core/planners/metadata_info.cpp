@@ -1,5 +1,5 @@
 // get_mla_metadata_info_v1: the buffer sizes the caller allocates (reference
-// aiter_mla_metadata.md §1.1; aiter/ops/attention.py at e4048607).
+// docs/stacks/vllm-rocm-aiter.md §A1.1; aiter/ops/attention.py at e4048607).
 #include <algorithm>
 #include <cstdint>
 

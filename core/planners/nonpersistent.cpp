@@ -1,5 +1,5 @@
 // AITER non-persistent MLA decode (no metadata): get_meta_param's split count and
-// per-request equal KV chunks (reference aiter_mla_metadata.md §7.2; aiter/mla.py at e4048607).
+// per-request equal KV chunks (docs/stacks/vllm-rocm-aiter.md §A7.2; aiter/mla.py at e4048607).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -78,7 +78,7 @@ WorkList plan_nonpersistent(const NonPersistentInput& in) {
     wl.notes.push_back("get_meta_param has no fp8 block_n for nhead*max_seqlen_q = " +
                        std::to_string(int64_t(in.heads) * in.q_len) + " (a KeyError in AITER); no fp8 cap applied");
   wl.notes.push_back("num_kv_splits = " + std::to_string(splits) +
-                     "; the asm kernel's own chunking is not visible (reference §9), modelled as equal "
+                     "; the asm kernel's own chunking is not visible (docs/stacks/vllm-rocm-aiter.md §A9), modelled as equal "
                      "ceil(kv_len / splits) chunks");
   int64_t next_partial = 0;
   for (int64_t b = 0; b < B; ++b) {
@@ -91,7 +91,7 @@ WorkList plan_nonpersistent(const NonPersistentInput& in) {
       if (s < e) chunks.emplace_back(s, e);
     }
     // All q rows of the request in one work per chunk; kv_offset = KV tokens after the chunk
-    // gives the causal diagonal (reference §7.1 rule).
+    // gives the causal diagonal (docs/stacks/vllm-rocm-aiter.md §A7.1 rule).
     auto make = [&](int64_t s, int64_t e, int32_t ploc) {
       WorkInfo w;
       w.batch_idx = static_cast<int32_t>(b);

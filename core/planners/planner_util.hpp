@@ -22,7 +22,7 @@ inline int64_t next_pow2(int64_t x) {
 // schedule; the GPU hands programs to CUs in launch order. We model that as
 // min(num_cu, works) workgroups each running a contiguous run of works, the first
 // (works mod groups) getting one extra — the same dealing as AITER v1.0 (reference
-// aiter_mla_metadata.md §4). It only shapes work_indptr and the balance statistics.
+// docs/stacks/vllm-rocm-aiter.md §A4). It only shapes work_indptr and the balance statistics.
 inline void deal_works_evenly(WorkList& wl, int num_cu) {
   const int64_t works = static_cast<int64_t>(wl.work_info.size());
   const int64_t groups = works == 0 ? 0 : std::min<int64_t>(std::max(1, num_cu), works);
@@ -35,7 +35,7 @@ inline void deal_works_evenly(WorkList& wl, int num_cu) {
 }
 
 // Appends a split q tile's reduce entries: its final q range and the partial rows of
-// its fragments (reference §1.2 output semantics).
+// its fragments (docs/stacks/vllm-rocm-aiter.md §A1.2 output semantics).
 inline void add_reduce_tile(WorkList& wl, int32_t q_begin, int32_t q_end, const std::vector<int32_t>& plocs) {
   if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
   for (int32_t p : plocs) wl.reduce_partial_map.push_back(p);

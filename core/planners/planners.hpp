@@ -1,4 +1,4 @@
-// Split-KV planners (SPEC §4). Each takes plain index arrays, never a Batch, so a
+// Split-KV planners (docs/design.md §4). Each takes plain index arrays, never a Batch, so a
 // captured vLLM/AITER call can be replayed exactly.
 #pragma once
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 namespace mlactl {
 
-// Arguments of AITER get_mla_metadata_v1 (reference aiter_mla_metadata.md §1.2).
+// Arguments of AITER get_mla_metadata_v1 (docs/stacks/vllm-rocm-aiter.md §A1.2).
 struct AiterPlanInput {
   Arch arch = Arch::gfx950;
   int num_cu = 256;
@@ -46,9 +46,9 @@ struct AiterFold {
 };
 AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bool kv_fp8, bool experimental);
 
-// v1.2 fast-mode serial planner, kn_get_mla_metadata_v1_2 (reference §2–3, §10).
+// v1.2 fast-mode serial planner, kn_get_mla_metadata_v1_2 (docs/stacks/vllm-rocm-aiter.md §V2–§V3, §V10).
 WorkList plan_aiter_v12(const AiterPlanInput& in);
-// get_mla_metadata_info_v1 (reference §1.1).
+// get_mla_metadata_info_v1 (docs/stacks/vllm-rocm-aiter.md §V1.1).
 MetadataInfo mla_metadata_info_v1(Arch arch, int num_cu, int64_t batch_size, int max_seqlen_qo, int num_head_qo,
                                   DType q_dtype, DType kv_dtype, bool is_sparse, bool fast_mode = true,
                                   int num_kv_splits = 32, bool intra_batch_mode = false,
@@ -59,20 +59,20 @@ struct RowPlanInput {
   std::vector<int32_t> row_indptr;  // [rows+1] into the route's kv index list
   int heads = 16;
   int num_cu = 256;
-  // Gluon's BLOCK_N, the floor of its split length (reference §7.3): 64 for bh16bn64
+  // Gluon's BLOCK_N, the floor of its split length (docs/stacks/vllm-rocm-aiter.md §V7.3): 64 for bh16bn64
   // (bf16 KV), 128 for bh16bn128 (fp8 KV). Only plan_gluon_split reads it.
   int gluon_block_n = 64;
   int page_size = 1;  // KV unit of row_indptr, recorded in the planned view
 };
 // Gluon (seed 003): no split, one work per row (head-only parallelism).
 WorkList plan_gluon(const RowPlanInput& in);
-// Gluon with AITER's later fixed-budget split (reference §7.3, bh16).
+// Gluon with AITER's later fixed-budget split (docs/stacks/vllm-rocm-aiter.md §V7.3, bh16).
 WorkList plan_gluon_split(const RowPlanInput& in, int batch_size, int q_len);
 // TRITON_MLA: min(next_pow2(max(1, max_seq_len // 512)), 2·CU) equal chunks, empty chunks dropped.
 WorkList plan_triton(const RowPlanInput& in, int64_t max_seq_len);
 int triton_num_kv_splits(int64_t max_seq_len, int num_cu);
 
-// AITER non-persistent (get_meta_param, reference §7.2): per request equal chunks.
+// AITER non-persistent (get_meta_param, docs/stacks/vllm-rocm-aiter.md §V7.2): per request equal chunks.
 struct NonPersistentInput {
   std::vector<int32_t> qo_indptr;
   std::vector<int32_t> kv_indptr;

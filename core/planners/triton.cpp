@@ -1,4 +1,4 @@
-// TRITON_MLA decode split (reference vllm_rocm_mla.md §4): one row per token, each
+// TRITON_MLA decode split (docs/stacks/vllm-rocm-aiter.md §V4): one row per token, each
 // row's KV cut into equal ceil(len / num_kv_splits) chunks.
 #include <algorithm>
 #include <cstdint>

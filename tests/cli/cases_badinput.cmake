@@ -1,4 +1,4 @@
-# Bad inputs (SPEC §9): every malformed, inconsistent or hostile batch gets a clear
+# Bad inputs (docs/design.md §9): every malformed, inconsistent or hostile batch gets a clear
 # error naming the field (its JSON pointer) and exit 3 -- never a crash or a hang --
 # and the modelled stack's refusals exit 5. Files live in tests/cli/bad/; the huge
 # ones (deep nesting, a 10 MB string) are generated here at configure time.

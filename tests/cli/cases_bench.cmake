@@ -1,4 +1,4 @@
-# `mlactl bench` (SPEC §6, §8): GPU only. Without a GPU it exits 77 ("no GPU");
+# `mlactl bench` (docs/design.md §6, §8): GPU only. Without a GPU it exits 77 ("no GPU");
 # a refused route is an answer on any machine (exit 5). CI has no GPU.
 if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
   mlactl_cli_test(bench-no-gpu RC 77 ARGS bench --heads 16 --context 8191 --batch-size 4 STDERR "no GPU")

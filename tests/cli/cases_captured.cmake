@@ -1,4 +1,4 @@
-# Captured metadata (SPEC §2) and corrupted work lists run through `run --use-captured`.
+# Captured metadata (docs/design.md §2) and corrupted work lists run through `run --use-captured`.
 mlactl_cli_test(captured-windows-first-bad-row RC 1 ARGS windows fixtures/seed000-captured-broadcast.json
                 STDOUT "captured: first difference: paged_kv_indptr\\[1\\]: row 0 \\(request 0, token 0\\) gets 8 KV entries, its causal window \\[0, 1\\) has 1 \\(\\+7 excess\\)")
 mlactl_cli_test(captured-causal-matches RC 0 ARGS windows fixtures/seed000-captured-causal.json STDOUT "captured: captured metadata matches")

@@ -1,10 +1,10 @@
-# The defect catalog (SPEC §7) through the real binary: `mlactl defects`, and for
+# The defect catalog (docs/design.md §7) through the real binary: `mlactl defects`, and for
 # every defect its fixture pair under `check` (both pass: the symptom is expected on
 # one, a clean run on the other) and under `run`/`route` (the symptom itself).
 set(MLACTL_DEFECT_IDS verify-window-broadcast causal-flag-dropped noncausal-probe-silent sparse-route-legacy
                       pad-repeat-noop pad-append-only gluon-arch-ungated metadata-dtype-omitted)
 
-# mlactl defects: all 8 ids, in SPEC order, with their PRs
+# mlactl defects: all 8 ids, in catalog order, with their PRs
 mlactl_cli_test(defects-list RC 0 ARGS defects
                 STDOUT "id +seed +fixed by +stage +symptom\nverify-window-broadcast +000 +#50476 +builder.*causal-flag-dropped +001 +#55966.*noncausal-probe-silent +001 +#55966.*sparse-route-legacy +002 +#55239.*pad-repeat-noop +003 +#50578.*pad-append-only +003 +#50578.*gluon-arch-ungated +003 +#50578.*metadata-dtype-omitted +004 +#46997 +planner")
 mlactl_cli_test(defects-csv RC 0 ARGS --format csv defects STDOUT "^id,seed,fixed by,stage,symptom\nverify-window-broadcast,000,#50476,builder,")

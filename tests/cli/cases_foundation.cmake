@@ -1,4 +1,4 @@
-# validate / schema / metadata / windows and the exit-code contract (SPEC §6).
+# validate / schema / metadata / windows and the exit-code contract (docs/design.md §6).
 mlactl_cli_test(version RC 0 ARGS --version STDOUT "mlactl [0-9]+\\.[0-9]+\\.[0-9]+")
 mlactl_cli_test(help RC 0 ARGS --help STDOUT "windows")
 mlactl_cli_test(no-subcommand RC 2 ARGS "" STDERR "subcommand is required")

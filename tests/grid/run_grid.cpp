@@ -21,15 +21,15 @@ namespace {
 const char* kRoutes[] = {"", "gluon_decode", "gluon_verify", "asm_persistent", "asm_nonpersistent", "triton_mla", "sparse_triton", "aiter_sparse"};
 
 // Stack behaviours mlactl reports as findings about AITER/vLLM, not as its own failures
-// (planner notes: reference aiter_mla_metadata.md §10, the tile-count causal trim, and
+// (planner notes: docs/stacks/vllm-rocm-aiter.md §A10, the tile-count causal trim, and
 // the sparse builder's omitted dtypes).
 bool aiter_finding(const cli::RunOutcome& o) {
   if (!o.plan) return false;
   for (const auto& n : o.plan->notes)
     if (n.find("causal trim counts tiles") != std::string::npos || n.find("fold trim") != std::string::npos ||
         n.find("negative-length") != std::string::npos ||
-        // vLLM's sparse builder never passes dtype_q/dtype_kv (reference vllm §1 (e)); where
-        // fp8 folds differently from bf16 the plan and the kernel disagree (aiter §6, ATOM #883)
+        // vLLM's sparse builder never passes dtype_q/dtype_kv (docs/stacks/vllm-rocm-aiter.md §V1 (e)); where
+        // fp8 folds differently from bf16 the plan and the kernel disagree (docs/stacks/vllm-rocm-aiter.md §A6, ATOM #883)
         n.find("planner and kernel disagree on the head fold") != std::string::npos)
       return true;
   return false;

@@ -1,4 +1,4 @@
-// Batch parsing: strictness, defaults, JSON pointers in every error (SPEC §2).
+// Batch parsing: strictness, defaults, JSON pointers in every error (docs/design.md §2).
 #include <catch2/catch.hpp>
 
 #include "core/batch.hpp"
@@ -21,7 +21,7 @@ std::string error_of(const json& doc) {
 }
 }  // namespace
 
-TEST_CASE("batch defaults resolve as SPEC §2 says", "[batch]") {
+TEST_CASE("batch defaults resolve as docs/design.md §2 says", "[batch]") {
   Batch b = parse_batch(minimal());
   CHECK(b.platform.arch == Arch::gfx950);
   CHECK(b.platform.num_cu == 256);

@@ -1,5 +1,5 @@
 // vLLM R1 _build_decode, the R0 flatten, uniform-MTP padding, head padding
-// (reference vllm_rocm_mla.md §1 (a), (d), §2, §5.1, §5.3, §5.4, §5.7).
+// (docs/stacks/vllm-rocm-aiter.md §V1 (a), (d), §V2, §V5.1, §V5.3, §V5.4, §V5.7).
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -52,7 +52,7 @@ TEST_CASE("seed 000: R0 flatten rows are causal prefixes", "[builder]") {
     for (int t = 0; t < 8; ++t) want.push_back(std::max<int64_t>(0, s - 7 + t));
   REQUIRE(m.flat_indptr.size() == 41);
   for (size_t i = 0; i < want.size(); ++i) CHECK(m.flat_indptr[i + 1] - m.flat_indptr[i] == want[i]);
-  // each row's window is the ascending prefix r·520 + j (reference §5.1)
+  // each row's window is the ascending prefix r·520 + j (docs/stacks/vllm-rocm-aiter.md §V5.1)
   for (int r = 0; r < 4; ++r)
     for (int t = 0; t < 8; ++t) {
       const int row = r * 8 + t;
@@ -70,7 +70,7 @@ TEST_CASE("verify-window-broadcast gives every row the whole request", "[builder
   CHECK(m.flat_indptr[25] - m.flat_indptr[24] == 520);
 }
 
-TEST_CASE("kernel-block index expansion (reference §2 step 7)", "[builder]") {
+TEST_CASE("kernel-block index expansion (docs/stacks/vllm-rocm-aiter.md §V2 step 7)", "[builder]") {
   json d = {{"schema", 1},
             {"model", {{"num_heads", 16}}},
             {"kv_cache", {{"block_size", 2}, {"block_table", json::array({json::array({10, 11, 99}), json::array({20, 21, 22})})}}},
@@ -81,7 +81,7 @@ TEST_CASE("kernel-block index expansion (reference §2 step 7)", "[builder]") {
   CHECK(m.qo_indptr == std::vector<int32_t>{0, 1, 2});
 }
 
-TEST_CASE("full-CG padded MTP (reference §2 worked cases)", "[builder]") {
+TEST_CASE("full-CG padded MTP (docs/stacks/vllm-rocm-aiter.md §V2 worked cases)", "[builder]") {
   json d = {{"schema", 1},
             {"model", {{"num_heads", 16}}},
             {"decode", {{"mtp_qlen", 4}, {"num_decode_tokens", 8}}},
@@ -106,7 +106,7 @@ TEST_CASE("full-CG padded MTP (reference §2 worked cases)", "[builder]") {
   CHECK(mf.uni_seqlen);
 }
 
-TEST_CASE("uniform-MTP padding equals the reference over the test grid (§5.7)", "[builder]") {
+TEST_CASE("uniform-MTP padding equals vLLM's over the test grid (§V5.7)", "[builder]") {
   CHECK(uniform_padded_mtp_qo_len({}, 0, 4) == 0);
   CHECK(uniform_padded_mtp_qo_len({4, 4, 0, 0}, 4, 16) == 4);
   CHECK(uniform_padded_mtp_qo_len({4, 0, 4, 0}, 4, 16) == 0);
@@ -132,7 +132,7 @@ TEST_CASE("uniform-MTP padding equals the reference over the test grid (§5.7)",
   CHECK(cases > 1000);
 }
 
-TEST_CASE("head padding maps (reference §5.4)", "[heads]") {
+TEST_CASE("head padding maps (docs/stacks/vllm-rocm-aiter.md §V5.4)", "[heads]") {
   HeadPadding p12 = head_padding(12);
   CHECK(p12.padded_heads == 16);
   CHECK(p12.method == "tile_slice");

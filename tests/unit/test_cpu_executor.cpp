@@ -1,5 +1,5 @@
 // The CPU executor against the reference with hand-built work lists (reference
-// aiter_mla_metadata.md §7.1), and corrupted work lists that compare must catch.
+// docs/stacks/vllm-rocm-aiter.md §A7.1), and corrupted work lists that compare must catch.
 #include <catch2/catch.hpp>
 
 #include <chrono>

@@ -19,7 +19,7 @@ std::vector<int32_t> indptr_of(const std::vector<int32_t>& lens) {
   return p;
 }
 
-// Reference §3 vectors as fixtures: A (3 requests, one split tile) and D (q split per token).
+// §A3 vectors as fixtures: A (3 requests, one split tile) and D (q split per token).
 struct Fixture {
   WorkList wl;
   std::vector<RowExpectation> rows;

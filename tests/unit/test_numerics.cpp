@@ -253,7 +253,7 @@ TEST_CASE("layout: head padding and head->batch fold round-trip", "[inputs]") {
   const uint16_t* dst = static_cast<const uint16_t*>(kq.data());
   for (int64_t row = 0; row < in.num_rows; ++row)
     for (int p = 0; p < hp.padded_heads; ++p) {
-      // fold (reference §5.1): q row (b*k+g)*L+t holds padded heads [16g, 16g+16)
+      // fold (docs/stacks/vllm-rocm-aiter.md §A5.1): q row (b*k+g)*L+t holds padded heads [16g, 16g+16)
       const int64_t req = row / 2, t = row % 2, g = p / 16;
       const int64_t vrow = (req * view.fold_ratio + g) * 2 + t;
       for (int d = 0; d < 576; d += 115)
@@ -360,7 +360,7 @@ TEST_CASE("compare: tolerances, NaN positions, unwritten rows, cos diff, LSE", "
   }
 }
 
-TEST_CASE("compare: default tolerance table (SPEC §6)", "[compare]") {
+TEST_CASE("compare: default tolerance table (docs/design.md §6)", "[compare]") {
   Tolerance t = default_tolerance(DType::bf16, DType::bf16, DType::bf16);
   CHECK(t.atol == 8e-4);
   CHECK(t.rtol == 2.0 / 128);

@@ -1,5 +1,5 @@
-// Planner tests: AITER v1.2 worked vectors (reference aiter_mla_metadata.md §3),
-// buffer sizes (§1.1), fold table (§5.1, §6, §10), Triton / non-persistent split
+// Planner tests: AITER v1.2 worked vectors (docs/stacks/vllm-rocm-aiter.md §A3),
+// buffer sizes (§A1.1), fold table (§A5.1, §A6, §A10), Triton / non-persistent split
 // counts, and a seeded grid where every planner passes check_invariants.
 #include <catch2/catch.hpp>
 
@@ -66,8 +66,8 @@ bool has_note(const WorkList& wl, const std::string& needle) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// Worked vectors A–D (reference §3). A–C are printed in full there; D's first three works are
-// printed and the rest is derived by hand from the §3 rules (see the comments).
+// Worked vectors A–D (docs/stacks/vllm-rocm-aiter.md §A3). A–C are printed in full there; D's first three works are
+// printed and the rest is derived by hand from the §A3 rules (see the comments).
 
 TEST_CASE("aiter v1.2 worked vector A: split across 3 CUs", "[planners][aiter]") {
   const WorkList wl = plan_aiter_v12(aiter_input(Arch::gfx950, 16, 1, {100, 700, 40}, 4));
@@ -108,7 +108,7 @@ TEST_CASE("aiter v1.2 worked vector C: the tail rule keeps a 2-token tail on CU0
 TEST_CASE("aiter v1.2 worked vector D: q split, one token per tile, causal trim in koff", "[planners][aiter]") {
   // H=128 L=2 on gfx950 bf16: native, Wg=128, H*2 > Wg so each tile is one token.
   const WorkList wl = plan_aiter_v12(aiter_input(Arch::gfx950, 128, 2, {300, 400}, 4));
-  // Reference §3 prints the first three works. The rest, by hand: CU1 has 22 blocks left, so
+  // §A3 prints the first three works. The rest, by hand: CU1 has 22 blocks left, so
   // (b1,row0) [300,700) trimmed to 699 gets a 6-block fragment [300,396) (koff 304) and its
   // remainder [396,699) (koff 1) on CU2; CU2 has 19 left, so (b1,row1) gets [300,348) and CU3
   // the rest [348,700).
@@ -149,7 +149,7 @@ TEST_CASE("aiter v1.2: worked vectors pass the invariant checker, with balance s
 }
 
 // ---------------------------------------------------------------------------------------------
-// get_mla_metadata_info_v1 (reference §1.1), each case derived by hand.
+// get_mla_metadata_info_v1 (docs/stacks/vllm-rocm-aiter.md §A1.1), each case derived by hand.
 
 TEST_CASE("mla_metadata_info_v1 buffer sizes", "[planners][aiter]") {
   SECTION("gfx950 bf16 16 heads L1, 4 requests, 256 CUs: rule 2, 1 tile") {
@@ -189,7 +189,7 @@ TEST_CASE("mla_metadata_info_v1 buffer sizes", "[planners][aiter]") {
     CHECK(m.work_info_set == 103);
     CHECK(m.reduce_partial_map == 104);  // max(min(103, 6), 100 + min(4, 200))
   }
-  SECTION("gfx950 bf16 48 heads L1 falls to the 16-row default (§10.4)") {
+  SECTION("gfx950 bf16 48 heads L1 falls to the 16-row default (§A10.4)") {
     const MetadataInfo m = mla_metadata_info_v1(Arch::gfx950, 256, 2, 1, 48, DType::bf16, DType::bf16, false);
     CHECK(m.tiles_per_batch == 3);
     CHECK(m.work_info_set == 771);  // (2 + 255) * 3
@@ -215,7 +215,7 @@ TEST_CASE("mla_metadata_info_v1 buffer sizes", "[planners][aiter]") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fold / native table (§2, §5.1, §5.3, §6, §10).
+// Fold / native table (§A2, §A5.1, §A5.3, §A6, §A10).
 
 TEST_CASE("aiter_fold: native and folded cases", "[planners][aiter]") {
   for (int H : {16, 32, 48, 64, 80, 96, 112, 128}) {
@@ -240,7 +240,7 @@ TEST_CASE("aiter_fold: native and folded cases", "[planners][aiter]") {
     CHECK(f.ratio == 2);
     CHECK(f.heads == 16);
   }
-  // §10.5: gfx942 fp8 64 heads is native only at q_len 1.
+  // §A10.5: gfx942 fp8 64 heads is native only at q_len 1.
   CHECK(aiter_fold(Arch::gfx942, 64, 1, true, true, false).native);
   CHECK(aiter_fold(Arch::gfx942, 64, 2, true, true, false).ratio == 4);
   CHECK(aiter_fold(Arch::gfx942, 64, 1, false, false, false).ratio == 4);
@@ -248,7 +248,7 @@ TEST_CASE("aiter_fold: native and folded cases", "[planners][aiter]") {
   // Experimental HK MTP: gfx942 fp8 32 x 4 is native only with the switch.
   CHECK(aiter_fold(Arch::gfx942, 32, 4, true, true, true).native);
   CHECK(aiter_fold(Arch::gfx942, 32, 4, true, true, false).ratio == 2);
-  // §5.3 q tiling: gfx950 bf16 48 heads uses 64-row tiles only when H*L >= 64 (§10.4).
+  // §A5.3 q tiling: gfx950 bf16 48 heads uses 64-row tiles only when H*L >= 64 (§A10.4).
   {
     const AiterFold f = aiter_fold(Arch::gfx950, 48, 2, false, false, false);
     CHECK(f.wg == 64);
@@ -262,7 +262,7 @@ TEST_CASE("aiter_fold: native and folded cases", "[planners][aiter]") {
   CHECK(aiter_fold(Arch::gfx942, 16, 16, false, false, false).wg == 128);
 }
 
-TEST_CASE("aiter planner: omitted dtypes plan as bf16 (reference §6)", "[planners][aiter]") {
+TEST_CASE("aiter planner: omitted dtypes plan as bf16 (docs/stacks/vllm-rocm-aiter.md §A6)", "[planners][aiter]") {
   auto in = aiter_input(Arch::gfx942, 128, 1, {64, 64}, 8, DType::fp8, DType::fp8);
   const WorkList real = plan_aiter_v12(in);
   CHECK(real.planned_view.heads == 128);
@@ -289,12 +289,12 @@ TEST_CASE("aiter planner: unsupported head counts raise AITER's error", "[planne
   CHECK_THROWS_WITH(plan_aiter_v12(in), Catch::Contains("only supports #heads in [16, 64, 128]"));
 }
 
-TEST_CASE("aiter planner: §10 findings become notes, never crashes", "[planners][aiter]") {
-  SECTION("§10.1: parallel planner and a zero-length request") {
+TEST_CASE("aiter planner: §A10 findings become notes, never crashes", "[planners][aiter]") {
+  SECTION("§A10.1: parallel planner and a zero-length request") {
     // payload = ceil(Σ/4)+16; request 1 (len 0) arrives after request 0 leaves less than 16 blocks.
     auto in = aiter_input(Arch::gfx950, 16, 1, {300, 0, 300, 300}, 4);
     const WorkList wl = plan_aiter_v12(in);
-    CHECK(has_note(wl, "AITER would run its parallel planner here; it differs on zero-length KV requests (reference §10.1)"));
+    CHECK(has_note(wl, "AITER would run its parallel planner here; it differs on zero-length KV requests (docs/stacks/vllm-rocm-aiter.md §A10.1)"));
     const InvariantReport rep = check_invariants(wl, wl.planned_view, expect_per_request_uniform(in.kv_indptr, 1, 1, true));
     CHECK(rep.ok);
     // The serial planner still gives the zero-length request its (empty) work.
@@ -311,12 +311,12 @@ TEST_CASE("aiter planner: §10 findings become notes, never crashes", "[planners
     CHECK(wl.work_info.empty());
     CHECK(has_note(wl, "qo_indptr"));
   }
-  SECTION("non-uniform q_len with q tiling (§10.2)") {
+  SECTION("non-uniform q_len with q tiling (§A10.2)") {
     auto in = aiter_input(Arch::gfx950, 128, 2, {100, 200}, 8);
     in.qo_indptr = {0, 2, 3};
     in.uni_seqlen_qo = -1;
     const WorkList wl = plan_aiter_v12(in);
-    CHECK(has_note(wl, "§10.2"));
+    CHECK(has_note(wl, "§A10.2"));
   }
   SECTION("max_seqlen_qo < 1") {
     auto in = aiter_input(Arch::gfx950, 16, 1, {100, 2000}, 4);
@@ -451,7 +451,7 @@ TEST_CASE("gluon planners: one work per row; bh16 fixed-budget split", "[planner
   CHECK(rep.ok);
 }
 
-TEST_CASE("get_meta_param split counts (reference §7.2)", "[planners][nonpersistent]") {
+TEST_CASE("get_meta_param split counts (docs/stacks/vllm-rocm-aiter.md §A7.2)", "[planners][nonpersistent]") {
   CHECK(get_meta_param_splits(1, 8192, 16, 1, false, 80) == 16);   // one request: fill the CUs
   CHECK(get_meta_param_splits(80, 8192, 16, 1, false, 80) == 1);   // already one wave
   CHECK(get_meta_param_splits(40, 8192, 16, 1, false, 80) == 2);
@@ -536,7 +536,7 @@ TEST_CASE("seeded grid: every planner's work list passes the invariants", "[plan
       const InvariantReport rep = check_invariants(wl, wl.planned_view, rows, opt);
       INFO(describe(rep));
       if (has_note(wl, "causal trim counts tiles")) {
-        // The reference-§7.1 diagonal over multi-token tiles: only over-attention, never gaps.
+        // The §A7.1 diagonal over multi-token tiles: only over-attention, never gaps.
         ++aiter_findings;
         for (const Violation& v : rep.violations) CHECK(v.kind == "extra");
       } else {

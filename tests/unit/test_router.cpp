@@ -1,6 +1,6 @@
 // Router and AITER kernel lookup: the routing tables of reference
-// vllm_rocm_mla.md §3 and §5.2–§5.6, seeds 001–004, the defect switches of
-// SPEC §7, and the manifest lookup of aiter_mla_metadata.md §5.
+// docs/stacks/vllm-rocm-aiter.md §V3 and §V5.2–§V5.6, seeds 001–004, the defect switches of
+// docs/design.md §7, and the manifest lookup of docs/stacks/vllm-rocm-aiter.md §A5.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -86,10 +86,10 @@ const std::string kTwoTokenText =
 }  // namespace
 
 // ---------------------------------------------------------------------------
-// §5.2 test_rocm_aiter_mla_fp8_decode_routing.py
+// §V5.2 test_rocm_aiter_mla_fp8_decode_routing.py
 // ---------------------------------------------------------------------------
 
-TEST_CASE("fp8 KV never routes to Gluon (§5.2)", "[router]") {
+TEST_CASE("fp8 KV never routes to Gluon (§V5.2)", "[router]") {
   for (const auto& kv : kFp8Caches)
     for (int h : {1, 2, 4, 5, 6, 8, 12, 16, 32, 128})
       for (int q : {1, 2, 4, 5, 8, 15}) {
@@ -100,7 +100,7 @@ TEST_CASE("fp8 KV never routes to Gluon (§5.2)", "[router]") {
       }
 }
 
-TEST_CASE("fp8 KV stays off Gluon under every small-head mode (§5.2)", "[router]") {
+TEST_CASE("fp8 KV stays off Gluon under every small-head mode (§V5.2)", "[router]") {
   for (const auto& kv : kFp8Caches)
     for (int h : {1, 2, 4, 8, 12})
       for (const char* mode : {"auto", "gluon", "asm"}) {
@@ -114,7 +114,7 @@ TEST_CASE("fp8 KV stays off Gluon under every small-head mode (§5.2)", "[router
       }
 }
 
-TEST_CASE("16 or more heads never take Gluon (§5.2)", "[router]") {
+TEST_CASE("16 or more heads never take Gluon (§V5.2)", "[router]") {
   std::vector<std::string> caches = kFp8Caches;
   caches.insert(caches.end(), kBf16Caches.begin(), kBf16Caches.end());
   for (const auto& kv : caches)
@@ -127,7 +127,7 @@ TEST_CASE("16 or more heads never take Gluon (§5.2)", "[router]") {
       }
 }
 
-TEST_CASE("divisors of 16 keep Gluon decode in auto mode (§5.2)", "[router]") {
+TEST_CASE("divisors of 16 keep Gluon decode in auto mode (§V5.2)", "[router]") {
   for (const auto& kv : kBf16Caches)
     for (int h : {1, 2, 4, 8}) {
       INFO(kv << " heads " << h);
@@ -135,7 +135,7 @@ TEST_CASE("divisors of 16 keep Gluon decode in auto mode (§5.2)", "[router]") {
     }
 }
 
-TEST_CASE("non-divisor small heads go to ASM decode (§5.2)", "[router]") {
+TEST_CASE("non-divisor small heads go to ASM decode (§V5.2)", "[router]") {
   for (Arch arch : {Arch::gfx942, Arch::gfx950})
     for (const auto& kv : kBf16Caches)
       for (int h : {3, 5, 6, 7, 9, 12, 15}) {
@@ -147,7 +147,7 @@ TEST_CASE("non-divisor small heads go to ASM decode (§5.2)", "[router]") {
       }
 }
 
-TEST_CASE("small-head causal verify takes Gluon (§5.2)", "[router]") {
+TEST_CASE("small-head causal verify takes Gluon (§V5.2)", "[router]") {
   for (const auto& kv : kBf16Caches)
     for (int h : {5, 8, 12})
       for (int q : {2, 4, 8, 15}) {
@@ -159,7 +159,7 @@ TEST_CASE("small-head causal verify takes Gluon (§5.2)", "[router]") {
       }
 }
 
-TEST_CASE("Gluon decode and verify are disjoint (§5.2)", "[router]") {
+TEST_CASE("Gluon decode and verify are disjoint (§V5.2)", "[router]") {
   std::vector<std::string> caches = kFp8Caches;
   caches.insert(caches.end(), kBf16Caches.begin(), kBf16Caches.end());
   for (Arch arch : {Arch::gfx942, Arch::gfx950})
@@ -174,7 +174,7 @@ TEST_CASE("Gluon decode and verify are disjoint (§5.2)", "[router]") {
           }
 }
 
-TEST_CASE("ASM pads small heads to 16 (§5.2 padded Q)", "[router]") {
+TEST_CASE("ASM pads small heads to 16 (§V5.2 padded Q)", "[router]") {
   for (int h : {1, 2, 3, 5, 6, 7, 8, 9, 12, 15}) {
     RouteInput in = dense(Arch::gfx950, h, 1, 1);
     in.small_head_mode = "asm";
@@ -185,7 +185,7 @@ TEST_CASE("ASM pads small heads to 16 (§5.2 padded Q)", "[router]") {
   }
 }
 
-TEST_CASE("a non-causal block never routes to Gluon (§5.2, seed 001)", "[router]") {
+TEST_CASE("a non-causal block never routes to Gluon (§V5.2, seed 001)", "[router]") {
   for (const char* kv : {"fp8", "auto"})
     for (int h : {8, 12, 16, 32}) {
       const RouteInput in = non_causal(dense(Arch::gfx950, h, 8, 8, kv));
@@ -200,7 +200,7 @@ TEST_CASE("a non-causal block never routes to Gluon (§5.2, seed 001)", "[router
 }
 
 // ---------------------------------------------------------------------------
-// §5.3 test_rocm_aiter_mla_mtp_split.py: the persistent-schedule gate
+// §V5.3 test_rocm_aiter_mla_mtp_split.py: the persistent-schedule gate
 // ---------------------------------------------------------------------------
 
 namespace {
@@ -213,7 +213,7 @@ struct GateRow {
 bool gate_for(const RouteInput& in) { return persistent_schedule_gate(in, use_gluon_decode(in), use_gluon_verify(in)); }
 }  // namespace
 
-TEST_CASE("persistent-schedule gate with a Gluon build (§5.3)", "[router]") {
+TEST_CASE("persistent-schedule gate with a Gluon build (§V5.3)", "[router]") {
   const std::vector<GateRow> rows = {
       {1, 1, 16, "auto", true},  {4, 2, 16, "auto", true},  {4, 4, 16, "auto", true}, {1, 1, 24, "auto", true},
       {2, 4, 16, "auto", false}, {1, 1, 8, "auto", false},  {4, 4, 8, "auto", false}, {1, 1, 12, "auto", true},
@@ -232,7 +232,7 @@ TEST_CASE("persistent-schedule gate with a Gluon build (§5.3)", "[router]") {
   CHECK(route_decode(dense(Arch::gfx950, 24, 1, 1)).padded_heads == 32);
 }
 
-TEST_CASE("persistent-schedule gate without a Gluon build (gfx942, §5.3)", "[router]") {
+TEST_CASE("persistent-schedule gate without a Gluon build (gfx942, §V5.3)", "[router]") {
   const std::vector<GateRow> rows = {
       {1, 1, 12, "auto", true}, {4, 4, 12, "auto", true},  {1, 1, 12, "fp8", true},
       {8, 8, 12, "fp8", true},  {8, 8, 12, "auto", false}, {8, 8, 16, "auto", true},
@@ -246,10 +246,10 @@ TEST_CASE("persistent-schedule gate without a Gluon build (gfx942, §5.3)", "[ro
 }
 
 // ---------------------------------------------------------------------------
-// §5.4 test_rocm_aiter_mla_head_padding.py: Gluon decode, arch gate, env modes
+// §V5.4 test_rocm_aiter_mla_head_padding.py: Gluon decode, arch gate, env modes
 // ---------------------------------------------------------------------------
 
-TEST_CASE("Gluon decode shapes (§5.4)", "[router]") {
+TEST_CASE("Gluon decode shapes (§V5.4)", "[router]") {
   const std::vector<std::pair<int, int>> off = {{12, 1}, {6, 1}, {16, 1}, {24, 1}, {8, 4}, {12, 4}};
   for (auto [h, q] : off) {
     INFO("heads " << h << " qlen " << q);
@@ -257,7 +257,7 @@ TEST_CASE("Gluon decode shapes (§5.4)", "[router]") {
   }
 }
 
-TEST_CASE("Gluon decode arch gate (§5.4)", "[router]") {
+TEST_CASE("Gluon decode arch gate (§V5.4)", "[router]") {
   for (int h : {8, 4, 1}) {
     INFO("heads " << h);
     CHECK(use_gluon_decode(dense(Arch::gfx950, h, 1, 1)));
@@ -266,7 +266,7 @@ TEST_CASE("Gluon decode arch gate (§5.4)", "[router]") {
   }
 }
 
-TEST_CASE("VLLM_ROCM_AITER_MLA_ASM_PADDING modes (§5.4)", "[router]") {
+TEST_CASE("VLLM_ROCM_AITER_MLA_ASM_PADDING modes (§V5.4)", "[router]") {
   for (Arch arch : {Arch::gfx942, Arch::gfx950})
     for (int h : {1, 2, 4, 8, 12}) {
       INFO(to_string(arch) << " heads " << h);
@@ -301,7 +301,7 @@ TEST_CASE("VLLM_ROCM_AITER_MLA_ASM_PADDING modes (§5.4)", "[router]") {
   CHECK_THAT(r.error, Catch::Contains("VLLM_ROCM_AITER_MLA_ASM_PADDING"));
 }
 
-TEST_CASE("Gluon's 2 GiB KV-cache bound (R1, §1 (d))", "[router]") {
+TEST_CASE("Gluon's 2 GiB KV-cache bound (R1, §V1 (d))", "[router]") {
   RouteInput in = dense(Arch::gfx950, 8, 1, 1);
   in.kv_cache_bytes = int64_t(1) << 31;
   CHECK(use_gluon_decode(in));
@@ -316,7 +316,7 @@ TEST_CASE("Gluon's 2 GiB KV-cache bound (R1, §1 (d))", "[router]") {
   CHECK(route_decode(verify).route == Route::asm_nonpersistent);  // row 8: Q >= 5, not Gluon-capable
 }
 
-TEST_CASE("head-count validity (§1 (d), §5.4)", "[router]") {
+TEST_CASE("head-count validity (§V1 (d), §V5.4)", "[router]") {
   for (int h = 1; h <= 128; ++h) {
     INFO("heads " << h);
     CHECK(route_decode(dense(Arch::gfx950, h, 1, 1)).error_type != "AssertionError");
@@ -339,10 +339,10 @@ TEST_CASE("head-count validity (§1 (d), §5.4)", "[router]") {
 }
 
 // ---------------------------------------------------------------------------
-// §3 decision table rows 1–13 (DCP rows not modelled)
+// §V3 decision table rows 1–13 (DCP rows not modelled)
 // ---------------------------------------------------------------------------
 
-TEST_CASE("R1 routing table rows 1-13 (§3)", "[router]") {
+TEST_CASE("R1 routing table rows 1-13 (§V3)", "[router]") {
   // 1: divisor heads, Q 1, bf16, Gluon-capable: Gluon decode, raw heads, no schedule
   RouteDecision d = route_decode(dense(Arch::gfx950, 8, 1, 1));
   CHECK(d.route == Route::gluon_decode);
@@ -422,10 +422,10 @@ TEST_CASE("the chain explains the decision in evaluation order", "[router]") {
 }
 
 // ---------------------------------------------------------------------------
-// §5.5 test_rocm_aiter_mla_fp8_support.py: non-causal probe, validate_configuration
+// §V5.5 test_rocm_aiter_mla_fp8_support.py: non-causal probe, validate_configuration
 // ---------------------------------------------------------------------------
 
-TEST_CASE("an AITER without causal= fails closed (§5.5, seed 001)", "[router]") {
+TEST_CASE("an AITER without causal= fails closed (§V5.5, seed 001)", "[router]") {
   for (Arch arch : {Arch::gfx942, Arch::gfx950}) {
     RouteInput in = non_causal(dense(arch, 16, 4, 4));
     in.aiter_has_causal_arg = false;
@@ -442,7 +442,7 @@ TEST_CASE("an AITER without causal= fails closed (§5.5, seed 001)", "[router]")
   CHECK(route_decode(causal).route == Route::asm_persistent);
 }
 
-TEST_CASE("supports_non_causal needs gfx950's kernels (§5.5)", "[router]") {
+TEST_CASE("supports_non_causal needs gfx950's kernels (§V5.5)", "[router]") {
   // causal= present but no msk0 kernels: the backend is skipped, TRITON_MLA takes it
   RouteDecision d = route_decode(non_causal(dense(Arch::gfx942, 16, 4, 4)));
   CHECK(d.route == Route::triton_mla);
@@ -455,7 +455,7 @@ TEST_CASE("supports_non_causal needs gfx950's kernels (§5.5)", "[router]") {
   CHECK(chain_value(d, "mla_decode_supports_non_causal") == "true");
 }
 
-TEST_CASE("validate_configuration: non-causal fp16 falls through to TRITON_MLA (§5.5)", "[router]") {
+TEST_CASE("validate_configuration: non-causal fp16 falls through to TRITON_MLA (§V5.5)", "[router]") {
   for (const char* kv : {"auto", "float16"}) {
     RouteInput in = non_causal(dense(Arch::gfx950, 16, 4, 4, kv));
     in.model_dtype = DType::fp16;
@@ -510,8 +510,8 @@ TEST_CASE("fp8 two-token non-causal blocks without a fold are refused (seed 001)
 }
 
 TEST_CASE("96 heads pass vLLM's 2-token whitelist but AITER 2026.08 folds them to 16x2", "[router]") {
-  // §5.1: gfx950 fp8/fp8 96 is not native, so it folds to 16 heads x 2 tokens, whose
-  // key has no causal=0 row (§5.2): the launch raises.
+  // §V5.1: gfx950 fp8/fp8 96 is not native, so it folds to 16 heads x 2 tokens, whose
+  // key has no causal=0 row (§V5.2): the launch raises.
   const RouteDecision d = route_decode(non_causal(dense(Arch::gfx950, 96, 2, 8, "fp8")));
   CHECK(chain_value(d, "has_fp8_non_causal_qlen2_kernel") == "true");
   CHECK(d.route == Route::refused);
@@ -526,7 +526,7 @@ TEST_CASE("a non-causal small-head block keeps its persistent schedule (seed 001
 }
 
 // ---------------------------------------------------------------------------
-// §5.6 test_rocm_glm5next_sparse.py: _use_rocm_sparse_triton
+// §V5.6 test_rocm_glm5next_sparse.py: _use_rocm_sparse_triton
 // ---------------------------------------------------------------------------
 
 namespace {
@@ -544,7 +544,7 @@ const std::vector<SparseRow> kSparseRows = {
 };
 }  // namespace
 
-TEST_CASE("_use_rocm_sparse_triton, post-#55239 and legacy (§5.6, seed 002)", "[router]") {
+TEST_CASE("_use_rocm_sparse_triton, post-#55239 and legacy (§V5.6, seed 002)", "[router]") {
   for (const auto& r : kSparseRows) {
     INFO(r.kv << " head " << r.head << " prefills " << r.prefills << " decodes " << r.decodes << " tokens "
               << r.decode_tokens << " max qlen " << r.max_qlen);
@@ -593,10 +593,10 @@ TEST_CASE("sparse routing through the router", "[router]") {
   CHECK(has_finding(d, "seed 002"));
 }
 
-// vLLM's sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (vllm §1 (c),
+// vLLM's sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (vllm §V1 (c),
 // (e)), so AITER plans bf16/bf16 with max_seqlen_qo 1; mla.py folds with the real dtypes.
 // Where the plan folds more heads into batches than the kernel runs, its works address
-// q rows past the q tensor (aiter §6: "garbage output or out-of-bounds access"): refused.
+// q rows past the q tensor (aiter §V6: "garbage output or out-of-bounds access"): refused.
 TEST_CASE("aiter_sparse: a metadata fold the kernel does not make is refused (grid-110)", "[router]") {
   auto sparse_fp8 = [](Arch arch, int heads) {
     RouteInput in = sparse_mtp("fp8", 576);
@@ -636,7 +636,7 @@ TEST_CASE("aiter_sparse: a metadata fold the kernel does not make is refused (gr
 }
 
 // ---------------------------------------------------------------------------
-// Defect switches (SPEC §7): each flips its routing symptom
+// Defect switches (docs/design.md §7): each flips its routing symptom
 // ---------------------------------------------------------------------------
 
 TEST_CASE("defect noncausal-probe-silent: silent fallback instead of refusal", "[router]") {
@@ -764,7 +764,7 @@ TEST_CASE("defect metadata-dtype-omitted: same route, planner plans bf16/bf16 (s
   const RouteDecision a = route_decode(agree);
   CHECK(chain_value(a, "get_mla_metadata_v1 dtypes") == "omitted");
   CHECK(a.findings.empty());
-  // gfx950 fp8 16 heads with L 5..7: same fold, but bf16 planning tiles by 64 rows, fp8 by 128 (§6)
+  // gfx950 fp8 16 heads with L 5..7: same fold, but bf16 planning tiles by 64 rows, fp8 by 128 (§V6)
   RouteInput tiles = dense(Arch::gfx950, 16, 5, 8, "fp8");
   tiles.defect_metadata_dtype_omitted = true;
   CHECK(has_finding(route_decode(tiles), "q-tile mismatch"));
@@ -844,10 +844,10 @@ TEST_CASE("route ids round-trip", "[router]") {
 }
 
 // ---------------------------------------------------------------------------
-// AITER kernel manifest (aiter_mla_metadata.md §5.1, §5.2)
+// AITER kernel manifest (docs/stacks/vllm-rocm-aiter.md §A5.1, §A5.2)
 // ---------------------------------------------------------------------------
 
-TEST_CASE("mla.py head fold (§5.1)", "[router]") {
+TEST_CASE("mla.py head fold (§V5.1)", "[router]") {
   auto fold = [](Arch a, int h, int l, bool q8, bool k8) { return mla_py_head_fold(a, h, l, q8, k8); };
   CHECK(fold(Arch::gfx942, 32, 1, false, false).gqa == 16);
   CHECK(fold(Arch::gfx942, 32, 1, false, false).ratio == 2);
@@ -865,8 +865,8 @@ TEST_CASE("mla.py head fold (§5.1)", "[router]") {
   CHECK_FALSE(fold(Arch::gfx942, 144, 1, false, false).ok);
 }
 
-TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (§5.1)", "[router]") {
-  // "The metadata's native predicate (§2) is meant to be the same set": with the
+TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (§V5.1)", "[router]") {
+  // "The metadata's native predicate (§V2) is meant to be the same set": with the
   // dtypes passed (the fixed stack) the planner and the kernel fold alike.
   for (Arch arch : {Arch::gfx942, Arch::gfx950})
     for (auto [q8, k8] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}})
@@ -881,7 +881,7 @@ TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (
         }
 }
 
-TEST_CASE("AITER kernel lookup: persistent rows (§5.2)", "[router]") {
+TEST_CASE("AITER kernel lookup: persistent rows (§V5.2)", "[router]") {
   using A = Arch;
   using D = DType;
   CHECK(kernel_of(kq(A::gfx942, D::bf16, D::bf16, 16, 2)) == "mla_a16w16_qh16_m16x4_n16x1_coex0_mask1_ps");
@@ -918,7 +918,7 @@ TEST_CASE("AITER kernel lookup: persistent rows (§5.2)", "[router]") {
         "mla_a16w16_qh64_qseqlen1_gqaratio64_msk0_v3_ps");
 }
 
-TEST_CASE("AITER kernel lookup: non-persistent rows (§5.2)", "[router]") {
+TEST_CASE("AITER kernel lookup: non-persistent rows (§V5.2)", "[router]") {
   using A = Arch;
   using D = DType;
   CHECK(kernel_of(kq(A::gfx942, D::bf16, D::bf16, 16, 1, false)) == "mla_dec_stage1_bf16_a16w16_subQ16_mqa16");
@@ -935,7 +935,7 @@ TEST_CASE("AITER kernel lookup: non-persistent rows (§5.2)", "[router]") {
   CHECK(kernel_of(kq(A::gfx942, D::bf16, D::bf16, 128, 1, true)) == "mla_dec_stage1_bf16_a16w16_subQ128_mqa128");
 }
 
-TEST_CASE("AITER kernel lookup: the 'cannot get heuristic kernel!' gaps (§5.2)", "[router]") {
+TEST_CASE("AITER kernel lookup: the 'cannot get heuristic kernel!' gaps (§V5.2)", "[router]") {
   using A = Arch;
   using D = DType;
   // non-causal L > 1 on gfx942: no decode msk0 rows
