@@ -49,16 +49,16 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
 
 nlohmann::json batch_document(const BatchOptions& o) {
   nlohmann::json doc;
-  const bool inline_given = o.heads != BatchOptions::kNoHeads || !o.context.empty();
+  const bool inline_given = o.heads.has_value() || !o.context.empty();
   if (!o.file.empty()) {
     if (inline_given) throw Error(kExitUsage, "", "give a batch file or an inline batch (--heads/--context), not both");
     doc = load_json_document(o.file);  // missing, malformed, too deep, duplicate keys: exit 3
     // inline knobs may still adjust a file
   } else {
     if (!inline_given) throw Error(kExitUsage, "", "no batch: give a batch file, or --heads and --context for an inline batch");
-    if (o.heads == BatchOptions::kNoHeads) throw Error(kExitUsage, "", "an inline batch needs --heads");
+    if (!o.heads) throw Error(kExitUsage, "", "an inline batch needs --heads");
     if (o.context.empty()) throw Error(kExitUsage, "", "an inline batch needs --context (e.g. --context 0,1,37,512)");
-    doc = {{"schema", 1}, {"name", "inline"}, {"model", {{"num_heads", o.heads}}}};
+    doc = {{"schema", 1}, {"name", "inline"}, {"model", {{"num_heads", *o.heads}}}};
     nlohmann::json reqs = nlohmann::json::array();
     std::stringstream ss(o.context);
     std::string item;
@@ -81,7 +81,7 @@ nlohmann::json batch_document(const BatchOptions& o) {
   if (o.mtp_qlen) set("decode", "mtp_qlen", *o.mtp_qlen);
   if (!o.small_head_mode.empty()) set("decode", "small_head_mode", o.small_head_mode);
   if (o.non_causal) set("decode", "causal", false);
-  if (o.seed >= 0) doc["data"]["seed"] = o.seed;
+  if (o.seed) doc["data"]["seed"] = *o.seed;
   for (const auto& s : o.sets) apply_set(doc, s);
   if (!o.inject.empty()) {
     if (!doc.contains("inject")) doc["inject"] = nlohmann::json::array();

@@ -28,8 +28,7 @@ struct GlobalOptions {
 // plus `--set key.path=value` overrides and `--inject ID`.
 struct BatchOptions {
   std::string file;
-  int heads = kNoHeads;  // sentinel: not given (0 is a value vLLM rejects, exit 3)
-  static constexpr int kNoHeads = -2147483647;
+  std::optional<int> heads;  // not given; a 0 is a value vLLM rejects (exit 3), not "absent"
   int qlen = 1;
   std::string context;  // comma-separated context lengths
   int padding = 0;
@@ -38,7 +37,7 @@ struct BatchOptions {
   // read as "not given").
   std::optional<int> block_size, num_cu, mtp_qlen;
   bool non_causal = false;
-  int64_t seed = -1;
+  std::optional<int64_t> seed;
   std::vector<std::string> sets;
   std::vector<std::string> inject;
 };

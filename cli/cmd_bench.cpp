@@ -22,12 +22,13 @@
 #include "cli/common.hpp"
 #include "cli/pipeline.hpp"
 #include "core/budget.hpp"
-#include "core/builder.hpp"
+#include "core/decode_metadata.hpp"
 #include "core/inputs.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/layout.hpp"
 #include "core/position_audit.hpp"
-#include "core/route_plan.hpp"
+#include "core/plan.hpp"
+#include "core/routed.hpp"
 #include "core/semantics.hpp"
 #include "kernels/gpu_executor.hpp"
 
@@ -36,6 +37,9 @@ namespace mlactl::cli {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+// The H200 SXM datasheet's dense bf16 rate: the % of peak unless --peak-tflops is given.
+constexpr double kH200PeakTflops = 989.0;
 
 struct BenchOptions {
   std::string kernel;
@@ -46,8 +50,9 @@ struct BenchOptions {
   int warmup = 5;
   int iters = 30;
   int kv_copies = 0;      // 0: enough copies for >= kRotateBytes in all
-  double peak_tflops = 989.0;
-  std::string peak_source = "datasheet: H200 SXM dense bf16";
+  std::optional<double> peak_tflops;  // --peak-tflops; unset: kH200PeakTflops
+  double peak() const { return peak_tflops.value_or(kH200PeakTflops); }
+  std::string peak_source() const { return peak_tflops ? "--peak-tflops" : "datasheet: H200 SXM dense bf16"; }
   int64_t copy_mib = 1024;  // roofline copy size (each of source and destination)
 };
 
@@ -77,6 +82,9 @@ Stats stats_us(std::vector<float> ms) {
 nlohmann::ordered_json stats_json(const Stats& s) {
   return {{"median", s.median}, {"min", s.min}, {"p10", s.p10}, {"p90", s.p90}, {"max", s.max}, {"n", s.n}};
 }
+
+// The stage-1 kernel that ran, as bench prints it.
+std::string stage1_text(const BenchResult& r) { return r.stage1_kernel; }
 
 // What a request must move and compute, independent of the route.
 struct ShapeCost {
@@ -118,30 +126,40 @@ ShapeCost shape_cost(const Batch& b, const std::vector<RowWindow>& rows) {
   return c;
 }
 
+enum class BenchStatus { ok, refused, failed, nonfinite };
+const char* to_string(BenchStatus s) {
+  switch (s) {
+    case BenchStatus::ok: return "ok";
+    case BenchStatus::refused: return "refused";
+    case BenchStatus::failed: return "failed";
+    case BenchStatus::nonfinite: return "nonfinite";
+  }
+  return "?";
+}
+
 struct RouteResult {
   std::string requested;  // as given (route name, or "auto")
   RouteDecision route;
-  std::string status = "ok";  // ok | refused | failed | nonfinite
+  BenchStatus status = BenchStatus::ok;
+  bool ran() const { return status == BenchStatus::ok || status == BenchStatus::nonfinite; }
   std::string message;
-  std::string planner;
+  PlannerId planner = PlannerId::aiter;
   int workgroups = 0;
   int64_t works = 0, partial_rows = 0;
   bool audit_ok = true;
   BenchResult bench;
   Stats stage1, total;
-  double plan_us = 0;  // host: build_decode + route + plan_route (median)
+  double plan_us = 0;  // host: metadata + route + plan (median)
   int64_t nonfinite = 0;
 };
 
 // Host planning as run does it: metadata, route, plan.
 RoutePlan plan_once(const Batch& b, const std::string& kernel, const std::string& planner, const std::vector<RowWindow>& rows,
                     RouteDecision* rd_out) {
-  DecodeMetadata md = build_decode(b, false);
-  RouteDecision rd = decide_route(b, md, kernel);
-  if (rd_out) *rd_out = rd;
-  if (rd.route == Route::refused) throw Error(kExitRefused, "", (rd.error_type.empty() ? "" : rd.error_type + ": ") + rd.error);
-  if (route_needs_flatten(rd.route)) md = build_decode(b, true);
-  return plan_route(b, md, rd, rows, planner);
+  const RoutedBatch rb = route_batch(b, forced_route(kernel));
+  if (rd_out) *rd_out = rb.decision;
+  if (rb.refused()) throw Error(kExitRefused, "", rb.refusal());
+  return plan_batch(b, rb, rows, planner_option(planner));
 }
 
 void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowWindow>& rows, const Inputs& in, RouteResult& rr,
@@ -152,7 +170,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
     plan = plan_once(b, kernel, opt.planner, rows, &rr.route);
   } catch (const Error& e) {
     if (e.exit_code() != kExitRefused) throw;
-    rr.status = "refused";
+    rr.status = BenchStatus::refused;
     rr.message = e.what();
     return;
   }
@@ -178,18 +196,18 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   try {
     layout = make_view_layout(int64_t(rows.size()), v, plan.heads, plan.uniform_qlen);
   } catch (const std::exception& e) {
-    rr.status = "failed";
+    rr.status = BenchStatus::failed;
     rr.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
     return;
   }
   EncodedTensor kq = build_kernel_q(in, layout, v);
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   rr.partial_rows = call->work.num_partial_rows;
-  if (progress) err << "bench: " << to_string(rr.route.route) << " (" << rr.planner << "): timing " << opt.iters << " runs\n";
+  if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
   GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1));
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
-    rr.status = "failed";
+    rr.status = BenchStatus::failed;
     rr.message = "device/runtime error: " + rr.bench.error;
     return;
   }
@@ -204,7 +222,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
       if (!std::isfinite(p[i])) ++rr.nonfinite;
   }
   if (rr.nonfinite) {
-    rr.status = "nonfinite";
+    rr.status = BenchStatus::nonfinite;
     rr.message = std::to_string(rr.nonfinite) + " output elements are not finite (unwritten rows?): check with `mlactl run`";
   }
 }
@@ -223,6 +241,220 @@ std::vector<std::string> split_list(const std::string& s) {
   while (std::getline(ss, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+
+// What a bench run measured: the shape's cost, the roofline, every route's timings.
+// The printers below turn it into JSON, CSV and the table.
+struct BenchReport {
+  bool skipped = false;        // no GPU (and nothing refused): exit 77
+  int exit_code = 0;
+  bool have_gpu = false;
+  std::string device;
+  int multiprocessors = 0;
+  ShapeCost cost;
+  CopyRoofline roof;
+  int kv_copies = 1;
+  std::vector<RouteResult> results;
+  const RouteResult* base() const {  // the first route that ran: the speed-up baseline
+    for (const auto& rr : results)
+      if (rr.status == BenchStatus::ok) return &rr;
+    return nullptr;
+  }
+  double gbps(double us) const { return us > 0 ? cost.bytes() / (us * 1e-6) / 1e9 : 0.0; }
+  double tflops(double us) const { return us > 0 ? cost.flop / (us * 1e-6) / 1e12 : 0.0; }
+  double pct_bw(double us) const { return roof.gbps > 0 ? 100.0 * gbps(us) / roof.gbps : 0.0; }
+};
+
+BenchReport run_bench(const Batch& b, const BenchOptions& opt, const std::vector<std::string>& routes, bool quiet, std::ostream& err) {
+  BenchReport r;
+  const auto rows = oracle_windows(b);
+  r.results.resize(routes.size());
+  bool any_refused = false;
+  // refusals are answers independent of the machine: decide them first
+  for (size_t i = 0; i < routes.size(); ++i) {
+    RouteResult& rr = r.results[i];
+    rr.requested = routes[i];
+    const RoutedBatch rb = route_batch(b, routes[i] == "auto" ? std::nullopt : forced_route(routes[i]));
+    rr.route = rb.decision;
+    if (rb.refused()) {
+      rr.status = BenchStatus::refused;
+      rr.message = rb.refusal();
+      any_refused = true;
+      if (!quiet) err << "mlactl: bench: route refused: " << rr.message << "\n";
+    }
+  }
+  std::string why;
+  r.have_gpu = gpu_available(&why);
+  if (!r.have_gpu && !any_refused) {
+    err << "mlactl: bench: " << no_gpu_reason(why) << "\n";
+    r.skipped = true;
+    r.exit_code = kExitSkipped;
+    return r;
+  }
+
+  r.cost = shape_cost(b, rows);
+  const bool progress = isatty(STDERR_FILENO) && !quiet;
+  if (r.have_gpu) {
+    require_within_budget(estimated_input_bytes(b, int64_t(rows.size())), "/requests", "bench inputs");
+    if (progress) err << "bench: generating inputs\n";
+    Inputs in = generate_inputs(b, rows, 0);
+    const double kv_bytes = double(in.kv.bytes.size());
+    r.kv_copies = opt.kv_copies > 0 ? opt.kv_copies : int(std::min(256.0, std::max(2.0, std::ceil(kRotateBytes / std::max(1.0, kv_bytes)))));
+    if (progress) err << "bench: measuring the copy roofline\n";
+    r.roof = gpu_copy_roofline(size_t(opt.copy_mib) << 20, 10);
+    if (!r.roof.ok) throw Error(kExitDevice, "", "device copy roofline: " + r.roof.error);
+    for (auto& rr : r.results)
+      if (rr.status != BenchStatus::refused) bench_route(b, opt, rows, in, rr, r.kv_copies, progress, err);
+    r.device = gpu_device_name();
+    r.multiprocessors = gpu_device_multiprocessors();
+  }
+
+  for (const auto& rr : r.results) {
+    if (rr.status == BenchStatus::failed) r.exit_code = std::max(r.exit_code, int(kExitDevice));
+    else if (rr.status == BenchStatus::nonfinite || !rr.audit_ok) r.exit_code = std::max(r.exit_code, int(kExitVerifyFailed));
+  }
+  if (r.exit_code == 0 && any_refused) r.exit_code = kExitRefused;
+  return r;
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt, const BenchReport& r) {
+  const ShapeCost& cost = r.cost;
+  const RouteResult* base = r.base();
+  auto pct_fl = [&](double us) { return opt.peak() > 0 ? 100.0 * r.tflops(us) / opt.peak() : 0.0; };
+  auto j = json_envelope("bench");
+  j["case"] = b.name;
+  j["date_utc"] = utc_now();
+  j["device"] = {{"name", r.device},
+                 {"multiprocessors", r.multiprocessors},
+                 {"planner_num_cu", b.platform.num_cu},
+                 {"copy_roofline_gbps", r.roof.gbps},
+                 {"copy_bytes", r.roof.bytes},
+                 {"copy_median_us", r.roof.median_ms * 1e3},
+                 {"bf16_peak_tflops", opt.peak()},
+                 {"bf16_peak_source", opt.peak_source()}};
+  j["shape"] = {{"requests", cost.requests},
+                {"rows", cost.rows},
+                {"heads", b.model.num_heads},
+                {"max_query_len", b.max_query_len()},
+                {"max_seq_len", b.max_seq_len()},
+                {"kv_dtype", to_string(b.kv_cache.dtype)},
+                {"q_dtype", to_string(b.decode.q_dtype)},
+                {"block_size", b.kv_cache.block_size},
+                {"layout", to_string(b.kv_cache.layout)},
+                {"causal", b.decode.causal},
+                {"num_cu", b.platform.num_cu},
+                {"bytes", cost.bytes()},
+                {"kv_bytes", cost.kv_bytes},
+                {"q_bytes", cost.q_bytes},
+                {"out_bytes", cost.out_bytes},
+                {"flop", cost.flop}};
+  j["settings"] = {{"warmup", opt.warmup}, {"iters", opt.iters}, {"kv_copies", r.kv_copies}, {"l2_rotated", r.kv_copies > 1}};
+  auto arr = nlohmann::ordered_json::array();
+  for (const auto& rr : r.results) {
+    nlohmann::ordered_json o;
+    o["requested"] = rr.requested;
+    o["route"] = to_string(rr.route.route);
+    o["aiter_kernel"] = rr.route.aiter_kernel;
+    o["status"] = to_string(rr.status);
+    if (!rr.message.empty()) o["message"] = rr.message;
+    if (rr.ran()) {
+      o["planner"] = to_string(rr.planner);
+      o["workgroups"] = rr.workgroups;
+      o["works"] = rr.works;
+      o["partial_rows"] = rr.partial_rows;
+      o["position_audit_ok"] = rr.audit_ok;
+      o["stage1_kernel"] = stage1_text(rr.bench);
+      o["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
+      o["kernel_us"] = stats_json(rr.stage1);
+      o["kernels_us"] = stats_json(rr.total);
+      o["reduce_us_median"] = rr.total.median - rr.stage1.median;
+      o["host_plan_us"] = rr.plan_us;
+      o["metadata_plus_kernels_us"] = rr.plan_us + rr.total.median;
+      o["gbps"] = r.gbps(rr.total.median);
+      o["gbps_kernel_only"] = r.gbps(rr.stage1.median);
+      o["pct_copy_roofline"] = r.pct_bw(rr.total.median);
+      o["tflops"] = r.tflops(rr.total.median);
+      o["pct_peak_tflops"] = pct_fl(rr.total.median);
+      o["nonfinite_outputs"] = rr.nonfinite;
+      if (base) o["speedup_vs_first"] = rr.total.median > 0 ? base->total.median / rr.total.median : 0.0;
+    }
+    arr.push_back(o);
+  }
+  j["results"] = arr;
+  print_json(out, j);
+}
+
+void print_bench_csv(std::ostream& out, const BenchReport& r, double peak) {
+  Table c;
+  c.header = {"route", "planner", "stage1_kernel", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
+              "kernels_us_median", "kernels_us_min", "kernels_us_p10", "kernels_us_p90", "kernels_us_max", "host_plan_us",
+              "gbps", "pct_copy_roofline", "tflops", "pct_peak_tflops", "copy_roofline_gbps", "status"};
+  for (const auto& rr : r.results) {
+    const bool ran = rr.ran();
+    auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
+    c.add({to_string(rr.route.route), ran ? to_string(rr.planner) : "", ran ? stage1_text(rr.bench) : "",
+           ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
+           num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
+           num(rr.plan_us, 1), num(r.gbps(rr.total.median), 1), num(r.pct_bw(rr.total.median), 2), num(r.tflops(rr.total.median), 2),
+           num(peak > 0 ? 100.0 * r.tflops(rr.total.median) / peak : 0.0, 2), fx(r.roof.gbps, 1), to_string(rr.status)});
+  }
+  c.print(out, Format::csv);
+}
+
+void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& opt, const BenchReport& r) {
+  const ShapeCost& cost = r.cost;
+  const RouteResult* base = r.base();
+  auto pct_fl = [&](double us) { return opt.peak() > 0 ? 100.0 * r.tflops(us) / opt.peak() : 0.0; };
+  Table t;
+  t.header = {"route", "planner", "stage 1", "WGs", "kernel µs", "+reduce µs", "p10-p90 µs", "plan+kernels µs", "GB/s", "% copy",
+              "TFLOP/s", "% peak", "speed-up", "status"};
+  t.right_align = {false, false, false, true, true, true, true, true, true, true, true, true, true, false};
+  for (const auto& rr : r.results) {
+    if (!rr.ran()) {
+      t.add({to_string(rr.route.route), "", "", "", "", "", "", "", "", "", "", "", "", std::string(to_string(rr.status)) + ": " + rr.message});
+      continue;
+    }
+    t.add({to_string(rr.route.route), to_string(rr.planner), stage1_text(rr.bench), std::to_string(rr.workgroups),
+           fx(rr.stage1.median, 1), fx(rr.total.median, 1),
+           fx(rr.total.p10, 1) + "-" + fx(rr.total.p90, 1), fx(rr.plan_us + rr.total.median, 1),
+           fx(r.gbps(rr.total.median), 0), fx(r.pct_bw(rr.total.median), 1), fx(r.tflops(rr.total.median), 1),
+           fx(pct_fl(rr.total.median), 1), base ? fx(base->total.median / rr.total.median, 2) + "x" : "",
+           rr.status == BenchStatus::ok ? std::string("ok") : rr.message});
+  }
+  const std::string shape_text = std::to_string(cost.requests) + " requests, " + std::to_string(b.model.num_heads) + " heads, q_len " +
+                                 std::to_string(b.max_query_len()) + ", max seq_len " + std::to_string(b.max_seq_len()) + ", KV " +
+                                 to_string(b.kv_cache.dtype) + ", block_size " + std::to_string(b.kv_cache.block_size) + " (" +
+                                 to_string(b.kv_cache.layout) + ")" + (b.decode.causal ? ", causal" : ", non-causal");
+  std::vector<std::pair<std::string, std::string>> kv;
+  kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
+  kv.push_back({"shape", shape_text});
+  kv.push_back({"device", r.device.empty() ? "(none)" : r.device});
+  if (r.have_gpu) {
+    kv.push_back({"copy roofline", fx(r.roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(r.roof.bytes >> 20) +
+                                       " MiB, read + write, median of " + std::to_string(r.roof.iters) + ")"});
+    kv.push_back({"bf16 peak", fx(opt.peak(), 0) + " TFLOP/s (" + opt.peak_source() + ")"});
+    // The stage-1 kernels run one block per multiprocessor: a plan for another CU count
+    // runs in extra waves (docs/bench_notes.md step 20).
+    const std::string cu = std::to_string(b.platform.num_cu), mp = std::to_string(r.multiprocessors);
+    kv.push_back({"plan CUs", "num_cu " + cu + " (platform.num_cu); the device has " + mp + " multiprocessors" +
+                                  (r.multiprocessors > 0 && r.multiprocessors != b.platform.num_cu ? ": --num-cu " + mp + " plans for it" : "")});
+    kv.push_back({"bytes / FLOP", fx(cost.bytes() / 1e6, 1) + " MB (KV once, q, out) / " + fx(cost.flop / 1e9, 1) + " GFLOP"});
+    kv.push_back({"timing", "median of " + std::to_string(opt.iters) + " event-timed runs after " + std::to_string(opt.warmup) +
+                                " warm-up, KV rotated over " + std::to_string(r.kv_copies) + " copies"});
+  }
+  print_kv(out, kv);
+  out << "\n";
+  t.print(out, Format::table);
+  out << "\nkernel = stage 1 alone; +reduce = stage 1 + reduce (GB/s, TFLOP/s and speed-up use it); plan+kernels adds the host "
+         "metadata + planning median.\n";
 }
 
 }  // namespace
@@ -247,7 +479,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
   sub->add_option("--iters", opt->iters, "timed runs (at least 20 for the docs/design.md §8 numbers)")->capture_default_str()->check(CLI::Range(1, 100000));
   sub->add_option("--kv-copies", opt->kv_copies, "KV cache copies rotated between runs (0: enough for 256 MiB in all, at least 2; 1: no rotation)")
       ->capture_default_str()->check(CLI::Range(0, 4096));
-  sub->add_option("--peak-tflops", opt->peak_tflops, "bf16 dense matrix rate for the % of peak (default: H200 SXM datasheet)")->capture_default_str();
+  sub->add_option_function<double>(
+      "--peak-tflops", [opt](const double& v) { opt->peak_tflops = v; }, "bf16 dense matrix rate for the % of peak [989: H200 SXM datasheet]");
   sub->add_option("--copy-mib", opt->copy_mib, "size of the device-to-device roofline copy (MiB, read and written)")->capture_default_str()->check(CLI::Range(16, 65536));
   sub->callback([bo, opt, &ctx]() {
     std::ostream& out = *ctx.out;
@@ -261,7 +494,6 @@ void setup_bench(CLI::App& app, Context& ctx) {
       bopts.context = ctxs;
     }
     Batch b = load_batch(bopts);
-    if (opt->peak_tflops != 989.0) opt->peak_source = "--peak-tflops";
 
     std::vector<std::string> routes = split_list(opt->compare);
     if (!opt->compare.empty() && !opt->kernel.empty()) throw Error(kExitUsage, "", "give --kernel or --compare, not both");
@@ -270,202 +502,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
       if (r != "auto" && !route_from_string(r))
         throw Error(kExitUsage, "", "--compare: unknown route \"" + r + "\"");
 
-    const auto rows = oracle_windows(b);
-    std::vector<RouteResult> results(routes.size());
-    bool any_refused = false;
-    // refusals are answers independent of the machine: decide them first
-    for (size_t i = 0; i < routes.size(); ++i) {
-      results[i].requested = routes[i];
-      DecodeMetadata md = build_decode(b, false);
-      results[i].route = decide_route(b, md, routes[i] == "auto" ? "" : routes[i]);
-      if (results[i].route.route == Route::refused) {
-        results[i].status = "refused";
-        results[i].message = (results[i].route.error_type.empty() ? "" : results[i].route.error_type + ": ") + results[i].route.error;
-        any_refused = true;
-        if (!ctx.global.quiet) err << "mlactl: bench: route refused: " << results[i].message << "\n";
-      }
-    }
-    std::string why;
-    const bool have_gpu = gpu_available(&why);
-    if (!have_gpu && !any_refused) {
-      if (why.rfind("no GPU", 0) != 0) why = "no GPU: " + why;
-      err << "mlactl: bench: " << why << "\n";
-      ctx.exit_code = kExitSkipped;
-      return;
-    }
-
-    const ShapeCost cost = shape_cost(b, rows);
-    CopyRoofline roof;
-    int kv_copies = 1;
-    const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet;
-    if (have_gpu) {
-      require_within_budget(estimated_input_bytes(b, int64_t(rows.size())), "/requests", "bench inputs");
-      if (progress) err << "bench: generating inputs\n";
-      Inputs in = generate_inputs(b, rows, 0);
-      const double kv_bytes = double(in.kv.bytes.size());
-      kv_copies = opt->kv_copies > 0 ? opt->kv_copies
-                                     : int(std::min(256.0, std::max(2.0, std::ceil(kRotateBytes / std::max(1.0, kv_bytes)))));
-      if (progress) err << "bench: measuring the copy roofline\n";
-      roof = gpu_copy_roofline(size_t(opt->copy_mib) << 20, 10);
-      if (!roof.ok) throw Error(kExitDevice, "", "device copy roofline: " + roof.error);
-      for (auto& rr : results)
-        if (rr.status != "refused") bench_route(b, *opt, rows, in, rr, kv_copies, progress, err);
-    }
-
-    int exit_code = 0;
-    for (const auto& rr : results) {
-      if (rr.status == "failed") exit_code = std::max(exit_code, int(kExitDevice));
-      else if (rr.status == "nonfinite" || !rr.audit_ok) exit_code = std::max(exit_code, int(kExitVerifyFailed));
-    }
-    if (exit_code == 0 && any_refused) exit_code = kExitRefused;
-    if (exit_code == kExitDevice && any_refused) exit_code = kExitDevice;
-    ctx.exit_code = exit_code;
-
-    const std::string device = have_gpu ? gpu_device_name() : std::string();
-    const int multiprocessors = have_gpu ? gpu_device_multiprocessors() : 0;
-    auto gbps = [&](double us) { return us > 0 ? cost.bytes() / (us * 1e-6) / 1e9 : 0.0; };
-    auto tflops = [&](double us) { return us > 0 ? cost.flop / (us * 1e-6) / 1e12 : 0.0; };
-    auto pct_bw = [&](double us) { return roof.gbps > 0 ? 100.0 * gbps(us) / roof.gbps : 0.0; };
-    auto pct_fl = [&](double us) { return opt->peak_tflops > 0 ? 100.0 * tflops(us) / opt->peak_tflops : 0.0; };
-    const RouteResult* base = nullptr;
-    for (const auto& rr : results)
-      if (rr.status == "ok") {
-        base = &rr;
-        break;
-      }
-
-    std::string shape_text = std::to_string(cost.requests) + " requests, " + std::to_string(b.model.num_heads) + " heads, q_len " +
-                             std::to_string(b.max_query_len()) + ", max seq_len " + std::to_string(b.max_seq_len()) + ", KV " +
-                             to_string(b.kv_cache.dtype) + ", block_size " + std::to_string(b.kv_cache.block_size) + " (" +
-                             to_string(b.kv_cache.layout) + ")" + (b.decode.causal ? ", causal" : ", non-causal");
-
-    if (ctx.global.fmt() == Format::json) {
-      auto j = json_envelope("bench");
-      j["case"] = b.name;
-      j["date_utc"] = [] {
-        std::time_t t = std::time(nullptr);
-        char buf[32];
-        std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-        return std::string(buf);
-      }();
-      j["device"] = {{"name", device},
-                     {"multiprocessors", multiprocessors},
-                     {"planner_num_cu", b.platform.num_cu},
-                     {"copy_roofline_gbps", roof.gbps},
-                     {"copy_bytes", roof.bytes},
-                     {"copy_median_us", roof.median_ms * 1e3},
-                     {"bf16_peak_tflops", opt->peak_tflops},
-                     {"bf16_peak_source", opt->peak_source}};
-      j["shape"] = {{"requests", cost.requests},
-                    {"rows", cost.rows},
-                    {"heads", b.model.num_heads},
-                    {"max_query_len", b.max_query_len()},
-                    {"max_seq_len", b.max_seq_len()},
-                    {"kv_dtype", to_string(b.kv_cache.dtype)},
-                    {"q_dtype", to_string(b.decode.q_dtype)},
-                    {"block_size", b.kv_cache.block_size},
-                    {"layout", to_string(b.kv_cache.layout)},
-                    {"causal", b.decode.causal},
-                    {"num_cu", b.platform.num_cu},
-                    {"bytes", cost.bytes()},
-                    {"kv_bytes", cost.kv_bytes},
-                    {"q_bytes", cost.q_bytes},
-                    {"out_bytes", cost.out_bytes},
-                    {"flop", cost.flop}};
-      j["settings"] = {{"warmup", opt->warmup}, {"iters", opt->iters}, {"kv_copies", kv_copies}, {"l2_rotated", kv_copies > 1}};
-      auto arr = nlohmann::ordered_json::array();
-      for (const auto& rr : results) {
-        nlohmann::ordered_json r;
-        r["requested"] = rr.requested;
-        r["route"] = to_string(rr.route.route);
-        r["aiter_kernel"] = rr.route.aiter_kernel;
-        r["status"] = rr.status;
-        if (!rr.message.empty()) r["message"] = rr.message;
-        if (rr.status == "ok" || rr.status == "nonfinite") {
-          r["planner"] = rr.planner;
-          r["workgroups"] = rr.workgroups;
-          r["works"] = rr.works;
-          r["partial_rows"] = rr.partial_rows;
-          r["position_audit_ok"] = rr.audit_ok;
-          r["stage1_kernel"] = rr.bench.stage1_kernel;
-          r["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
-          r["kernel_us"] = stats_json(rr.stage1);
-          r["kernels_us"] = stats_json(rr.total);
-          r["reduce_us_median"] = rr.total.median - rr.stage1.median;
-          r["host_plan_us"] = rr.plan_us;
-          r["metadata_plus_kernels_us"] = rr.plan_us + rr.total.median;
-          r["gbps"] = gbps(rr.total.median);
-          r["gbps_kernel_only"] = gbps(rr.stage1.median);
-          r["pct_copy_roofline"] = pct_bw(rr.total.median);
-          r["tflops"] = tflops(rr.total.median);
-          r["pct_peak_tflops"] = pct_fl(rr.total.median);
-          r["nonfinite_outputs"] = rr.nonfinite;
-          if (base) r["speedup_vs_first"] = rr.total.median > 0 ? base->total.median / rr.total.median : 0.0;
-        }
-        arr.push_back(r);
-      }
-      j["results"] = arr;
-      print_json(out, j);
-      return;
-    }
-
-    Table t;
-    t.header = {"route", "planner", "stage 1", "WGs", "kernel µs", "+reduce µs", "p10-p90 µs", "plan+kernels µs", "GB/s", "% copy",
-                "TFLOP/s", "% peak", "speed-up", "status"};
-    t.right_align = {false, false, false, true, true, true, true, true, true, true, true, true, true, false};
-    for (const auto& rr : results) {
-      if (rr.status != "ok" && rr.status != "nonfinite") {
-        t.add({to_string(rr.route.route), "", "", "", "", "", "", "", "", "", "", "", "", rr.status + ": " + rr.message});
-        continue;
-      }
-      t.add({to_string(rr.route.route), rr.planner, rr.bench.stage1_kernel, std::to_string(rr.workgroups),
-             fx(rr.stage1.median, 1), fx(rr.total.median, 1),
-             fx(rr.total.p10, 1) + "-" + fx(rr.total.p90, 1), fx(rr.plan_us + rr.total.median, 1),
-             fx(gbps(rr.total.median), 0), fx(pct_bw(rr.total.median), 1), fx(tflops(rr.total.median), 1),
-             fx(pct_fl(rr.total.median), 1), base ? fx(base->total.median / rr.total.median, 2) + "x" : "",
-             rr.status == "ok" ? std::string("ok") : rr.message});
-    }
-    if (ctx.global.fmt() == Format::csv) {
-      Table c;
-      c.header = {"route", "planner", "stage1_kernel", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
-                  "kernels_us_median", "kernels_us_min", "kernels_us_p10", "kernels_us_p90", "kernels_us_max", "host_plan_us",
-                  "gbps", "pct_copy_roofline", "tflops", "pct_peak_tflops", "copy_roofline_gbps", "status"};
-      for (const auto& rr : results) {
-        const bool ran = rr.status == "ok" || rr.status == "nonfinite";
-        auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
-        c.add({to_string(rr.route.route), rr.planner, ran ? rr.bench.stage1_kernel : "",
-               ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
-               num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
-               num(rr.plan_us, 1), num(gbps(rr.total.median), 1), num(pct_bw(rr.total.median), 2), num(tflops(rr.total.median), 2),
-               num(pct_fl(rr.total.median), 2), fx(roof.gbps, 1), rr.status});
-      }
-      c.print(out, Format::csv);
-      return;
-    }
-    std::vector<std::pair<std::string, std::string>> kv;
-    kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
-    kv.push_back({"shape", shape_text});
-    kv.push_back({"device", device.empty() ? "(none)" : device});
-    if (have_gpu) {
-      kv.push_back({"copy roofline", fx(roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(roof.bytes >> 20) +
-                                         " MiB, read + write, median of " + std::to_string(roof.iters) + ")"});
-      kv.push_back({"bf16 peak", fx(opt->peak_tflops, 0) + " TFLOP/s (" + opt->peak_source + ")"});
-      // The stage-1 kernels run one block per multiprocessor: a plan for another CU
-      // count runs in extra waves (H200, 256 vs 132: M1 323 vs 299 us, bench_notes step 20).
-      const std::string cu = std::to_string(b.platform.num_cu), mp = std::to_string(multiprocessors);
-      kv.push_back({"plan CUs", "num_cu " + cu + " (platform.num_cu); the device has " + mp + " multiprocessors" +
-                                   (multiprocessors > 0 && multiprocessors != b.platform.num_cu
-                                        ? ": --num-cu " + mp + " plans for it"
-                                        : "")});
-      kv.push_back({"bytes / FLOP", fx(cost.bytes() / 1e6, 1) + " MB (KV once, q, out) / " + fx(cost.flop / 1e9, 1) + " GFLOP"});
-      kv.push_back({"timing", "median of " + std::to_string(opt->iters) + " event-timed runs after " + std::to_string(opt->warmup) +
-                                  " warm-up, KV rotated over " + std::to_string(kv_copies) + " copies"});
-    }
-    print_kv(out, kv);
-    out << "\n";
-    t.print(out, Format::table);
-    out << "\nkernel = stage 1 alone; +reduce = stage 1 + reduce (GB/s, TFLOP/s and speed-up use it); plan+kernels adds the host "
-           "metadata + planning median.\n";
+    BenchReport r = run_bench(b, *opt, routes, ctx.global.quiet, err);
+    ctx.exit_code = r.exit_code;
+    if (r.skipped) return;
+    if (ctx.global.fmt() == Format::json) print_bench_json(out, b, *opt, r);
+    else if (ctx.global.fmt() == Format::csv) print_bench_csv(out, r, opt->peak());
+    else print_bench_table(out, b, *opt, r);
   });
 }
 

@@ -14,7 +14,8 @@
 #include "cli/pipeline.hpp"
 #include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
-#include "core/route_plan.hpp"
+#include "core/plan.hpp"
+#include "core/routed.hpp"
 
 namespace mlactl::cli {
 
@@ -22,10 +23,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A case's verdict; refused-as-expected counts as passed.
+enum class CaseStatus { unset, passed, refused_as_expected, incorrect, failed, invalid_input, skipped };
+const char* to_string(CaseStatus s) {
+  switch (s) {
+    case CaseStatus::unset: return "unset";
+    case CaseStatus::passed: return "passed";
+    case CaseStatus::refused_as_expected: return "refused-as-expected";
+    case CaseStatus::incorrect: return "incorrect";
+    case CaseStatus::failed: return "failed";
+    case CaseStatus::invalid_input: return "invalid_input";
+    case CaseStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+bool counts_as_passed(CaseStatus s) { return s == CaseStatus::passed || s == CaseStatus::refused_as_expected; }
+
 struct CaseResult {
   std::string id;
   std::string file;
-  std::string status;  // passed | incorrect | failed | invalid_input | skipped
+  CaseStatus status = CaseStatus::unset;
   int exit_code = 0;
   std::vector<std::string> checks;    // "route=gluon_verify ok" ...
   std::vector<std::string> failures;  // what did not match
@@ -107,20 +124,192 @@ int severity(int code) {
   }
 }
 
-CaseResult run_case(const std::string& file, const std::string& backend) {
+// ---- expectations: one function per `expect` key (docs/design.md §6) --------------------
+// Each reads the case and the key's wanted value and records a check or a failure; a new
+// key is one function and one row of kExpectations.
+struct CaseContext {
+  const Batch& b;
+  const nlohmann::json& expect;
+  Backend backend;
+  CaseResult& cr;
+  RoutedBatch rb;
+  std::vector<RowWindow> rows;
+  std::optional<RoutePlan> plan;          // the route's own plan, made when a key needs it
+  std::optional<InvariantReport> inv;
+  bool schedule_refusal_reported = false;
+  void fail(const std::string& what) { cr.failures.push_back(what); }
+  void pass(const std::string& what) { cr.checks.push_back(what); }
+  const RoutePlan& own_plan() {
+    if (!plan) plan = plan_batch(b, rb, rows);
+    return *plan;
+  }
+};
+using ExpectFn = void (*)(CaseContext&, const nlohmann::json& want);
+
+void expect_route(CaseContext& c, const nlohmann::json& want_j) {
+  const std::string want = want_j.get<std::string>();
+  const RouteDecision& rd = c.rb.decision;
+  if (want != to_string(rd.route)) c.fail("route: expected " + want + ", got " + to_string(rd.route) + (rd.route == Route::refused ? " (" + rd.error + ")" : ""));
+  else c.pass("route");
+}
+
+void expect_error(CaseContext& c, const nlohmann::json& want_j) {
+  const std::string want = want_j.get<std::string>();
+  const RouteDecision& rd = c.rb.decision;
+  if (rd.route != Route::refused) c.fail("error: expected a refusal containing \"" + want + "\", got route " + to_string(rd.route));
+  else if (rd.error.find(want) == std::string::npos) c.fail("error: expected \"" + want + "\" in \"" + rd.error + "\"");
+  else c.pass("error");
+}
+
+void expect_findings(CaseContext& c, const nlohmann::json& want_j) {
+  for (const auto& f : want_j) {
+    const std::string want = f.get<std::string>();
+    bool found = false;
+    for (const auto& x : c.rb.decision.findings) found |= x.find(want) != std::string::npos;
+    if (!found) c.fail("findings: no finding containing \"" + want + "\"");
+  }
+  c.pass("findings");
+}
+
+// the windows the routed kernel's metadata gives each row (padding rows: their length, 0)
+void expect_windows(CaseContext& c, const nlohmann::json& want_j) {
+  const auto& rows = c.rows;
+  MetadataWindows mw = c.rb.stack->metadata_windows(c.b, c.rb.metadata, c.rb.decision.route, rows);
+  std::vector<int64_t> got;
+  for (size_t i = 0; i < rows.size(); ++i) got.push_back(rows[i].kind == MaskKind::padding || !mw.available ? 0 : mw.end[i] - mw.begin[i]);
+  std::vector<int64_t> want = want_j.get<std::vector<int64_t>>();
+  if (got == want) return c.pass("windows");
+  std::string why = "windows: " + std::to_string(got.size()) + " rows vs " + std::to_string(want.size()) + " expected";
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    if (got[i] != want[i]) {
+      why = "windows: row " + std::to_string(i) + " (request " + std::to_string(rows[i].request) + ", token " + std::to_string(rows[i].token) +
+            ") gets " + std::to_string(got[i]) + " KV entries, expected " + std::to_string(want[i]);
+      break;
+    }
+  c.fail(why);
+}
+
+// "matches", or {"field": F[, "index": I]}: the first difference expected
+void expect_captured(CaseContext& c, const nlohmann::json& want) {
+  CapturedMetadata cap = parse_captured(c.b, c.b.captured, (int64_t)c.rows.size());
+  const RoutePlan* plan = !c.rb.refused() && cap.work_indptr ? &c.own_plan() : nullptr;
+  CapturedDiff cd = diff_captured(c.b, c.rb.metadata, c.rows, cap, plan);
+  if (want.is_string() && want.get<std::string>() == "matches") {
+    if (!cd.same) c.fail("captured: expected to match, " + cd.message);
+    else c.pass("captured");
+  } else if (want.is_object()) {
+    if (cd.same) c.fail("captured: expected a difference in " + want.value("field", std::string("?")) + ", but it matches");
+    else if (want.contains("field") && want["field"].get<std::string>() != cd.field) c.fail("captured: expected the first difference in " + want["field"].get<std::string>() + ", got " + cd.message);
+    else if (want.contains("index") && want["index"].get<int64_t>() != cd.index) c.fail("captured: expected the first difference at index " + want["index"].dump() + ", got " + cd.message);
+    else c.pass("captured (" + cd.message + ")");
+  } else {
+    c.fail("captured: expect \"matches\" or {\"field\": ..., \"index\": ...}");
+  }
+}
+
+void expect_metadata(CaseContext& c, const nlohmann::json& want) {
+  nlohmann::json got = nlohmann::json::parse(metadata_json(c.b, c.rb.metadata, !c.rb.metadata.flat_indptr.empty()).dump());
+  std::string why;
+  if (!subset_equal(want, got, "metadata", &why)) c.fail(why);
+  else c.pass("metadata");
+}
+
+// the route's own plan and its invariants; false (reported once) when the route is refused
+bool planned(CaseContext& c) {
+  if (c.rb.refused()) {
+    if (!c.schedule_refusal_reported) c.fail("schedule: the route is refused (" + c.rb.decision.error + ")");
+    c.schedule_refusal_reported = true;
+    return false;
+  }
+  if (!c.inv) c.inv = check_plan_invariants(c.own_plan(), c.rb.metadata.max_qo_len);
+  return true;
+}
+
+void expect_invariants(CaseContext& c, const nlohmann::json& want_j) {
+  if (!planned(c)) return;
+  const std::string want = want_j.get<std::string>();
+  const std::string got = c.inv->ok ? "ok" : "broken";
+  if (want != got) c.fail("invariants: expected " + want + ", got " + got + (c.inv->violations.empty() ? "" : " (" + c.inv->violations[0].message + ")"));
+  else c.pass("invariants");
+}
+
+// the same JSON `schedule --format json` prints; the fixture names a subset of it
+void expect_schedule(CaseContext& c, const nlohmann::json& want) {
+  if (!planned(c)) return;
+  nlohmann::json got = nlohmann::json::parse(plan_json(*c.plan, *c.inv).dump());
+  std::string why;
+  if (!subset_equal(want, got, "schedule", &why)) c.fail(why);
+  else c.pass("schedule");
+}
+
+// "passed" | "refused" | "incorrect", or {"status": ..., "reason": ...} where an incorrect
+// run names its cause (run_failure_from_string's words)
+void expect_run(CaseContext& c, const nlohmann::json& want) {
+  std::string want_status;
+  std::optional<std::string> want_reason;
+  if (want.is_object()) {
+    want_status = want.at("status").get<std::string>();
+    if (want.contains("reason")) want_reason = want["reason"].get<std::string>();
+  } else {
+    want_status = want.get<std::string>();
+  }
+  RunOptions ro;
+  ro.backend = c.backend;
+  ro.use_captured = !c.b.captured.is_null();  // a fixture that carries captured arrays is about them
+  if (c.expect.contains("tolerance")) {
+    const auto& t = c.expect["tolerance"];
+    if (t.contains("atol")) ro.atol = t["atol"].get<double>();
+    if (t.contains("rtol")) ro.rtol = t["rtol"].get<double>();
+    if (t.contains("cos_tol")) ro.cos_tol = t["cos_tol"].get<double>();
+  }
+  RunOutcome o = run_pipeline(c.b, ro);
+  if (o.status == RunStatus::skipped) {
+    c.cr.status = CaseStatus::skipped;
+    c.cr.exit_code = kExitSkipped;
+    c.fail("run: " + o.message);
+  } else if (o.status == RunStatus::failed) {
+    c.cr.status = CaseStatus::failed;
+    c.cr.exit_code = kExitDevice;
+    c.fail("run: " + o.message);
+  } else if (to_string(o.status) != want_status) {
+    std::string why = "run: expected " + want_status + ", got " + to_string(o.status);
+    if (!o.message.empty()) why += " (" + o.message + ")";
+    if (o.audit && !o.audit->bad.empty())
+      why += "; first bad row: request " + std::to_string(o.audit->bad[0].request) + " token " + std::to_string(o.audit->bad[0].token) + ": " +
+             o.audit->bad[0].detail;
+    c.fail(why);
+  } else if (want_reason && (!o.failure || *want_reason != to_string(*o.failure))) {
+    c.fail("run: expected " + want_status + " because of " + *want_reason + ", got " + (o.failure ? to_string(*o.failure) : "no reason") +
+           (o.message.empty() ? "" : " (" + o.message + ")"));
+  } else {
+    c.pass("run=" + want_status + (want_reason ? " (" + *want_reason + ")" : ""));
+  }
+}
+
+struct Expectation {
+  const char* key;
+  ExpectFn check;
+};
+// In the order they run (cheap before expensive; `tolerance` is read by `run`).
+const Expectation kExpectations[] = {
+    {"route", expect_route},       {"error", expect_error},           {"findings", expect_findings},
+    {"windows", expect_windows},   {"captured", expect_captured},     {"metadata", expect_metadata},
+    {"invariants", expect_invariants}, {"schedule", expect_schedule}, {"run", expect_run},
+};
+
+CaseResult run_case(const std::string& file, Backend backend) {
   CaseResult cr;
   cr.file = file;
   cr.id = fs::path(file).stem().string();
-  auto fail = [&](const std::string& what) { cr.failures.push_back(what); };
   nlohmann::json expect;
   Batch b;
   nlohmann::json doc;
   try {
     doc = load_json_document(file);
   } catch (const Error& e) {
-    cr.status = "invalid_input";
+    cr.status = CaseStatus::invalid_input;
     cr.exit_code = kExitInvalidInput;
-    fail(e.what());
+    cr.failures.push_back(e.what());
     return cr;
   }
   if (doc.is_object() && doc.contains("expect")) expect = doc["expect"];
@@ -129,149 +318,44 @@ CaseResult run_case(const std::string& file, const std::string& backend) {
     b = parse_batch(doc);
   } catch (const Error& e) {
     // an expected input error counts as passed
-    if (expect.is_object() && expect.contains("error") && std::string(e.what()).find(expect["error"].get<std::string>()) != std::string::npos) {
-      cr.status = "passed";
+    if (expect.is_object() && expect.contains("error") && expect["error"].is_string() &&
+        std::string(e.what()).find(expect["error"].get<std::string>()) != std::string::npos) {
+      cr.status = CaseStatus::passed;
       cr.checks.push_back("error (invalid input, as expected)");
       return cr;
     }
-    cr.status = "invalid_input";
+    cr.status = CaseStatus::invalid_input;
     cr.exit_code = kExitInvalidInput;
-    fail(e.what());
+    cr.failures.push_back(e.what());
     return cr;
   }
   if (!b.name.empty()) cr.id = b.name;
   if (!expect.is_object() || expect.empty()) {
-    cr.status = "skipped";
+    cr.status = CaseStatus::skipped;
     cr.exit_code = kExitSkipped;
-    fail("no expect block");
+    cr.failures.push_back("no expect block");
     return cr;
   }
 
-  DecodeMetadata md = build_decode(b, false);
-  RouteDecision rd = decide_route(b, md, "");
-  if (route_needs_flatten(rd.route)) md = build_decode(b, true);
-  if (expect.contains("route")) {
-    const std::string want = expect["route"].get<std::string>();
-    if (want != to_string(rd.route)) fail("route: expected " + want + ", got " + to_string(rd.route) + (rd.route == Route::refused ? " (" + rd.error + ")" : ""));
-    else cr.checks.push_back("route");
-  }
-  if (expect.contains("error")) {
-    const std::string want = expect["error"].get<std::string>();
-    if (rd.route != Route::refused) fail("error: expected a refusal containing \"" + want + "\", got route " + to_string(rd.route));
-    else if (rd.error.find(want) == std::string::npos) fail("error: expected \"" + want + "\" in \"" + rd.error + "\"");
-    else cr.checks.push_back("error");
-  }
-  if (expect.contains("findings")) {
-    for (const auto& f : expect["findings"]) {
-      const std::string want = f.get<std::string>();
-      bool found = false;
-      for (const auto& x : rd.findings) found |= x.find(want) != std::string::npos;
-      if (!found) fail("findings: no finding containing \"" + want + "\"");
-    }
-    cr.checks.push_back("findings");
-  }
-  auto rows = oracle_windows(b);
-  if (expect.contains("windows")) {
-    // the windows the routed kernel's metadata gives each row (padding rows: their length, 0)
-    MetadataWindows mw = metadata_windows(b, md, rd.route, rows);
-    std::vector<int64_t> got;
-    for (size_t i = 0; i < rows.size(); ++i) got.push_back(rows[i].kind == MaskKind::padding || !mw.available ? 0 : mw.end[i] - mw.begin[i]);
-    std::vector<int64_t> want = expect["windows"].get<std::vector<int64_t>>();
-    if (got != want) {
-      std::string why = "windows: " + std::to_string(got.size()) + " rows vs " + std::to_string(want.size()) + " expected";
-      for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
-        if (got[i] != want[i]) {
-          why = "windows: row " + std::to_string(i) + " (request " + std::to_string(rows[i].request) + ", token " + std::to_string(rows[i].token) +
-                ") gets " + std::to_string(got[i]) + " KV entries, expected " + std::to_string(want[i]);
-          break;
-        }
-      fail(why);
-    } else {
-      cr.checks.push_back("windows");
-    }
-  }
-  if (expect.contains("captured")) {
-    // "matches", or {"field": F[, "index": I]}: the first difference expected
-    CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
-    std::optional<RoutePlan> plan;
-    if (rd.route != Route::refused && cap.work_indptr) plan = plan_route(b, md, rd, rows);
-    CapturedDiff cd = diff_captured(b, md, rows, cap, plan ? &*plan : nullptr);
-    const auto& want = expect["captured"];
-    if (want.is_string() && want.get<std::string>() == "matches") {
-      if (!cd.same) fail("captured: expected to match, " + cd.message);
-      else cr.checks.push_back("captured");
-    } else if (want.is_object()) {
-      if (cd.same) fail("captured: expected a difference in " + want.value("field", std::string("?")) + ", but it matches");
-      else if (want.contains("field") && want["field"].get<std::string>() != cd.field) fail("captured: expected the first difference in " + want["field"].get<std::string>() + ", got " + cd.message);
-      else if (want.contains("index") && want["index"].get<int64_t>() != cd.index) fail("captured: expected the first difference at index " + want["index"].dump() + ", got " + cd.message);
-      else cr.checks.push_back("captured (" + cd.message + ")");
-    } else {
-      fail("captured: expect \"matches\" or {\"field\": ..., \"index\": ...}");
-    }
-  }
-  if (expect.contains("metadata")) {
-    nlohmann::json got = nlohmann::json::parse(metadata_json(b, md, !md.flat_indptr.empty()).dump());
-    std::string why;
-    if (!subset_equal(expect["metadata"], got, "metadata", &why)) fail(why);
-    else cr.checks.push_back("metadata");
-  }
-  if (expect.contains("schedule") || expect.contains("invariants")) {
-    if (rd.route == Route::refused) {
-      fail("schedule: the route is refused (" + rd.error + ")");
-    } else {
-      RoutePlan plan = plan_route(b, md, rd, rows);
-      InvariantReport inv = check_plan_invariants(plan, md.max_qo_len);
-      if (expect.contains("invariants")) {
-        const std::string want = expect["invariants"].get<std::string>();
-        const std::string got = inv.ok ? "ok" : "broken";
-        if (want != got) fail("invariants: expected " + want + ", got " + got + (inv.violations.empty() ? "" : " (" + inv.violations[0].message + ")"));
-        else cr.checks.push_back("invariants");
-      }
-      if (expect.contains("schedule")) {
-        // the same JSON `schedule --format json` prints; the fixture names a subset of it
-        nlohmann::json got = nlohmann::json::parse(plan_json(plan, inv).dump());
-        std::string why;
-        if (!subset_equal(expect["schedule"], got, "schedule", &why)) fail(why);
-        else cr.checks.push_back("schedule");
-      }
-    }
-  }
-  if (expect.contains("run")) {
-    const std::string want = expect["run"].get<std::string>();
-    RunOptions ro;
-    ro.backend = backend;
-    ro.use_captured = !b.captured.is_null();  // a fixture that carries captured arrays is about them
-    if (expect.contains("tolerance")) {
-      const auto& t = expect["tolerance"];
-      if (t.contains("atol")) ro.atol = t["atol"].get<double>();
-      if (t.contains("rtol")) ro.rtol = t["rtol"].get<double>();
-      if (t.contains("cos_tol")) ro.cos_tol = t["cos_tol"].get<double>();
-    }
-    RunOutcome o = run_pipeline(b, ro);
-    if (o.status == "skipped") {
-      cr.status = "skipped";
-      cr.exit_code = kExitSkipped;
-      fail("run: " + o.message);
-    } else if (o.status == "failed") {
-      cr.status = "failed";
-      cr.exit_code = kExitDevice;
-      fail("run: " + o.message);
+  CaseContext c{b, expect, backend, cr, route_batch(b), oracle_windows(b)};
+  for (const Expectation& e : kExpectations) {
+    if (!expect.contains(e.key)) continue;
+    try {
+      e.check(c, expect[e.key]);
+    } catch (const nlohmann::json::exception& x) {
+      // a mistyped expectation is this case's bad input, not the run's
+      cr.status = CaseStatus::invalid_input;
+      cr.exit_code = kExitInvalidInput;
+      cr.failures.push_back(std::string("/expect/") + e.key + ": " + x.what());
       return cr;
-    } else if (o.status != want) {
-      std::string why = "run: expected " + want + ", got " + o.status;
-      if (!o.message.empty()) why += " (" + o.message + ")";
-      if (o.audit && !o.audit->bad.empty()) why += "; first bad row: request " + std::to_string(o.audit->bad[0].request) + " token " +
-                                                   std::to_string(o.audit->bad[0].token) + ": " + o.audit->bad[0].detail;
-      fail(why);
-    } else {
-      cr.checks.push_back("run=" + want);
     }
+    if (cr.status == CaseStatus::failed) return cr;
   }
-  if (cr.status.empty()) {
-    cr.status = cr.failures.empty() ? "passed" : "incorrect";
+  if (cr.status == CaseStatus::unset) {
+    cr.status = cr.failures.empty() ? CaseStatus::passed : CaseStatus::incorrect;
     // a refusal the fixture expected is an answer, reported as such (counts as passed)
-    if (cr.failures.empty() && rd.route == Route::refused && (expect.contains("error") || expect.value("route", std::string()) == "refused"))
-      cr.status = "refused-as-expected";
+    if (cr.failures.empty() && c.rb.refused() && (expect.contains("error") || expect.value("route", std::string()) == "refused"))
+      cr.status = CaseStatus::refused_as_expected;
     cr.exit_code = cr.failures.empty() ? 0 : kExitVerifyFailed;
   }
   return cr;
@@ -289,6 +373,73 @@ std::string xml_escape(const std::string& s) {
     }
   }
   return o;
+}
+
+// What a check run computed: every case's result and the summary; the printers below
+// turn it into the table, JSON and JUnit.
+struct CheckReport {
+  std::vector<CaseResult> results;
+  int passed = 0, failed = 0, skipped = 0;
+  int exit_code = 0;  // the most severe case status
+  double seconds = 0;
+};
+
+void summarise(CheckReport& r) {
+  for (const auto& c : r.results) {
+    if (severity(c.exit_code) > severity(r.exit_code)) r.exit_code = c.exit_code;
+    if (counts_as_passed(c.status)) ++r.passed;
+    else if (c.status == CaseStatus::skipped) ++r.skipped;
+    else ++r.failed;
+  }
+}
+
+void print_check_json(std::ostream& os, const CheckReport& r) {
+  auto j = json_envelope("check");
+  auto arr = nlohmann::ordered_json::array();
+  for (const auto& c : r.results)
+    arr.push_back({{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"checks", c.checks}, {"failures", c.failures}, {"seconds", c.seconds},
+                   {"repro", "mlactl check " + c.file}});
+  j["results"] = arr;
+  j["summary"] = {{"passed", r.passed}, {"failed", r.failed}, {"skipped", r.skipped}, {"total", r.results.size()}, {"exit_code", r.exit_code}};
+  print_json(os, j);
+}
+
+void print_check_table(std::ostream& os, const CheckReport& r, const Style& st) {
+  for (const auto& c : r.results) {
+    const bool ok = counts_as_passed(c.status);
+    const std::string word = to_string(c.status);
+    std::string tag = ok ? st.green(word) : c.status == CaseStatus::skipped ? st.yellow(word) : st.red(word);
+    tag += std::string(word.size() < 19 ? 19 - word.size() : 0, ' ');  // width of "refused-as-expected"
+    os << tag << " " << c.id;
+    if (!c.checks.empty() && ok) {
+      os << "  (";
+      for (size_t i = 0; i < c.checks.size(); ++i) os << (i ? ", " : "") << c.checks[i];
+      os << ")";
+    }
+    os << "\n";
+    for (const auto& f : c.failures) os << "                    " << f << "\n";
+    if (!ok && c.status != CaseStatus::skipped) os << "                    repro: mlactl check " << c.file << "\n";
+  }
+  os << r.passed << " passed, " << r.failed << " failed" << (r.skipped ? ", " + std::to_string(r.skipped) + " skipped" : "") << "\n";
+}
+
+std::string junit_xml(const CheckReport& r) {
+  std::ostringstream x;
+  x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"mlactl check\" tests=\"" << r.results.size() << "\" failures=\"" << r.failed
+    << "\" skipped=\"" << r.skipped << "\">\n";
+  for (const auto& c : r.results) {
+    x << "  <testcase classname=\"mlactl\" name=\"" << xml_escape(c.id) << "\" time=\"" << c.seconds << "\">";
+    if (c.status == CaseStatus::skipped) {
+      x << "<skipped message=\"" << xml_escape(c.failures.empty() ? "" : c.failures[0]) << "\"/>";
+    } else if (!counts_as_passed(c.status)) {
+      std::string msg;
+      for (const auto& f : c.failures) msg += f + "\n";
+      x << "<failure message=\"" << xml_escape(to_string(c.status)) << "\">" << xml_escape(msg) << "</failure>";
+    }
+    x << "</testcase>\n";
+  }
+  x << "</testsuite>\n";
+  return x.str();
 }
 
 }  // namespace
@@ -321,10 +472,13 @@ void setup_check(CLI::App& app, Context& ctx) {
         throw Error(kExitUsage, "", "--filter: bad regex: " + std::string(e.what()));
       }
     }
-    auto files = collect(o->paths);
-    std::vector<CaseResult> results;
+    const Backend backend = *backend_from_string(o->backend);
+    const auto files = collect(o->paths);
     const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet && ctx.global.fmt() == Format::table;
-    const Style st = ctx.global.style();
+
+    // ---- compute ----
+    CheckReport report;
+    const auto t_all = std::chrono::steady_clock::now();
     size_t idx = 0;
     for (const auto& f : files) {
       ++idx;
@@ -335,71 +489,27 @@ void setup_check(CLI::App& app, Context& ctx) {
       auto t0 = std::chrono::steady_clock::now();
       CaseResult cr;
       try {
-        cr = run_case(f, o->backend);
+        cr = run_case(f, backend);
       } catch (const Error& e) {
         cr.file = f;
-        if (cr.id.empty()) cr.id = fs::path(f).stem().string();
-        cr.status = e.exit_code() == kExitInvalidInput ? "invalid_input" : "failed";
-        cr.exit_code = e.exit_code() == kExitInvalidInput ? kExitInvalidInput : kExitDevice;
+        const bool bad_input = e.exit_code() == kExitInvalidInput;
+        cr.status = bad_input ? CaseStatus::invalid_input : CaseStatus::failed;
+        cr.exit_code = bad_input ? kExitInvalidInput : kExitDevice;
         cr.failures.push_back(e.what());
       }
       cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       cr.id = id;
-      results.push_back(std::move(cr));
+      report.results.push_back(std::move(cr));
     }
     if (progress) *ctx.err << "\r\033[K";
-    int worst = 0, passed = 0, failed = 0, skipped = 0;
-    for (const auto& r : results) {
-      if (severity(r.exit_code) > severity(worst)) worst = r.exit_code;
-      if (r.status == "passed" || r.status == "refused-as-expected") ++passed;
-      else if (r.status == "skipped") ++skipped;
-      else ++failed;
-    }
-    auto& os = *ctx.out;
-    if (ctx.global.fmt() == Format::json) {
-      auto j = json_envelope("check");
-      auto arr = nlohmann::ordered_json::array();
-      for (const auto& r : results)
-        arr.push_back({{"id", r.id}, {"file", r.file}, {"status", r.status}, {"checks", r.checks}, {"failures", r.failures}, {"seconds", r.seconds},
-                       {"repro", "mlactl check " + r.file}});
-      j["results"] = arr;
-      j["summary"] = {{"passed", passed}, {"failed", failed}, {"skipped", skipped}, {"total", results.size()}, {"exit_code", worst}};
-      print_json(os, j);
-    } else {
-      for (const auto& r : results) {
-        const bool ok = r.status == "passed" || r.status == "refused-as-expected";
-        std::string tag = ok ? st.green(r.status) : r.status == "skipped" ? st.yellow(r.status) : st.red(r.status);
-        tag += std::string(r.status.size() < 19 ? 19 - r.status.size() : 0, ' ');  // width of "refused-as-expected"
-        os << tag << " " << r.id;
-        if (!r.checks.empty() && ok) {
-          os << "  (";
-          for (size_t i = 0; i < r.checks.size(); ++i) os << (i ? ", " : "") << r.checks[i];
-          os << ")";
-        }
-        os << "\n";
-        for (const auto& f : r.failures) os << "                    " << f << "\n";
-        if (!ok && r.status != "skipped") os << "                    repro: mlactl check " << r.file << "\n";
-      }
-      os << passed << " passed, " << failed << " failed" << (skipped ? ", " + std::to_string(skipped) + " skipped" : "") << "\n";
-    }
-    if (!o->junit.empty()) {
-      std::ostringstream x;
-      x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"mlactl check\" tests=\"" << results.size() << "\" failures=\"" << failed
-        << "\" skipped=\"" << skipped << "\">\n";
-      for (const auto& r : results) {
-        x << "  <testcase classname=\"mlactl\" name=\"" << xml_escape(r.id) << "\" time=\"" << r.seconds << "\">";
-        if (r.status == "skipped") x << "<skipped message=\"" << xml_escape(r.failures.empty() ? "" : r.failures[0]) << "\"/>";
-        else if (r.status != "passed" && r.status != "refused-as-expected") {
-          std::string msg;
-          for (const auto& f : r.failures) msg += f + "\n";
-          x << "<failure message=\"" << xml_escape(r.status) << "\">" << xml_escape(msg) << "</failure>";
-        }
-        x << "</testcase>\n";
-      }
-      x << "</testsuite>\n";
-      write_file_atomic(o->junit, x.str());
-    }
-    ctx.exit_code = worst;
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    summarise(report);
+
+    // ---- print ----
+    if (ctx.global.fmt() == Format::json) print_check_json(*ctx.out, report);
+    else print_check_table(*ctx.out, report, ctx.global.style());
+    if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
+    ctx.exit_code = report.exit_code;
   });
 }
 

@@ -2,8 +2,9 @@
 #include <chrono>
 
 #include "cli/app.hpp"
-#include "core/builder.hpp"
 #include "cli/common.hpp"
+#include "core/decode_metadata.hpp"
+#include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
 
@@ -40,7 +41,7 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     Batch b = load_batch(*opts);
     const auto t0 = std::chrono::steady_clock::now();
     const bool want_flatten = *flatten == "on" || (*flatten == "auto" && b.model.num_heads < 16 && b.max_query_len() > 1);
-    DecodeMetadata md = build_decode(b, want_flatten);
+    DecodeMetadata md = stack_for(b).build_metadata(b, want_flatten);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (ctx.global.verbose) *ctx.err << "metadata: built in " << fmt_double(ms, 3) << " ms\n";
     auto& os = *ctx.out;

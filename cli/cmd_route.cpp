@@ -1,8 +1,7 @@
 // `mlactl route`: which kernel the modelled stack picks and why, or the error it raises.
 #include "cli/app.hpp"
 #include "cli/common.hpp"
-#include "core/builder.hpp"
-#include "core/route_input.hpp"
+#include "core/routed.hpp"
 
 namespace mlactl::cli {
 
@@ -32,8 +31,8 @@ void setup_route(CLI::App& app, Context& ctx) {
   add_kernel_option(sub, *kernel);
   sub->callback([opts, kernel, &ctx]() {
     Batch b = load_batch(*opts);
-    DecodeMetadata md = build_decode(b, false);
-    RouteDecision rd = decide_route(b, md, *kernel);
+    const RoutedBatch rb = route_batch(b, forced_route(*kernel));
+    const RouteDecision& rd = rb.decision;
     auto& os = *ctx.out;
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("route");

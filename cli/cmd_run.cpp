@@ -24,10 +24,25 @@ std::string repro_command() {
   return s;
 }
 
-void add_run_options(CLI::App* sub, RunOptions& o) {
-  sub->add_option("--backend", o.backend, "executor: auto (GPU when present), cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
-  add_kernel_option(sub, o.kernel);
-  sub->add_option("--planner", o.planner, "plan with this planner instead of the route's")->check(CLI::IsMember(planner_names()));
+namespace {
+// The run options as parsed: ids as the user spelled them, turned into types once parsed.
+struct RunArgs {
+  RunOptions o;
+  std::string backend = "auto", kernel, planner;
+  RunOptions resolved() const {
+    RunOptions r = o;
+    r.backend = *backend_from_string(backend);
+    r.kernel = forced_route(kernel);
+    r.planner = planner_option(planner);
+    return r;
+  }
+};
+
+void add_run_options(CLI::App* sub, RunArgs& a) {
+  RunOptions& o = a.o;
+  sub->add_option("--backend", a.backend, "executor: auto (GPU when present), cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  add_kernel_option(sub, a.kernel);
+  sub->add_option("--planner", a.planner, "plan with this planner instead of the route's")->check(CLI::IsMember(planner_names()));
   sub->add_flag("--cross-check", o.cross_check, "also run the CPU executor on the same work list and diff it with the GPU's");
   sub->add_flag("--use-captured", o.use_captured, "execute the batch's captured metadata (index arrays, work list) instead of mlactl's");
   sub->add_option("--atol", o.atol, "absolute tolerance (overrides the dtype default)");
@@ -36,16 +51,17 @@ void add_run_options(CLI::App* sub, RunOptions& o) {
   sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)");
   sub->add_option("--dump-dir", o.dump_dir, "write inputs/outputs of a failing case here (.npy + JSON)");
 }
+}  // namespace
 
 void setup_run(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<BatchOptions>();
-  auto ro = std::make_shared<RunOptions>();
+  auto ro = std::make_shared<RunArgs>();
   auto* sub = app.add_subcommand("run", "run the routed kernel's work list (CPU or GPU) and diff it with the Eigen reference");
   add_batch_options(sub, *opts);
   add_run_options(sub, *ro);
   sub->callback([opts, ro, &ctx]() {
     Batch b = load_batch(*opts);
-    RunOutcome o = run_pipeline(b, *ro);
+    RunOutcome o = run_pipeline(b, ro->resolved());
     ctx.exit_code = o.exit_code;
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("run");
@@ -58,9 +74,9 @@ void setup_run(CLI::App& app, Context& ctx) {
       print_outcome(*ctx.out, b, o, ctx.global.style().color, ctx.global.verbose);
       if (o.exit_code == kExitVerifyFailed) *ctx.out << "\nrepro: " << repro_command() << "\n";
     }
-    if (o.status == "refused" && !ctx.global.quiet) *ctx.err << "mlactl: refused: " << o.message << "\n";
-    if (o.status == "skipped" && !ctx.global.quiet) *ctx.err << "mlactl: skipped: " << o.message << "\n";
-    if (o.status == "failed") *ctx.err << "mlactl: error: " << o.message << "\n";
+    if (o.status == RunStatus::refused && !ctx.global.quiet) *ctx.err << "mlactl: refused: " << o.message << "\n";
+    if (o.status == RunStatus::skipped && !ctx.global.quiet) *ctx.err << "mlactl: skipped: " << o.message << "\n";
+    if (o.status == RunStatus::failed) *ctx.err << "mlactl: error: " << o.message << "\n";
   });
 }
 

@@ -5,9 +5,11 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include <algorithm>
+
 #include "core/invariants.hpp"
-#include "core/kernel_windows.hpp"
-#include "core/route_plan.hpp"
+#include "core/plan.hpp"
+#include "core/routed.hpp"
 
 namespace mlactl::cli {
 
@@ -19,13 +21,12 @@ struct PlannedCase {
   double plan_ms = 0, check_ms = 0;
 };
 
-PlannedCase plan_and_check(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
-                           const std::string& planner) {
+PlannedCase plan_and_check(const Batch& b, const RoutedBatch& rb, const std::vector<RowWindow>& rows, std::optional<PlannerId> planner) {
   PlannedCase pc;
   auto t0 = std::chrono::steady_clock::now();
-  pc.plan = plan_route(b, md, rd, rows, planner);
+  pc.plan = plan_batch(b, rb, rows, planner);
   auto t1 = std::chrono::steady_clock::now();
-  pc.inv = check_plan_invariants(pc.plan, md.max_qo_len);
+  pc.inv = check_plan_invariants(pc.plan, rb.metadata.max_qo_len);
   auto t2 = std::chrono::steady_clock::now();
   pc.plan_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   pc.check_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
@@ -56,35 +57,34 @@ void setup_schedule(CLI::App& app, Context& ctx) {
   sub->add_option("--max-works", *max_works, "works listed in the table output (0 = all)")->capture_default_str();
   sub->callback([opts, kernel, planners, max_works, &ctx]() {
     Batch b = load_batch(*opts);
-    DecodeMetadata md0 = build_decode(b, false);
-    RouteDecision rd = decide_route(b, md0, *kernel);
-    std::vector<std::string> names = *planners;
-    if (names.empty()) {
-      if (rd.route == Route::refused)
-        throw Error(kExitRefused, "", "route refused: " + rd.error_type + ": " + rd.error + " (use --planner to plan anyway)");
-      names.push_back("");
+    const RoutedBatch routed = route_batch(b, forced_route(*kernel));
+    const RouteDecision& rd = routed.decision;
+    std::vector<std::optional<PlannerId>> ids;
+    for (const auto& name : *planners) ids.push_back(planner_option(name));
+    if (ids.empty()) {
+      if (routed.refused()) throw Error(kExitRefused, "", "route refused: " + routed.refusal() + " (use --planner to plan anyway)");
+      ids.push_back(std::nullopt);
     }
     auto rows = oracle_windows(b);
-    DecodeMetadata md = std::move(md0);
+    const Stack& stack = *routed.stack;
     std::vector<PlannedCase> cases;
-    for (const auto& name : names) {
-      RouteDecision r = rd;
-      if (!name.empty()) {
-        // a planner runs with a route of its own family; the batch's route when it is one
-        const Route want = route_for_planner(name, b.sparse.has_value(), md.max_qo_len);
-        const bool same_family = rd.route == want || (name == "aiter" && rd.route == Route::aiter_sparse) ||
-                                 ((name == "gluon" || name == "gluon-split") && (rd.route == Route::gluon_decode || rd.route == Route::gluon_verify));
-        if (!same_family) r.route = want;
+    for (const auto& id : ids) {
+      RoutedBatch rb = routed;
+      if (id) {
+        // a planner runs with a route it serves: the batch's route when it is one
+        const PlannerEntry* entry = find_planner(stack, *id);
+        const bool serves = entry && std::find(entry->serves.begin(), entry->serves.end(), rd.route) != entry->serves.end();
+        if (!serves) rb.decision.route = stack.route_for_planner(*id, b, rb.metadata.max_qo_len);
       }
-      if (route_needs_flatten(r.route) && md.flat_indptr.empty()) md = build_decode(b, true);
-      cases.push_back(plan_and_check(b, md, r, rows, name));
+      if (stack.needs_flattened_metadata(rb.decision.route) && rb.metadata.flat_indptr.empty()) rb.metadata = stack.build_metadata(b, true);
+      cases.push_back(plan_and_check(b, rb, rows, id));
     }
     int worst = 0;
     for (const auto& c : cases)
       if (!c.inv.ok) worst = kExitVerifyFailed;
     if (ctx.global.verbose)
       for (const auto& c : cases)
-        *ctx.err << "schedule: " << c.plan.planner << " planner " << fmt_double(c.plan.planner_ms, 3) << " ms (plan with index lists "
+        *ctx.err << "schedule: " << to_string(c.plan.planner) << " planner " << fmt_double(c.plan.planner_ms, 3) << " ms (plan with index lists "
                  << fmt_double(c.plan_ms, 3) << " ms), invariants checked in " << fmt_double(c.check_ms, 3) << " ms\n";
 
     auto& os = *ctx.out;
@@ -110,7 +110,7 @@ void setup_schedule(CLI::App& app, Context& ctx) {
       t.header = {"planner", "route", "workgroups", "works", "split_tiles", "partial_rows", "max_load", "efficiency", "invariants", "plan_ms"};
       t.right_align = {false, false, true, true, true, true, true, true, false, true};
       for (const auto& c : cases)
-        t.add({c.plan.planner, to_string(c.plan.route), std::to_string(c.inv.balance.workgroups), std::to_string(c.inv.balance.works),
+        t.add({to_string(c.plan.planner), to_string(c.plan.route), std::to_string(c.inv.balance.workgroups), std::to_string(c.inv.balance.works),
                std::to_string(c.inv.balance.split_tiles), std::to_string(c.plan.work.num_partial_rows), fmt_double(c.inv.balance.max_load, 6),
                fmt_double(c.inv.balance.efficiency, 4), c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + ")",
                fmt_double(c.plan_ms, 3)});
@@ -123,7 +123,7 @@ void setup_schedule(CLI::App& app, Context& ctx) {
     std::vector<std::pair<std::string, std::string>> kv = {
         {"case", b.name.empty() ? "(unnamed)" : b.name},
         {"route", to_string(c.plan.route)},
-        {"planner", c.plan.planner + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
+        {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
         {"planned view", view_text(w.planned_view)},
         {"kernel view", view_text(c.plan.kernel_view)},
         {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +

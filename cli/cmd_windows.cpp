@@ -4,10 +4,9 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
-#include "core/builder.hpp"
 #include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
-#include "core/route_input.hpp"
+#include "core/routed.hpp"
 #include "core/semantics.hpp"
 
 namespace mlactl::cli {
@@ -20,11 +19,11 @@ void setup_windows(CLI::App& app, Context& ctx) {
   add_kernel_option(sub, *kernel);
   sub->callback([opts, kernel, &ctx]() {
     Batch b = load_batch(*opts);
-    DecodeMetadata md0 = build_decode(b, false);
-    RouteDecision rd = decide_route(b, md0, *kernel);
-    DecodeMetadata md = route_needs_flatten(rd.route) ? build_decode(b, true) : std::move(md0);
+    const RoutedBatch rb = route_batch(b, forced_route(*kernel));
+    const RouteDecision& rd = rb.decision;
+    const DecodeMetadata& md = rb.metadata;
     auto rows = oracle_windows(b);
-    MetadataWindows mw = metadata_windows(b, md, rd.route, rows);
+    MetadataWindows mw = rb.stack->metadata_windows(b, md, rd.route, rows);
     // captured arrays (docs/design.md §2): the windows the real run's index pointers gave
     std::optional<CapturedDiff> cdiff;
     if (!b.captured.is_null()) {

@@ -1,19 +1,27 @@
 #include "cli/common.hpp"
 
-#include "core/route_input.hpp"
-#include "core/route_plan.hpp"
+#include <algorithm>
+
+#include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
 
 void add_kernel_option(CLI::App* sub, std::string& kernel) {
-  sub->add_option("--kernel", kernel, "force a route")
-      ->check(CLI::IsMember({"gluon_decode", "gluon_verify", "asm_persistent", "asm_nonpersistent", "triton_mla", "sparse_triton", "aiter_sparse"}));
+  std::vector<std::string> ids;
+  for (const Stack* s : all_stacks())
+    for (Route r : s->routes())
+      if (std::find(ids.begin(), ids.end(), to_string(r)) == ids.end()) ids.push_back(to_string(r));
+  sub->add_option("--kernel", kernel, "force a route")->check(CLI::IsMember(ids));
 }
 
-RouteDecision decide_route(const Batch& b, const DecodeMetadata& md, const std::string& forced_kernel) {
-  RouteInput ri = route_input_from_batch(b, md);
-  if (!forced_kernel.empty()) ri.forced_route = forced_kernel;
-  return route_decode(ri);
+std::optional<Route> forced_route(const std::string& kernel) {
+  if (kernel.empty()) return std::nullopt;
+  return route_from_string(kernel);
+}
+
+std::optional<PlannerId> planner_option(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  return planner_from_string(name);
 }
 
 nlohmann::ordered_json view_json(const KernelView& v) {
@@ -26,7 +34,7 @@ nlohmann::ordered_json view_json(const KernelView& v) {
 nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& inv) {
   const WorkList& w = plan.work;
   nlohmann::ordered_json o;
-  o["planner"] = plan.planner;
+  o["planner"] = to_string(plan.planner);
   o["work_planner"] = w.planner;
   o["kernel_route"] = to_string(plan.route);
   o["planned_view"] = view_json(w.planned_view);

@@ -1,22 +1,26 @@
 // Helpers shared by the subcommands: the --kernel/--planner options and the
 // routing step of the one pipeline (route -> plan -> execute -> compare).
 #pragma once
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "core/batch.hpp"
-#include "core/builder.hpp"
+#include "core/decode_metadata.hpp"
 #include "core/invariants.hpp"
-#include "core/route_plan.hpp"
-#include "core/router.hpp"
+#include "core/plan.hpp"
+#include "core/route.hpp"
 
 namespace mlactl::cli {
 
+// --kernel ROUTE: forces a route (the ids of every modelled stack's routes).
 void add_kernel_option(CLI::App* sub, std::string& kernel);
-// route_decode on the batch, with --kernel forcing a route when given.
-RouteDecision decide_route(const Batch& b, const DecodeMetadata& md, const std::string& forced_kernel);
+// The --kernel value as a route (unset when not given; CLI11 has checked the id).
+std::optional<Route> forced_route(const std::string& kernel);
+// --planner NAME (one value) / NAME,NAME (several), checked against the planner ids.
+std::optional<PlannerId> planner_option(const std::string& name);
 nlohmann::ordered_json route_json(const RouteDecision& rd);
 nlohmann::ordered_json view_json(const KernelView& v);
 // The plan as `schedule --format json` prints it (expect.schedule in `check` is a subset).

@@ -10,9 +10,8 @@
 #include "cli/common.hpp"
 #include "cli/output.hpp"
 #include "core/budget.hpp"
-#include "core/kernel_windows.hpp"
 #include "core/layout.hpp"
-#include "core/route_input.hpp"
+#include "core/routed.hpp"
 #include "kernels/cpu_executor.hpp"
 #include "kernels/gpu_executor.hpp"
 
@@ -102,13 +101,57 @@ std::unique_ptr<ExecCall> make_exec_call(const Batch& b, const RoutePlan& plan, 
   return c;
 }
 
-std::unique_ptr<Executor> make_executor(const std::string& backend, int threads, std::string* skip_reason) {
+const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::passed: return "passed";
+    case RunStatus::incorrect: return "incorrect";
+    case RunStatus::refused: return "refused";
+    case RunStatus::failed: return "failed";
+    case RunStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+const char* to_string(RunFailure f) {
+  switch (f) {
+    case RunFailure::position_audit: return "position audit";
+    case RunFailure::unwritten: return "unwritten";
+    case RunFailure::numeric: return "numeric";
+    case RunFailure::cross_check: return "cross check";
+  }
+  return "?";
+}
+
+std::optional<RunFailure> run_failure_from_string(const std::string& s) {
+  for (RunFailure f : {RunFailure::position_audit, RunFailure::unwritten, RunFailure::numeric, RunFailure::cross_check})
+    if (s == to_string(f)) return f;
+  return std::nullopt;
+}
+
+const char* to_string(Backend b) {
+  switch (b) {
+    case Backend::automatic: return "auto";
+    case Backend::cpu: return "cpu";
+    case Backend::gpu: return "gpu";
+  }
+  return "?";
+}
+
+std::optional<Backend> backend_from_string(const std::string& s) {
+  for (Backend b : {Backend::automatic, Backend::cpu, Backend::gpu})
+    if (s == to_string(b)) return b;
+  return std::nullopt;
+}
+
+std::string no_gpu_reason(const std::string& why) { return why.rfind("no GPU", 0) == 0 ? why : "no GPU: " + why; }
+
+std::unique_ptr<Executor> make_executor(Backend backend, int threads, std::string* skip_reason) {
   std::string why;
-  if (backend == "cpu") return std::make_unique<CpuExecutor>(threads);
+  if (backend == Backend::cpu) return std::make_unique<CpuExecutor>(threads);
   const bool have = gpu_available(&why);
-  if (backend == "gpu") {
+  if (backend == Backend::gpu) {
     if (!have) {
-      if (skip_reason) *skip_reason = "no GPU: " + why;
+      if (skip_reason) *skip_reason = no_gpu_reason(why);
       return nullptr;
     }
     return std::make_unique<GpuExecutor>();
@@ -121,15 +164,14 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   RunOutcome o;
   o.out_dtype = b.model.dtype;
   auto t0 = clock_type::now();
-  DecodeMetadata md = build_decode(b, false);
-  o.route = decide_route(b, md, opt.kernel);
-  if (o.route.route == Route::refused) {
-    o.status = "refused";
+  RoutedBatch rb = route_batch(b, opt.kernel);
+  o.route = rb.decision;
+  if (rb.refused()) {
+    o.status = RunStatus::refused;
     o.exit_code = kExitRefused;
-    o.message = (o.route.error_type.empty() ? "" : o.route.error_type + ": ") + o.route.error;
+    o.message = rb.refusal();
     return o;
   }
-  if (route_needs_flatten(o.route.route)) md = build_decode(b, true);
   o.ms_metadata = ms_since(t0);
   auto rows = oracle_windows(b);
 
@@ -137,17 +179,18 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   CapturedMetadata cap;
   if (!b.captured.is_null()) {
     cap = parse_captured(b, b.captured, (int64_t)rows.size());
-    RoutePlan own = plan_route(b, md, o.route, rows, opt.planner);
-    o.captured = diff_captured(b, md, rows, cap, &own);
+    RoutePlan own = plan_batch(b, rb, rows, opt.planner);
+    o.captured = diff_captured(b, rb.metadata, rows, cap, &own);
   }
   if (opt.use_captured) {
     if (cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
     // the kernel runs exactly what the real stack produced (docs/design.md §2 captured)
-    md = metadata_with_captured(md, cap);
-    o.plan = plan_route(b, md, o.route, rows, opt.planner);
+    RoutedBatch replay = rb;
+    replay.metadata = metadata_with_captured(rb.metadata, cap);
+    o.plan = plan_batch(b, replay, rows, opt.planner);
     apply_captured_work(*o.plan, cap);
   } else {
-    o.plan = plan_route(b, md, o.route, rows, opt.planner);
+    o.plan = plan_batch(b, rb, rows, opt.planner);
   }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   o.ms_plan = ms_since(t0);
@@ -168,7 +211,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   std::string skip;
   std::unique_ptr<Executor> ex = make_executor(opt.backend, opt.threads, &skip);
   if (!ex) {
-    o.status = "skipped";
+    o.status = RunStatus::skipped;
     o.exit_code = kExitSkipped;
     o.message = skip;
     return o;
@@ -182,7 +225,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   try {
     layout = make_view_layout((int64_t)rows.size(), plan.kernel_view, plan.heads, plan.uniform_qlen);
   } catch (const std::exception& e) {
-    o.status = "failed";
+    o.status = RunStatus::failed;
     o.exit_code = kExitDevice;
     o.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
     return o;
@@ -198,7 +241,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   ExecOutput eo = execute(*ex, b, plan, in, layout, kq);
   o.ms_execute = ms_since(t0);
   if (!eo.result.ok) {
-    o.status = "failed";
+    o.status = RunStatus::failed;
     o.exit_code = kExitDevice;
     o.message = "device/runtime error: " + eo.result.error;
     return o;
@@ -228,9 +271,12 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   }
   o.ms_compare = ms_since(t0);
 
-  const bool numeric_ok = o.compare->passed && (!o.cross || o.cross->passed);
-  if (!o.audit->ok || !numeric_ok) {
-    o.status = "incorrect";
+  if (!o.audit->ok) o.failure = RunFailure::position_audit;
+  else if (!o.compare->passed && o.compare->unwritten_row_heads > 0) o.failure = RunFailure::unwritten;
+  else if (!o.compare->passed) o.failure = RunFailure::numeric;
+  else if (o.cross && !o.cross->passed) o.failure = RunFailure::cross_check;
+  if (o.failure) {
+    o.status = RunStatus::incorrect;
     o.exit_code = kExitVerifyFailed;
     o.message = !o.audit->ok ? "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions"
                              : "numeric comparison failed";
@@ -241,13 +287,14 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
 
 nlohmann::ordered_json outcome_json(const RunOutcome& o) {
   nlohmann::ordered_json j;
-  j["status"] = o.status;
+  j["status"] = to_string(o.status);
+  if (o.failure) j["reason"] = to_string(*o.failure);
   j["exit_code"] = o.exit_code;
   if (!o.message.empty()) j["message"] = o.message;
   j["route"] = route_json(o.route);
   if (!o.executor.empty()) j["executor"] = o.executor;
   if (o.plan) {
-    j["planner"] = o.plan->planner;
+    j["planner"] = to_string(o.plan->planner);
     j["works"] = o.plan->work.work_info.size();
     j["notes"] = o.plan->notes;
   }
@@ -303,14 +350,18 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   st.color = color;
   std::vector<std::pair<std::string, std::string>> kv;
   kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
-  std::string status = o.status;
-  if (o.status == "passed") status = st.green("PASSED");
-  else if (o.status == "incorrect" || o.status == "failed") status = st.red(o.status == "incorrect" ? "INCORRECT" : "FAILED");
-  else status = st.yellow(o.status == "refused" ? "REFUSED" : "SKIPPED");
+  std::string status;
+  switch (o.status) {
+    case RunStatus::passed: status = st.green("PASSED"); break;
+    case RunStatus::incorrect: status = st.red("INCORRECT"); break;
+    case RunStatus::failed: status = st.red("FAILED"); break;
+    case RunStatus::refused: status = st.yellow("REFUSED"); break;
+    case RunStatus::skipped: status = st.yellow("SKIPPED"); break;
+  }
   kv.push_back({"status", status});
   if (!o.message.empty()) kv.push_back({"message", o.message});
   kv.push_back({"route", std::string(to_string(o.route.route)) + (o.route.aiter_kernel.empty() ? "" : " (" + o.route.aiter_kernel + ")")});
-  if (o.plan) kv.push_back({"planner", o.plan->planner + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
+  if (o.plan) kv.push_back({"planner", std::string(to_string(o.plan->planner)) + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
                                            std::to_string(o.plan->work.num_workgroups) + " workgroups"});
   if (!o.executor.empty()) kv.push_back({"executor", o.executor});
   if (o.captured) kv.push_back({"captured", o.captured->same ? o.captured->message : st.red("differs: ") + o.captured->message});
@@ -332,7 +383,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     for (const auto& r : c.reasons) kv.push_back({"reason", r});
   }
   if (o.cross) kv.push_back({"gpu vs cpu", o.cross->passed ? st.green("ok") + " (max abs err " + fmt_double(o.cross->max_abs_err) + ")" : st.red("DIFFER")});
-  if (verbose || o.status != "passed")
+  if (verbose || o.status != RunStatus::passed)
     kv.push_back({"time (ms)", "metadata " + fmt_double(o.ms_metadata, 3) + ", plan+audit " + fmt_double(o.ms_plan, 3) + ", inputs " + fmt_double(o.ms_inputs, 3) +
                                    ", reference " + fmt_double(o.ms_reference, 3) + ", executor " + fmt_double(o.ms_execute, 3) + ", compare " +
                                    fmt_double(o.ms_compare, 3)});

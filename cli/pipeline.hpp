@@ -7,23 +7,37 @@
 #include <vector>
 
 #include "core/batch.hpp"
-#include "core/builder.hpp"
+#include "core/decode_metadata.hpp"
 #include "core/captured.hpp"
 #include "core/compare.hpp"
 #include "core/inputs.hpp"
 #include "core/layout.hpp"
 #include "core/position_audit.hpp"
 #include "core/reference.hpp"
-#include "core/route_plan.hpp"
-#include "core/router.hpp"
+#include "core/plan.hpp"
+#include "core/route.hpp"
 #include "kernels/executor.hpp"
 
 namespace mlactl::cli {
 
+// What `run` concluded (docs/design.md §6): one word each in every format.
+enum class RunStatus { passed, incorrect, refused, failed, skipped };
+const char* to_string(RunStatus s);
+// Why an `incorrect` run is incorrect, in the order the checks run: the position audit
+// first (it sees what tolerances cannot), then rows no work wrote, then the numbers,
+// then GPU vs CPU on the same work list.
+enum class RunFailure { position_audit, unwritten, numeric, cross_check };
+const char* to_string(RunFailure f);  // "position audit", "unwritten", "numeric", "cross check"
+std::optional<RunFailure> run_failure_from_string(const std::string& s);
+
+enum class Backend { automatic, cpu, gpu };  // --backend auto | cpu | gpu
+const char* to_string(Backend b);
+std::optional<Backend> backend_from_string(const std::string& s);
+
 struct RunOptions {
-  std::string backend = "auto";  // auto | cpu | gpu
-  std::string kernel;            // forced route
-  std::string planner;           // planner override
+  Backend backend = Backend::automatic;
+  std::optional<Route> kernel;       // --kernel: forced route
+  std::optional<PlannerId> planner;  // --planner: planner override
   bool cross_check = false;      // also run the CPU executor on the same work list and diff
   bool use_captured = false;     // execute the batch's captured metadata instead of mlactl's
   std::optional<double> atol, rtol, cos_tol;
@@ -33,7 +47,8 @@ struct RunOptions {
 };
 
 struct RunOutcome {
-  std::string status = "passed";  // passed | incorrect | refused | failed | skipped
+  RunStatus status = RunStatus::passed;
+  std::optional<RunFailure> failure;  // set when incorrect
   int exit_code = 0;
   std::string message;            // one line: why (refusal text, device error, skip reason)
   RouteDecision route;
@@ -60,9 +75,12 @@ struct ExecCall {
 std::unique_ptr<ExecCall> make_exec_call(const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout,
                                          const EncodedTensor& kq);
 
-// Backend choice: "auto" picks the GPU when one is present. Returns nullptr with
-// *skip_reason set when "gpu" is asked for and none exists.
-std::unique_ptr<Executor> make_executor(const std::string& backend, int threads, std::string* skip_reason);
+// Backend choice: automatic picks the GPU when one is present. Returns nullptr with
+// *skip_reason set when the GPU is asked for and none exists.
+std::unique_ptr<Executor> make_executor(Backend backend, int threads, std::string* skip_reason);
+
+// "no GPU: <why>", with the prefix once.
+std::string no_gpu_reason(const std::string& why);
 
 RunOutcome run_pipeline(const Batch& b, const RunOptions& opt);
 

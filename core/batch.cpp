@@ -11,7 +11,7 @@
 
 #include "core/defects.hpp"
 #include "core/budget.hpp"
-#include "core/builder.hpp"
+#include "core/vllm_common.hpp"
 #include "core/rng.hpp"
 
 namespace mlactl {
@@ -142,13 +142,14 @@ DType parse_dtype(const json& v, const std::string& ptr) {
 
 }  // namespace
 
-bool is_valid_num_heads(int64_t n) { return n > 0 && (n <= 128 || n % 16 == 0); }
 
-std::string num_heads_error(int64_t n) {
-  // vLLM check_num_heads_validity (docs/stacks/vllm-rocm-aiter.md §V1 (d)).
-  return "ROCM AITER MLA requires a positive multiple of 16 heads, or an unaligned head count up to 128 "
-         "(padded to the next multiple of 16), but got " +
-         std::to_string(n) + ". Try adjusting tensor_parallel_size value.";
+// vLLM's uniform-MTP padding decides how many rows (and R1 KV entries) a padding slot
+// gets (core/vllm_common.hpp); the placement, the oracle and the builder all ask here.
+int64_t Batch::rows_per_padding_request() const {
+  std::vector<int64_t> qo;
+  qo.reserve(requests.size());
+  for (const auto& r : requests) qo.push_back(r.query_len);
+  return vllm::uniform_padded_mtp_qo_len(qo, max_query_len(), decode.num_decode_tokens);
 }
 
 int64_t Batch::max_seq_len() const {
@@ -177,19 +178,10 @@ int64_t Batch::kv_cache_bytes() const {
 
 namespace {
 
-// vLLM's uniform-MTP padding decides how many rows (and R1 KV entries) a padding
-// slot gets; the placement must leave room for them.
-int64_t padding_rows(const Batch& b) {
-  std::vector<int64_t> qo;
-  qo.reserve(b.requests.size());
-  for (const auto& r : b.requests) qo.push_back(r.query_len);
-  return uniform_padded_mtp_qo_len(qo, b.max_query_len(), b.decode.num_decode_tokens);
-}
-
 void materialise_block_table(Batch& b, const std::string& ptr) {
   auto& kv = b.kv_cache;
   const int64_t Kb = kv.block_size;
-  const int64_t pad_rows = padding_rows(b);
+  const int64_t pad_rows = b.rows_per_padding_request();
   auto needed_blocks = [&](const Request& r) {
     int64_t len = r.padding ? pad_rows : r.seq_len();
     return (len + Kb - 1) / Kb;
@@ -379,7 +371,7 @@ Batch parse_batch(const json& doc) {
     check_keys(*m, "/model", {"num_heads", "kv_lora_rank", "qk_rope_head_dim", "dtype", "softmax_scale"});
     if (const json* v = find(*m, "num_heads")) {
       const int64_t n = get_int(*v, "/model/num_heads", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-      if (!is_valid_num_heads(n)) throw invalid_input("/model/num_heads", num_heads_error(n));
+      if (!vllm::num_heads_valid(n)) throw invalid_input("/model/num_heads", vllm::num_heads_error(n));
       if (n > kMaxHeads) throw invalid_input("/model/num_heads", "must be <= " + std::to_string(kMaxHeads));
       b.model.num_heads = (int)n;
     } else {

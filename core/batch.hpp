@@ -100,6 +100,8 @@ struct Batch {
   int64_t max_query_len() const;
   int64_t total_query_tokens() const;
   int num_padding() const;
+  // query rows each padding request gets (vLLM's uniform-MTP padding; 0 when it does not apply)
+  int64_t rows_per_padding_request() const;
   // bytes of one KV token row and of the per-layer cache (Gluon's 2 GiB bound)
   int64_t kv_cache_bytes() const;
 };
@@ -124,9 +126,5 @@ nlohmann::ordered_json batch_json_schema();
 
 // Serialise a parsed batch back to a canonical schema-1 document (explicit block table).
 nlohmann::ordered_json batch_to_json(const Batch& b);
-
-// vLLM's head-count rule (docs/stacks/vllm-rocm-aiter.md §V1 (d)).
-bool is_valid_num_heads(int64_t n);
-std::string num_heads_error(int64_t n);
 
 }  // namespace mlactl

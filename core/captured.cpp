@@ -1,5 +1,7 @@
 #include "core/captured.hpp"
 
+#include "core/vllm_common.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -138,7 +140,7 @@ std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowW
   const bool causal = b.decode.causal || b.has_defect("causal-flag-dropped");
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t s = ip[rows[i].request + 1] - ip[rows[i].request];
-    len[i] = causal ? causal_prefix_length(s, qn[rows[i].request], rows[i].token) : s;
+    len[i] = causal ? vllm::causal_prefix_length(s, qn[rows[i].request], rows[i].token) : s;
   }
   return len;
 }
@@ -245,7 +247,7 @@ CapturedDiff diff_captured(const Batch& /*b*/, const DecodeMetadata& md, const s
     for (size_t i = 0; i < w.work_indptr.size() && i < wi.size() && d.same; ++i)
       if (wi[i] != w.work_indptr[i])
         differ("work_indptr", (int64_t)i, w.work_indptr[i], wi[i], {},
-               "work_indptr[" + std::to_string(i) + "]: the " + plan->planner + " planner gives workgroup " + std::to_string(i ? i - 1 : 0) + " a different work count");
+               "work_indptr[" + std::to_string(i) + "]: the " + to_string(plan->planner) + " planner gives workgroup " + std::to_string(i ? i - 1 : 0) + " a different work count");
     if (d.same && wi.size() < w.work_indptr.size())
       differ("work_indptr", (int64_t)wi.size(), w.work_indptr[wi.size()], -1, {}, "work_indptr: captured array is shorter than the plan's");
     if (d.same) {
@@ -257,7 +259,7 @@ CapturedDiff diff_captured(const Batch& /*b*/, const DecodeMetadata& md, const s
           if (i >= ws.size() || ws[i][f] != a[f]) {
             static const char* names[8] = {"batch_idx", "partial_qo_loc", "qo_start", "qo_end", "kv_start", "kv_end", "kv_offset", "pad"};
             differ("work_info_set", (int64_t)i, a[f], i < ws.size() ? ws[i][f] : -1, {},
-                   "work_info_set[" + std::to_string(i) + "]." + names[f] + ": the " + plan->planner + " planner gives " + std::to_string(a[f]) + ", captured " +
+                   "work_info_set[" + std::to_string(i) + "]." + names[f] + ": the " + to_string(plan->planner) + " planner gives " + std::to_string(a[f]) + ", captured " +
                        (i < ws.size() ? std::to_string(ws[i][f]) : std::string("nothing")));
           }
       }
@@ -347,7 +349,7 @@ void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap) {
     if (x.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, (int64_t)x.partial_qo_loc + std::max(0, x.qo_end - x.qo_start));
   w.num_partial_rows = partial_rows;
   w.planner = "captured";
-  plan.planner = "captured";
+  plan.planner = PlannerId::captured;
   plan.notes.push_back("executing the captured work list (run --use-captured)");
 }
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/batch.hpp"
-#include "core/builder.hpp"
-#include "core/route_plan.hpp"
+#include "core/decode_metadata.hpp"
+#include "core/plan.hpp"
 #include "core/semantics.hpp"
 
 namespace mlactl {

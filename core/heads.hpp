@@ -1,4 +1,6 @@
-// Head padding for AITER MLA (docs/stacks/vllm-rocm-aiter.md §V1 (d), seed 003).
+// The map from a batch's query heads to the heads a kernel sees: the identity on
+// raw-head routes, a stack's padding rule elsewhere (the vLLM ROCm AITER rule is
+// core/stacks/vllm_rocm_aiter/head_padding.hpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -15,13 +17,16 @@ struct HeadPadding {
   std::vector<int> unpad;
 };
 
-struct PaddingDefects {
-  bool repeat_noop = false;   // pad-repeat-noop: non-divisors use repeat_interleave(16 // n)
-  bool append_only = false;   // pad-append-only: append the heads once (6 -> 12)
-};
-
-// get_actual_mla_num_heads + get_mla_padded_q / get_mla_unpadded_o, R1 semantics.
-// `target` overrides m (e.g. fp8 prefill); throws nothing: the caller validates n first.
-HeadPadding head_padding(int n, bool native_h24 = false, const PaddingDefects& defects = {});
+// n heads, unpadded.
+inline HeadPadding identity_heads(int n) {
+  HeadPadding p;
+  p.num_heads = p.padded_heads = n;
+  p.method = "identity";
+  for (int h = 0; h < n; ++h) {
+    p.source.push_back(h);
+    p.unpad.push_back(h);
+  }
+  return p;
+}
 
 }  // namespace mlactl

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/builder.hpp"
+#include "core/decode_metadata.hpp"
 
 namespace mlactl {
 

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/route_plan.hpp"
+#include "core/batch.hpp"
+#include "core/plan.hpp"
+#include "core/semantics.hpp"
 
 namespace mlactl {
 

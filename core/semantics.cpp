@@ -2,17 +2,9 @@
 
 #include <algorithm>
 
-#include "core/builder.hpp"
 #include "core/rng.hpp"
 
 namespace mlactl {
-
-int64_t padded_rows_per_padding_request(const Batch& b) {
-  std::vector<int64_t> qo;
-  qo.reserve(b.requests.size());
-  for (const auto& r : b.requests) qo.push_back(r.query_len);
-  return uniform_padded_mtp_qo_len(qo, b.max_query_len(), b.decode.num_decode_tokens);
-}
 
 std::vector<std::vector<int64_t>> sparse_index_sets(const Batch& b) {
   std::vector<std::vector<int64_t>> sets;
@@ -55,7 +47,7 @@ std::vector<std::vector<int64_t>> sparse_index_sets(const Batch& b) {
 
 std::vector<RowWindow> oracle_windows(const Batch& b) {
   std::vector<RowWindow> rows;
-  const int64_t pad_rows = padded_rows_per_padding_request(b);
+  const int64_t pad_rows = b.rows_per_padding_request();
   int64_t total = 0;
   for (const auto& r : b.requests) total += r.padding ? pad_rows : r.query_len;
   rows.reserve(total);

@@ -19,13 +19,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/batch.hpp"
-#include "core/builder.hpp"
+#include "core/stacks/vllm_rocm_aiter/builder.hpp"
 #include "core/invariants.hpp"
 #include "core/position_audit.hpp"
-#include "core/route_input.hpp"
-#include "core/route_plan.hpp"
-#include "core/router.hpp"
+#include "core/stacks/vllm_rocm_aiter/route_input.hpp"
+#include "core/stacks/vllm_rocm_aiter/stack.hpp"
+#include "core/stacks/vllm_rocm_aiter/router.hpp"
 #include "core/semantics.hpp"
 #include "core/types.hpp"
 

@@ -21,7 +21,7 @@ inline int64_t next_pow2(int64_t x) {
 // Grid-launched kernels (Gluon, Triton, AITER non-persistent) have no persistent
 // schedule; the GPU hands programs to CUs in launch order. We model that as
 // min(num_cu, works) workgroups each running a contiguous run of works, the first
-// (works mod groups) getting one extra — the same dealing as AITER v1.0 (reference
+// (works mod groups) getting one extra — the same dealing as AITER v1.0 (see
 // docs/stacks/vllm-rocm-aiter.md §A4). It only shapes work_indptr and the balance statistics.
 inline void deal_works_evenly(WorkList& wl, int num_cu) {
   const int64_t works = static_cast<int64_t>(wl.work_info.size());

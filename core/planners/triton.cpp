@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/planners/planner_util.hpp"
-#include "core/planners/planners.hpp"
+#include "core/planners/row_plan.hpp"
 
 namespace mlactl {
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/pipeline.hpp"
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/rng.hpp"
 
 using namespace mlactl;
@@ -108,7 +109,7 @@ int main(int argc, char** argv) {
     }
   }
   std::string why;
-  if (backend == "gpu" && !cli::make_executor("gpu", 0, &why)) {
+  if (backend == "gpu" && !cli::make_executor(cli::Backend::gpu, 0, &why)) {
     std::printf("run_grid: skipped: %s\n", why.c_str());
     return 77;
   }
@@ -127,23 +128,23 @@ int main(int argc, char** argv) {
       continue;
     }
     cli::RunOptions ro;
-    ro.backend = backend;
-    ro.kernel = kernel;
+    ro.backend = backend == "gpu" ? cli::Backend::gpu : cli::Backend::cpu;
+    if (!kernel.empty()) ro.kernel = route_from_string(kernel);
     ro.cross_check = cross;
     cli::RunOutcome o;
     try {
       o = cli::run_pipeline(b, ro);
     } catch (const Error& e) {
       if (e.exit_code() == kExitRefused || e.exit_code() == kExitUsage) {
-        o.status = "refused";
+        o.status = cli::RunStatus::refused;
         o.message = e.what();
       } else {
-        o.status = "failed";
+        o.status = cli::RunStatus::failed;
         o.message = e.what();
       }
     }
     const std::string route = o.plan ? to_string(o.plan->route) : to_string(o.route.route);
-    std::string status = o.status;
+    std::string status = to_string(o.status);
     if (status == "incorrect" && aiter_finding(o)) status = "aiter_finding";
     if (status == "passed") ++passed, ++passed_by_route[route];
     else if (status == "refused") ++refused, ++refused_by_route[kernel.empty() ? "natural" : kernel];

@@ -4,7 +4,9 @@
 
 #include <functional>
 
-#include "core/builder.hpp"
+#include "core/vllm_common.hpp"
+#include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
+#include "core/stacks/vllm_rocm_aiter/builder.hpp"
 #include "core/heads.hpp"
 #include "core/semantics.hpp"
 
@@ -107,10 +109,10 @@ TEST_CASE("full-CG padded MTP (docs/stacks/vllm-rocm-aiter.md §V2 worked cases)
 }
 
 TEST_CASE("uniform-MTP padding equals vLLM's over the test grid (§V5.7)", "[builder]") {
-  CHECK(uniform_padded_mtp_qo_len({}, 0, 4) == 0);
-  CHECK(uniform_padded_mtp_qo_len({4, 4, 0, 0}, 4, 16) == 4);
-  CHECK(uniform_padded_mtp_qo_len({4, 0, 4, 0}, 4, 16) == 0);
-  CHECK(uniform_padded_mtp_qo_len({4, 2, 0, 0}, 4, 16) == 0);
+  CHECK(vllm::uniform_padded_mtp_qo_len({}, 0, 4) == 0);
+  CHECK(vllm::uniform_padded_mtp_qo_len({4, 4, 0, 0}, 4, 16) == 4);
+  CHECK(vllm::uniform_padded_mtp_qo_len({4, 0, 4, 0}, 4, 16) == 0);
+  CHECK(vllm::uniform_padded_mtp_qo_len({4, 2, 0, 0}, 4, 16) == 0);
   int64_t cases = 0;
   for (int R = 1; R <= 4; ++R) {
     int total = 1;
@@ -124,7 +126,7 @@ TEST_CASE("uniform-MTP padding equals vLLM's over the test grid (§V5.7)", "[bui
           // the reference's Q is max(q); the "max" axis of the vLLM test varies it independently
           int64_t Q = *std::max_element(q.begin(), q.end());
           (void)mx;
-          REQUIRE(uniform_padded_mtp_qo_len(q, Q, N) == uniform_ref(q, N));
+          REQUIRE(vllm::uniform_padded_mtp_qo_len(q, Q, N) == uniform_ref(q, N));
           ++cases;
         }
     }
@@ -159,10 +161,10 @@ TEST_CASE("head padding maps (docs/stacks/vllm-rocm-aiter.md §V5.4)", "[heads]"
   // seed 003 defects
   CHECK(head_padding(12, false, {true, false}).padded_heads == 12);
   CHECK(head_padding(6, false, {false, true}).padded_heads == 12);
-  CHECK(is_valid_num_heads(128));
-  CHECK(is_valid_num_heads(144));
-  CHECK_FALSE(is_valid_num_heads(0));
-  CHECK_FALSE(is_valid_num_heads(129));
+  CHECK(vllm::num_heads_valid(128));
+  CHECK(vllm::num_heads_valid(144));
+  CHECK_FALSE(vllm::num_heads_valid(0));
+  CHECK_FALSE(vllm::num_heads_valid(129));
 }
 
 TEST_CASE("oracle windows: causal, non-causal, padding", "[semantics]") {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
 #include "core/compare.hpp"
 #include "core/dtype.hpp"
 #include "core/heads.hpp"
@@ -37,7 +38,7 @@ struct Case {
     rows = oracle_windows(b);
     in = generate_inputs(b, rows);
     ref = compute_reference(b, rows, in, 2);
-    slots = slot_list(b, padded_rows_per_padding_request(b));
+    slots = slot_list(b, b.rows_per_padding_request());
   }
 };
 

@@ -17,14 +17,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/app.hpp"
+#include "core/routed.hpp"
 #include "core/batch.hpp"
-#include "core/builder.hpp"
+#include "core/stacks/vllm_rocm_aiter/builder.hpp"
 #include "core/defects.hpp"
 #include "core/invariants.hpp"
 #include "core/kernel_windows.hpp"
-#include "core/route_input.hpp"
-#include "core/route_plan.hpp"
-#include "core/router.hpp"
+#include "core/stacks/vllm_rocm_aiter/route_input.hpp"
+#include "core/stacks/vllm_rocm_aiter/stack.hpp"
+#include "core/stacks/vllm_rocm_aiter/router.hpp"
 #include "core/semantics.hpp"
 
 using namespace mlactl;
@@ -67,10 +68,11 @@ struct Analysis {
 Analysis analyse(const std::string& name) {
   Analysis a;
   a.batch = load_batch_file(fixture_path(name));
-  a.md = build_decode(a.batch, true);
-  a.rd = route_decode(route_input_from_batch(a.batch, a.md));
+  const RoutedBatch rb = route_batch(a.batch);
+  a.md = rb.metadata;
+  a.rd = rb.decision;
   a.rows = oracle_windows(a.batch);
-  a.mw = metadata_windows(a.batch, a.md, a.rd.route, a.rows);
+  a.mw = rb.stack->metadata_windows(a.batch, a.md, a.rd.route, a.rows);
   if (a.mw.available) {
     for (size_t i = 0; i < a.rows.size(); ++i) {
       const RowWindow& w = a.rows[i];
@@ -82,13 +84,8 @@ Analysis analyse(const std::string& name) {
     }
   }
   if (a.rd.route != Route::refused) {
-    a.plan = plan_route(a.batch, a.md, a.rd, a.rows);
-    InvariantOptions io;
-    if (a.plan.capacity) {
-      io.capacity = &*a.plan.capacity;
-      io.partial_row_capacity = a.plan.capacity->reduce_partial_map * std::max<int64_t>(1, a.md.max_qo_len);
-    }
-    a.inv = check_invariants(a.plan.work, a.plan.kernel_view, a.plan.expectations, io);
+    a.plan = plan_batch(a.batch, rb, a.rows);
+    a.inv = check_plan_invariants(a.plan, a.md.max_qo_len);
     a.planned = true;
   }
   return a;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
 #include "core/compare.hpp"
 #include "core/dtype.hpp"
 #include "core/heads.hpp"

@@ -10,9 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/invariants.hpp"
 #include "core/planners/expectations.hpp"
-#include "core/planners/planners.hpp"
+#include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 #include "core/rng.hpp"
 
 using namespace mlactl;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/aiter_kernels.hpp"
-#include "core/planners/planners.hpp"
-#include "core/router.hpp"
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
+#include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
+#include "core/stacks/vllm_rocm_aiter/router.hpp"
 
 using namespace mlactl;
 
@@ -510,8 +510,8 @@ TEST_CASE("fp8 two-token non-causal blocks without a fold are refused (seed 001)
 }
 
 TEST_CASE("96 heads pass vLLM's 2-token whitelist but AITER 2026.08 folds them to 16x2", "[router]") {
-  // §V5.1: gfx950 fp8/fp8 96 is not native, so it folds to 16 heads x 2 tokens, whose
-  // key has no causal=0 row (§V5.2): the launch raises.
+  // §A5.1: gfx950 fp8/fp8 96 is not native, so it folds to 16 heads x 2 tokens, whose
+  // key has no causal=0 row (§A5.2): the launch raises.
   const RouteDecision d = route_decode(non_causal(dense(Arch::gfx950, 96, 2, 8, "fp8")));
   CHECK(chain_value(d, "has_fp8_non_causal_qlen2_kernel") == "true");
   CHECK(d.route == Route::refused);
@@ -593,10 +593,10 @@ TEST_CASE("sparse routing through the router", "[router]") {
   CHECK(has_finding(d, "seed 002"));
 }
 
-// vLLM's sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (vllm §V1 (c),
+// vLLM's sparse builder calls get_mla_metadata_v1 without dtype_q/dtype_kv (docs/stacks/vllm-rocm-aiter.md §V1 (c),
 // (e)), so AITER plans bf16/bf16 with max_seqlen_qo 1; mla.py folds with the real dtypes.
 // Where the plan folds more heads into batches than the kernel runs, its works address
-// q rows past the q tensor (aiter §V6: "garbage output or out-of-bounds access"): refused.
+// q rows past the q tensor (docs/stacks/vllm-rocm-aiter.md §A6: "garbage output or out-of-bounds access"): refused.
 TEST_CASE("aiter_sparse: a metadata fold the kernel does not make is refused (grid-110)", "[router]") {
   auto sparse_fp8 = [](Arch arch, int heads) {
     RouteInput in = sparse_mtp("fp8", 576);
@@ -764,7 +764,7 @@ TEST_CASE("defect metadata-dtype-omitted: same route, planner plans bf16/bf16 (s
   const RouteDecision a = route_decode(agree);
   CHECK(chain_value(a, "get_mla_metadata_v1 dtypes") == "omitted");
   CHECK(a.findings.empty());
-  // gfx950 fp8 16 heads with L 5..7: same fold, but bf16 planning tiles by 64 rows, fp8 by 128 (§V6)
+  // gfx950 fp8 16 heads with L 5..7: same fold, but bf16 planning tiles by 64 rows, fp8 by 128 (§A6)
   RouteInput tiles = dense(Arch::gfx950, 16, 5, 8, "fp8");
   tiles.defect_metadata_dtype_omitted = true;
   CHECK(has_finding(route_decode(tiles), "q-tile mismatch"));
@@ -847,7 +847,7 @@ TEST_CASE("route ids round-trip", "[router]") {
 // AITER kernel manifest (docs/stacks/vllm-rocm-aiter.md §A5.1, §A5.2)
 // ---------------------------------------------------------------------------
 
-TEST_CASE("mla.py head fold (§V5.1)", "[router]") {
+TEST_CASE("mla.py head fold (§A5.1)", "[router]") {
   auto fold = [](Arch a, int h, int l, bool q8, bool k8) { return mla_py_head_fold(a, h, l, q8, k8); };
   CHECK(fold(Arch::gfx942, 32, 1, false, false).gqa == 16);
   CHECK(fold(Arch::gfx942, 32, 1, false, false).ratio == 2);
@@ -865,8 +865,8 @@ TEST_CASE("mla.py head fold (§V5.1)", "[router]") {
   CHECK_FALSE(fold(Arch::gfx942, 144, 1, false, false).ok);
 }
 
-TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (§V5.1)", "[router]") {
-  // "The metadata's native predicate (§V2) is meant to be the same set": with the
+TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (§A5.1)", "[router]") {
+  // "The metadata's native predicate (§A2) is meant to be the same set": with the
   // dtypes passed (the fixed stack) the planner and the kernel fold alike.
   for (Arch arch : {Arch::gfx942, Arch::gfx950})
     for (auto [q8, k8] : std::vector<std::pair<bool, bool>>{{false, false}, {false, true}, {true, true}})
@@ -881,7 +881,7 @@ TEST_CASE("mla.py's fold agrees with the metadata planner's on the real dtypes (
         }
 }
 
-TEST_CASE("AITER kernel lookup: persistent rows (§V5.2)", "[router]") {
+TEST_CASE("AITER kernel lookup: persistent rows (§A5.2)", "[router]") {
   using A = Arch;
   using D = DType;
   CHECK(kernel_of(kq(A::gfx942, D::bf16, D::bf16, 16, 2)) == "mla_a16w16_qh16_m16x4_n16x1_coex0_mask1_ps");
@@ -918,7 +918,7 @@ TEST_CASE("AITER kernel lookup: persistent rows (§V5.2)", "[router]") {
         "mla_a16w16_qh64_qseqlen1_gqaratio64_msk0_v3_ps");
 }
 
-TEST_CASE("AITER kernel lookup: non-persistent rows (§V5.2)", "[router]") {
+TEST_CASE("AITER kernel lookup: non-persistent rows (§A5.2)", "[router]") {
   using A = Arch;
   using D = DType;
   CHECK(kernel_of(kq(A::gfx942, D::bf16, D::bf16, 16, 1, false)) == "mla_dec_stage1_bf16_a16w16_subQ16_mqa16");
@@ -935,7 +935,7 @@ TEST_CASE("AITER kernel lookup: non-persistent rows (§V5.2)", "[router]") {
   CHECK(kernel_of(kq(A::gfx942, D::bf16, D::bf16, 128, 1, true)) == "mla_dec_stage1_bf16_a16w16_subQ128_mqa128");
 }
 
-TEST_CASE("AITER kernel lookup: the 'cannot get heuristic kernel!' gaps (§V5.2)", "[router]") {
+TEST_CASE("AITER kernel lookup: the 'cannot get heuristic kernel!' gaps (§A5.2)", "[router]") {
   using A = Arch;
   using D = DType;
   // non-causal L > 1 on gfx942: no decode msk0 rows

@@ -1,4 +1,4 @@
-#include "core/route_input.hpp"
+#include "core/stacks/vllm_rocm_aiter/route_input.hpp"
 
 namespace mlactl {
 

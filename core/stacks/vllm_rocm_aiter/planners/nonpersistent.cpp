@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/planners/planner_util.hpp"
-#include "core/planners/planners.hpp"
+#include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 
 namespace mlactl {
 

@@ -1,8 +1,8 @@
 // Fills the router's inputs from a batch and its decode metadata.
 #pragma once
 #include "core/batch.hpp"
-#include "core/builder.hpp"
-#include "core/router.hpp"
+#include "core/stacks/vllm_rocm_aiter/builder.hpp"
+#include "core/stacks/vllm_rocm_aiter/router.hpp"
 
 namespace mlactl {
 

@@ -9,40 +9,12 @@
 #include <vector>
 
 #include "core/planners/planner_util.hpp"
-#include "core/planners/planners.hpp"
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
+#include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 
 namespace mlactl {
 
 using planner_util::ceil_div;
-
-AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bool kv_fp8, bool experimental) {
-  const int H = num_heads, L = max_seqlen_qo;
-  const bool both_fp8 = q_fp8 && kv_fp8;
-  const bool neither_fp8 = !q_fp8 && !kv_fp8;
-  const bool gfx950 = arch == Arch::gfx950, gfx942 = arch == Arch::gfx942;
-  // hk_mtp_experimental (§A2): both arches modelled here have the HK kernels.
-  const bool hk_mtp = both_fp8 && H * L == 128 && (H == 16 || H == 32 || H == 64 || H == 128) && experimental;
-  AiterFold f;
-  f.native = H == 16 || (H == 64 && both_fp8 && L == 1) || (gfx950 && neither_fp8) ||
-             (gfx942 && H == 128 && both_fp8) || (gfx950 && both_fp8 && (H == 32 || H == 64 || H == 128)) || hk_mtp;
-  f.ratio = 1;
-  f.heads = H;
-  if (!f.native && H % 16 == 0 && H > 0) {  // head->batch fold (§A5.1)
-    f.ratio = H / 16;
-    f.heads = 16;
-  }
-  // kPackedQoLenPerWg (§A2): uses the head count after the fold.
-  const int h = f.heads;
-  f.wg = 128;
-  if (gfx950 && neither_fp8 && h * L >= 64 && h <= 64 && (h * L < 128 || h == 48))
-    f.wg = 64;
-  else if (gfx950 && both_fp8 && h == 32 && L == 3)
-    f.wg = 64;
-  // MLA_METADATA_DISPATCHER: q tiling unless 0 < max_seqlen_qo * ORIGINAL heads <= Wg.
-  const int64_t packed = static_cast<int64_t>(L) * H;
-  f.qo_splits = !(packed > 0 && packed <= f.wg);
-  return f;
-}
 
 namespace {
 
@@ -245,7 +217,7 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
           else remain = payload - ((nblk - (fresh - 1) * per_cu) + overhead);
         }
       }
-      std::string n = "AITER would run its parallel planner here; it differs on zero-length KV requests (reference "
+      std::string n = "AITER would run its parallel planner here; it differs on zero-length KV requests (docs/stacks/vllm-rocm-aiter.md "
                       "§A10.1). Zero-length requests: " + join_ints(zero_kv) + ". ";
       if (dropped.empty())
         n += "In this batch none reaches a CU with less than the overhead left, so both planners agree.";

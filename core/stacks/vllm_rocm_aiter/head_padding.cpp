@@ -1,4 +1,4 @@
-#include "core/heads.hpp"
+#include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
 
 #include <algorithm>
 

@@ -1,26 +1,15 @@
-// Decode kernel routing (docs/design.md §4 "Router"; docs/stacks/vllm-rocm-aiter.md §V1, §V3, §V5).
+// vLLM ROCm AITER decode routing (docs/design.md §4 "Router"; docs/stacks/vllm-rocm-aiter.md §V1, §V3).
 #pragma once
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/route.hpp"
 #include "core/types.hpp"
 
 namespace mlactl {
 
-enum class Route {
-  gluon_decode,
-  gluon_verify,
-  asm_persistent,
-  asm_nonpersistent,
-  triton_mla,
-  sparse_triton,
-  aiter_sparse,
-  refused,
-};
-const char* to_string(Route r);
-std::optional<Route> route_from_string(const std::string& s);
 
 // Everything the routing decision reads. Filled from a Batch by the pipeline
 // (route_input_from_batch in core/route_input.hpp) or by tests directly.
@@ -58,23 +47,6 @@ struct RouteInput {
   std::optional<std::string> forced_route;  // --kernel
 };
 
-struct Predicate {
-  std::string name;   // e.g. "use_gluon_decode"
-  std::string value;  // "true", "false", a number, a string
-  std::string why;    // short reason
-};
-
-struct RouteDecision {
-  Route route = Route::refused;
-  bool persistent_schedule = false;
-  int padded_heads = 0;           // heads the kernel sees (after padding), 0 when refused early
-  std::string aiter_rules = "2026.08";
-  std::string aiter_kernel;       // AITER .co kernel name the shape would run on, or ""
-  std::string error;              // exact error text when refused (and for kernel lookup failures)
-  std::string error_type;         // "ValueError", "RuntimeError", "AssertionError", ...
-  std::vector<Predicate> chain;   // predicates with values, in evaluation order
-  std::vector<std::string> findings;  // e.g. "silent fallback"
-};
 
 RouteDecision route_decode(const RouteInput& in);
 
@@ -87,23 +59,5 @@ bool persistent_schedule_gate(const RouteInput& in, bool gluon_decode, bool gluo
 bool use_rocm_sparse_triton(const std::string& kv_cache_dtype, int head_size, int kv_lora_rank, int64_t num_prefills,
                             int64_t num_decodes, int64_t num_decode_tokens, int64_t max_query_len, bool legacy);
 
-// AITER kernel lookup (docs/stacks/vllm-rocm-aiter.md §A5.2) as data.
-struct AiterKernelQuery {
-  Arch arch = Arch::gfx950;
-  DType q_dtype = DType::bf16;
-  DType kv_dtype = DType::bf16;
-  int heads = 16;       // gqa after the §A5.1 fold
-  int q_len = 1;
-  bool persistent = true;
-  bool causal = true;
-  bool lse = false;
-};
-struct AiterKernelLookup {
-  bool found = false;
-  std::string kernel;   // .co name
-  std::string error;    // "cannot get heuristic kernel!" when not found
-  std::string key;      // the manifest key searched (or why none was built), for the chain
-};
-AiterKernelLookup lookup_aiter_kernel(const AiterKernelQuery& q);
 
 }  // namespace mlactl

@@ -1,44 +1,13 @@
-#include "core/builder.hpp"
+#include "core/stacks/vllm_rocm_aiter/builder.hpp"
 
 #include <algorithm>
 #include <limits>
 
 #include "core/budget.hpp"
-#include "core/semantics.hpp"
+#include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
+#include "core/vllm_common.hpp"
 
 namespace mlactl {
-
-int64_t uniform_padded_mtp_qo_len(const std::vector<int64_t>& qo_len, int64_t max_qo_len, int64_t num_decode_tokens) {
-  // vLLM `_uniform_padded_mtp_qo_len` (docs/stacks/vllm-rocm-aiter.md §V2 step 2): a full-cudagraph
-  // step whose padding slots carry the uniform MTP length u = N / R.
-  const int64_t R = (int64_t)qo_len.size();
-  const int64_t N = num_decode_tokens;
-  if (R == 0 || N <= 0) return 0;
-  int64_t sum = 0;
-  for (int64_t q : qo_len) sum += q;
-  if (N <= sum || N % R != 0) return 0;
-  const int64_t u = N / R;
-  if (u <= 1) return 0;
-  bool any_positive = false, all_positive = true, seen_zero = false;
-  for (int64_t q : qo_len) {
-    if (q > 0) {
-      any_positive = true;
-      if (q != u) return 0;
-      if (seen_zero) return 0;  // a positive length after the first zero
-    } else {
-      all_positive = false;
-      seen_zero = true;
-    }
-  }
-  if (all_positive) return 0;
-  if (any_positive && max_qo_len != u) return 0;
-  return u;
-}
-
-int64_t token_slot(const Batch& b, int request, int64_t position) {
-  const int64_t Kb = b.kv_cache.block_size;
-  return (int64_t)b.kv_cache.block_table[request][position / Kb] * Kb + position % Kb;
-}
 
 DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
   DecodeMetadata m;
@@ -52,7 +21,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     Q = std::max(Q, qo[i]);
   }
   // step 2: uniform-MTP padding
-  m.uniform_pad = uniform_padded_mtp_qo_len(qo, Q, b.decode.num_decode_tokens);
+  m.uniform_pad = vllm::uniform_padded_mtp_qo_len(qo, Q, b.decode.num_decode_tokens);
   const bool pad = m.uniform_pad > 0;
   if (pad) Q = m.uniform_pad;
   m.max_qo_len = Q;
@@ -107,7 +76,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     int64_t mn = std::numeric_limits<int64_t>::max();
     for (int64_t i = 0; i < R; ++i) {
       const int64_t s = b.requests[i].seq_len();  // R0 reads diff(indptr) before padding: padding = 0
-      for (int64_t t = 0; t < Q; ++t) mn = std::min(mn, causal_prefix_length(s, Q, t));
+      for (int64_t t = 0; t < Q; ++t) mn = std::min(mn, vllm::causal_prefix_length(s, Q, t));
     }
     m.min_kv_seq_len_r0 = R * Q > 0 ? mn : 0;
   }
@@ -120,7 +89,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     int64_t flat_entries = 0;
     for (int64_t r = 0; r < R; ++r) {
       const int64_t s = b.requests[r].seq_len();
-      for (int64_t t = 0; t < Q; ++t) flat_entries += broadcast ? s : causal_prefix_length(s, Q, t);
+      for (int64_t t = 0; t < Q; ++t) flat_entries += broadcast ? s : vllm::causal_prefix_length(s, Q, t);
     }
     require_within_budget(flat_entries * 4, "/requests", "the R0 verify flatten (" + std::to_string(flat_entries) + " index entries)");
     if (flat_entries > std::numeric_limits<int32_t>::max())
@@ -130,7 +99,7 @@ DecodeMetadata build_decode(const Batch& b, bool with_flatten) {
     for (int64_t r = 0; r < R; ++r) {
       const int64_t s = b.requests[r].seq_len();
       for (int64_t t = 0; t < Q; ++t) {
-        const int64_t len = broadcast ? s : causal_prefix_length(s, Q, t);
+        const int64_t len = broadcast ? s : vllm::causal_prefix_length(s, Q, t);
         m.flat_indptr[r * Q + t + 1] = (int32_t)(m.flat_indptr[r * Q + t] + len);
       }
     }

@@ -1,16 +1,34 @@
 // AITER ASM MLA decode kernel selection at the modelled rule set (aiter 2026.08,
 // commit e4048607): the mla.py head->batch fold (docs/stacks/vllm-rocm-aiter.md
 // §A5.1) and the kernel-config key plus manifest lookup of asm_mla.cu (§A5.2).
-// lookup_aiter_kernel itself is declared in core/router.hpp.
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/router.hpp"
 #include "core/types.hpp"
 
 namespace mlactl {
+
+// AITER kernel lookup (docs/stacks/vllm-rocm-aiter.md §A5.2) as data.
+struct AiterKernelQuery {
+  Arch arch = Arch::gfx950;
+  DType q_dtype = DType::bf16;
+  DType kv_dtype = DType::bf16;
+  int heads = 16;       // gqa after the §A5.1 fold
+  int q_len = 1;
+  bool persistent = true;
+  bool causal = true;
+  bool lse = false;
+};
+struct AiterKernelLookup {
+  bool found = false;
+  std::string kernel;   // .co name
+  std::string error;    // "cannot get heuristic kernel!" when not found
+  std::string key;      // the manifest key searched (or why none was built), for the chain
+};
+AiterKernelLookup lookup_aiter_kernel(const AiterKernelQuery& q);
+
 
 // What aiter/mla.py does to the head count before launching the persistent
 // kernel (§A5.1). `ok` is false where mla.py asserts (a head count that is neither
@@ -50,6 +68,17 @@ struct AiterKernelRow {
 };
 // The per-arch persistent and non-persistent decode rows (§A5.2), as data.
 const std::vector<AiterKernelRow>& aiter_kernel_table();
+
+// get_mla_metadata_v1's head fold and q tiling (docs/stacks/vllm-rocm-aiter.md §A2, §A5.1,
+// §A5.3): the planner plans with it and the kernel view is built from it.
+struct AiterFold {
+  bool native = true;
+  int ratio = 1;         // head->batch fold
+  int heads = 16;        // heads per q row after the fold
+  int wg = 128;          // kPackedQoLenPerWg
+  bool qo_splits = false;
+};
+AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bool kv_fp8, bool experimental);
 
 // The text AITER raises when no manifest row matches.
 inline constexpr const char* kNoHeuristicKernel = "cannot get heuristic kernel!";

@@ -1,10 +1,10 @@
-// get_mla_metadata_info_v1: the buffer sizes the caller allocates (reference
+// get_mla_metadata_info_v1: the buffer sizes the caller allocates (see
 // docs/stacks/vllm-rocm-aiter.md §A1.1; aiter/ops/attention.py at e4048607).
 #include <algorithm>
 #include <cstdint>
 
 #include "core/planners/planner_util.hpp"
-#include "core/planners/planners.hpp"
+#include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 
 namespace mlactl {
 

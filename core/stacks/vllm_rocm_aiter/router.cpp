@@ -3,15 +3,15 @@
 // sparse backend's _use_rocm_sparse_triton (§V1 (c)) and the AITER kernel lookup
 // (docs/stacks/vllm-rocm-aiter.md §A5). Every decision is recorded in the chain so that
 // `mlactl route` can show why a batch lands where it does.
-#include "core/router.hpp"
+#include "core/stacks/vllm_rocm_aiter/router.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 
-#include "core/aiter_kernels.hpp"
-#include "core/heads.hpp"
-#include "core/planners/planners.hpp"
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
+#include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
+#include "core/vllm_common.hpp"
 
 namespace mlactl {
 
@@ -79,12 +79,6 @@ bool is_float16_cache(const std::string& kv_cache_dtype) {
   return kv_cache_dtype == "auto" || kv_cache_dtype == "float16" || kv_cache_dtype == "fp16" || kv_cache_dtype.empty();
 }
 
-// check_num_heads_validity (§V1 (d)).
-bool valid_num_heads(int n) { return n > 0 && (n <= 128 || n % 16 == 0); }
-std::string num_heads_validity_error(int n) {
-  return "ROCM AITER MLA requires a positive multiple of 16 heads, or an unaligned head count up to 128 "
-         "(padded to the next multiple of 16), but got " + num(n) + ". Try adjusting tensor_parallel_size value.";
-}
 
 // _gluon_mla_decode_supported() = on_gfx950(); gluon-arch-ungated (seed 003) drops the gate.
 bool gluon_build_present(const RouteInput& in) {
@@ -362,30 +356,6 @@ RouteDecision route_sparse(const RouteInput& in, const std::optional<Route>& for
 
 }  // namespace
 
-const char* to_string(Route r) {
-  switch (r) {
-    case Route::gluon_decode: return "gluon_decode";
-    case Route::gluon_verify: return "gluon_verify";
-    case Route::asm_persistent: return "asm_persistent";
-    case Route::asm_nonpersistent: return "asm_nonpersistent";
-    case Route::triton_mla: return "triton_mla";
-    case Route::sparse_triton: return "sparse_triton";
-    case Route::aiter_sparse: return "aiter_sparse";
-    case Route::refused: return "refused";
-  }
-  return "?";
-}
-
-std::optional<Route> route_from_string(const std::string& s) {
-  std::string id = lower(s);
-  std::replace(id.begin(), id.end(), '-', '_');
-  for (Route r : {Route::gluon_decode, Route::gluon_verify, Route::asm_persistent, Route::asm_nonpersistent,
-                  Route::triton_mla, Route::sparse_triton, Route::aiter_sparse, Route::refused}) {
-    if (id == to_string(r)) return r;
-  }
-  return std::nullopt;
-}
-
 bool is_quantized_kv(const std::string& kv_cache_dtype) { return kv_cache_dtype.rfind("fp8", 0) == 0; }
 
 int actual_mla_num_heads(int n, bool native_h24) {
@@ -441,9 +411,9 @@ RouteDecision route_decode(const RouteInput& in) {
                                           "'asm'].");
 
   // check_num_heads_validity (§V1 (d)).
-  if (!valid_num_heads(in.num_heads)) {
+  if (!vllm::num_heads_valid(in.num_heads)) {
     chain.add("is_valid_num_heads", "false", "n > 0 and (n <= 128 or n % 16 == 0) fails for " + num(in.num_heads));
-    return chain.refuse("AssertionError", num_heads_validity_error(in.num_heads));
+    return chain.refuse("AssertionError", vllm::num_heads_error(in.num_heads));
   }
 
   if (in.sparse) return route_sparse(in, forced, d, chain);

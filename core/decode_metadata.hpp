@@ -1,5 +1,7 @@
-// vLLM R1 `_build_decode` and the R0 small-head verify flatten
-// (docs/stacks/vllm-rocm-aiter.md §V1 (a), §V2; docs/design.md §4 "Builder").
+// The decode metadata a vLLM builder hands the attention kernel, in vLLM/AITER's names
+// (docs/design.md §4 "Builder"): the fields every stack's builder fills, plus the R0
+// verify flatten the AITER stack builds. Stacks fill it (their builder); the
+// position audit, the captured-array diff and the printers read it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,9 +11,6 @@
 #include "core/heads.hpp"
 
 namespace mlactl {
-
-// vLLM `_uniform_padded_mtp_qo_len` (docs/stacks/vllm-rocm-aiter.md §V2 step 2).
-int64_t uniform_padded_mtp_qo_len(const std::vector<int64_t>& qo_len, int64_t max_qo_len, int64_t num_decode_tokens);
 
 struct DecodeMetadata {
   int64_t num_requests = 0;
@@ -33,11 +32,8 @@ struct DecodeMetadata {
   std::vector<std::string> notes;
 };
 
-// Token slot of KV position j of request r: block_table[r][j / Kb] * Kb + j % Kb.
+// Token slot of KV position j of request r: block_table[r][j / Kb] * Kb + j % Kb, vLLM's
+// block-table rule on every platform (docs/design.md §2 kv_cache.block_size).
 int64_t token_slot(const Batch& b, int request, int64_t position);
-
-// Builds everything above. `with_flatten` computes the R0 flatten (it doubles the
-// index memory, so `metadata` on huge batches can skip it when not routed there).
-DecodeMetadata build_decode(const Batch& b, bool with_flatten = true);
 
 }  // namespace mlactl

@@ -1,10 +1,11 @@
-#include "core/kernel_windows.hpp"
-
 #include <algorithm>
+
+#include "core/stacks/vllm_rocm_aiter/stack.hpp"
+#include "core/vllm_common.hpp"
 
 namespace mlactl {
 
-MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows) {
+MetadataWindows aiter_metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows) {
   MetadataWindows w;
   w.begin.assign(rows.size(), 0);
   w.end.assign(rows.size(), 0);
@@ -29,7 +30,7 @@ MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route
       w.path = "TRITON_MLA flatten: per-row b_seq_len over a repeated block-table row";
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];
-        w.end[i] = kernel_causal ? causal_prefix_length(s, md.qo_len[rows[i].request], rows[i].token) : s;
+        w.end[i] = kernel_causal ? vllm::causal_prefix_length(s, md.qo_len[rows[i].request], rows[i].token) : s;
       }
       break;
     case Route::sparse_triton:
@@ -48,7 +49,7 @@ MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route
       for (size_t i = 0; i < rows.size(); ++i) {
         const int64_t s = md.seq_k[rows[i].request];
         const int64_t qn = md.qo_len[rows[i].request];  // the request's own q rows
-        w.end[i] = kernel_causal ? causal_prefix_length(s, qn, rows[i].token) : s;
+        w.end[i] = kernel_causal ? vllm::causal_prefix_length(s, qn, rows[i].token) : s;
       }
       break;
   }

@@ -1,0 +1,28 @@
+// Planner ids: what `--planner` names and `schedule` prints (docs/design.md §4 route ->
+// planner table). Which routes a planner serves, and how it is called, is each stack's
+// registry (core/stack.hpp PlannerEntry; the AITER stack's is in
+// core/stacks/vllm_rocm_aiter/plan.cpp).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlactl {
+
+enum class PlannerId {
+  aiter,
+  gluon,
+  gluon_split,
+  triton,
+  nonpersistent,
+  sparse_rows,
+  captured,  // the work list came from the batch's `captured` arrays (run --use-captured); not a --planner choice
+};
+
+// The --planner spelling: aiter, gluon, gluon-split, triton, nonpersistent, sparse-rows.
+const char* to_string(PlannerId p);
+std::optional<PlannerId> planner_from_string(const std::string& s);
+const std::vector<PlannerId>& all_planners();  // the --planner choices (no `captured`)
+std::vector<std::string> planner_names();  // to_string of all_planners(), in order
+
+}  // namespace mlactl
