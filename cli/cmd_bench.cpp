@@ -387,7 +387,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
           r["works"] = rr.works;
           r["partial_rows"] = rr.partial_rows;
           r["position_audit_ok"] = rr.audit_ok;
-          r["stage1_kernel"] = rr.bench.stage1_kernel;
+          r["stage1_kernel"] = mla::to_string(rr.bench.stage1_kernel);
           r["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
           r["kernel_us"] = stats_json(rr.stage1);
           r["kernels_us"] = stats_json(rr.total);
@@ -418,7 +418,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
         t.add({to_string(rr.route.route), "", "", "", "", "", "", "", "", "", "", "", "", rr.status + ": " + rr.message});
         continue;
       }
-      t.add({to_string(rr.route.route), rr.planner, rr.bench.stage1_kernel, std::to_string(rr.workgroups),
+      t.add({to_string(rr.route.route), rr.planner, mla::to_string(rr.bench.stage1_kernel), std::to_string(rr.workgroups),
              fx(rr.stage1.median, 1), fx(rr.total.median, 1),
              fx(rr.total.p10, 1) + "-" + fx(rr.total.p90, 1), fx(rr.plan_us + rr.total.median, 1),
              fx(gbps(rr.total.median), 0), fx(pct_bw(rr.total.median), 1), fx(tflops(rr.total.median), 1),
@@ -433,7 +433,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
       for (const auto& rr : results) {
         const bool ran = rr.status == "ok" || rr.status == "nonfinite";
         auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
-        c.add({to_string(rr.route.route), rr.planner, ran ? rr.bench.stage1_kernel : "",
+        c.add({to_string(rr.route.route), rr.planner, ran ? mla::to_string(rr.bench.stage1_kernel) : "",
                ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
                num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
                num(rr.plan_us, 1), num(gbps(rr.total.median), 1), num(pct_bw(rr.total.median), 2), num(tflops(rr.total.median), 2),
