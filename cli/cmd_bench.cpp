@@ -84,7 +84,7 @@ nlohmann::ordered_json stats_json(const Stats& s) {
 }
 
 // The stage-1 kernel that ran, as bench prints it.
-std::string stage1_text(const BenchResult& r) { return r.stage1_kernel; }
+std::string stage1_text(const BenchResult& r) { return mla::to_string(r.stage1_kernel); }
 
 // What a request must move and compute, independent of the route.
 struct ShapeCost {

@@ -137,6 +137,8 @@ struct CaseContext {
   std::optional<RoutePlan> plan;          // the route's own plan, made when a key needs it
   std::optional<InvariantReport> inv;
   bool schedule_refusal_reported = false;
+  CaseContext(const Batch& batch, const nlohmann::json& e, Backend be, CaseResult& result)
+      : b(batch), expect(e), backend(be), cr(result), rb(route_batch(batch)), rows(oracle_windows(batch)) {}
   void fail(const std::string& what) { cr.failures.push_back(what); }
   void pass(const std::string& what) { cr.checks.push_back(what); }
   const RoutePlan& own_plan() {
@@ -337,7 +339,7 @@ CaseResult run_case(const std::string& file, Backend backend) {
     return cr;
   }
 
-  CaseContext c{b, expect, backend, cr, route_batch(b), oracle_windows(b)};
+  CaseContext c(b, expect, backend, cr);
   for (const Expectation& e : kExpectations) {
     if (!expect.contains(e.key)) continue;
     try {

@@ -1,13 +1,15 @@
-// The kernel contract (SPEC §5): one stage-1 pass over a work list and one reduce.
+// The kernel contract (docs/design.md §5): one stage-1 pass over a work list and one reduce.
 // CPU and GPU executors implement exactly this; `kernels/` sees only core's
 // work-list and input types.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/types.hpp"
 #include "core/worklist.hpp"
+#include "kernels/stage1_kernel.hpp"
 
 namespace mlactl {
 
@@ -43,6 +45,10 @@ struct ExecResult {
   bool ok = true;
   std::string error;                       // device/runtime error text (exit 4)
   double stage1_ms = 0, reduce_ms = 0;
+  // The stage-1 kernel that ran (GpuExecutor: select_stage1's choice, as
+  // launched; never automatic). Empty when none ran: the CPU executor, or a run
+  // refused before its launch.
+  std::optional<mla::Stage1Kernel> stage1_kernel;
 };
 
 class Executor {

@@ -2,7 +2,7 @@
 // for the warpgroup kernel's producer (fp8 KV is converted into the bf16 stage
 // that wgmma reads). No GPU headers: the CPU unit test (tests/unit/test_fp8x2.cpp)
 // checks every code pair of both flavours against core/dtype's software decode,
-// the one the CPU reference uses (SPEC §4: fp8 decoded by us, bit-identical).
+// the one the CPU reference uses (docs/design.md §4: fp8 decoded by us, bit-identical).
 //
 // A code is (sign, e: 4 bits, m: 3 bits). With em = code & 0x7f:
 //   normal (e > 0): value 2^(e - bias) (1 + m/8) is exact in bf16 with the

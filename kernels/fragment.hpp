@@ -183,7 +183,7 @@ __device__ inline void mma(float c[4], const FragA& a, const FragB& b) {
   c[0] = acc[0], c[1] = acc[1], c[2] = acc[2], c[3] = acc[3];
 #else
   // Host pass, or a target without these MFMAs: never launched there
-  // (stage1_kernel_for keeps AMD on the CUDA-core kernel unless asked).
+  // (select_stage1 keeps AMD on the CUDA-core kernel unless asked).
   (void)c, (void)a, (void)b;
   __builtin_trap();
 #endif

@@ -1,5 +1,5 @@
-// The only file that knows which GPU vendor it is compiled for (SPEC §5,
-// style_anchors.md "Portable header"). Kernel sources are written once against
+// The only file that knows which GPU vendor it is compiled for (docs/design.md §5,
+// the portable header). Kernel sources are written once against
 // the small surface below and build with hipcc (AMD) or nvcc (NVIDIA, the .hip
 // file compiled as CUDA).
 //
@@ -114,7 +114,7 @@ MLACTL_HD inline float decode_fp16(uint16_t h) {
   return bits_to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
-// fp8 e4m3, both flavours (style_anchors.md "fp8"), exact, same construction:
+// fp8 e4m3, both flavours (docs/design.md §10), exact, same construction:
 //  e4m3fn:   bias 7, max 448, NaN 0x7F/0xFF, no inf, subnormal step 2^-9.
 //  e4m3fnuz: bias 8, max 240, NaN 0x80 only, no -0, subnormal step 2^-10.
 MLACTL_HD inline float decode_fp8(uint8_t b, bool fnuz) {
@@ -160,6 +160,7 @@ inline gpu_error_t gpu_memcpy_h2d(void* d, const void* h, size_t n) { return hip
 inline gpu_error_t gpu_memcpy_d2h(void* h, const void* d, size_t n) { return hipMemcpy(h, d, n, hipMemcpyDeviceToHost); }
 inline gpu_error_t gpu_memset(void* d, int v, size_t n) { return hipMemset(d, v, n); }
 inline gpu_error_t gpu_device_count(int* n) { return hipGetDeviceCount(n); }
+inline gpu_error_t gpu_current_device(int* d) { return hipGetDevice(d); }
 inline gpu_error_t gpu_device_synchronize() { return hipDeviceSynchronize(); }
 inline gpu_error_t gpu_last_error() { return hipGetLastError(); }
 inline gpu_error_t gpu_event_create(gpu_event_t* e) { return hipEventCreate(e); }
@@ -201,6 +202,7 @@ inline gpu_error_t gpu_memcpy_h2d(void* d, const void* h, size_t n) { return cud
 inline gpu_error_t gpu_memcpy_d2h(void* h, const void* d, size_t n) { return cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost); }
 inline gpu_error_t gpu_memset(void* d, int v, size_t n) { return cudaMemset(d, v, n); }
 inline gpu_error_t gpu_device_count(int* n) { return cudaGetDeviceCount(n); }
+inline gpu_error_t gpu_current_device(int* d) { return cudaGetDevice(d); }
 inline gpu_error_t gpu_device_synchronize() { return cudaDeviceSynchronize(); }
 inline gpu_error_t gpu_last_error() { return cudaGetLastError(); }
 inline gpu_error_t gpu_event_create(gpu_event_t* e) { return cudaEventCreate(e); }

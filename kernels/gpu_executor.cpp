@@ -1,4 +1,4 @@
-// GPU executor (SPEC §5). With a backend this file is compiled by the GPU
+// GPU executor (docs/design.md §5). With a backend this file is compiled by the GPU
 // compiler (nvcc as CUDA, or hipcc); without one it is plain C++ and every entry
 // point says the build has no GPU backend.
 #include "kernels/gpu_executor.hpp"
@@ -11,6 +11,7 @@
 #if defined(MLACTL_HAVE_GPU) && MLACTL_HAVE_GPU
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
+#include "kernels/select_stage1.hpp"
 #endif
 
 namespace mlactl {
@@ -28,10 +29,17 @@ mla::ElemType elem_type(DType t) {
   return mla::ElemType::bf16;
 }
 
-// Grow-only device allocation; contents are whatever the last run left.
+// Grow-only device allocation, freed with the buffer; contents are whatever the
+// last run left.
 struct DeviceBuffer {
   void* ptr = nullptr;
   size_t capacity = 0;
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr) (void)mla::gpu_free(ptr);
+  }
   bool reserve(size_t bytes, const char* what, std::string* error) {
     if (bytes <= capacity) return true;
     if (ptr) (void)mla::gpu_free(ptr);
@@ -50,6 +58,37 @@ struct DeviceBuffer {
   }
   template <typename T>
   T* as() const { return static_cast<T*>(ptr); }
+};
+
+// Device events, destroyed with the set.
+class Events {
+ public:
+  Events() = default;
+  Events(const Events&) = delete;
+  Events& operator=(const Events&) = delete;
+  ~Events() { clear(); }
+  // n fresh events; on failure none are kept.
+  bool create(size_t n, std::string* error) {
+    clear();
+    events_.assign(n, nullptr);
+    for (auto& e : events_) {
+      if (!mla::check(mla::gpu_event_create(&e), "create event", error)) {
+        clear();
+        return false;
+      }
+    }
+    return true;
+  }
+  bool empty() const { return events_.empty(); }
+  mla::gpu_event_t operator[](size_t i) const { return events_[i]; }
+
+ private:
+  void clear() {
+    for (auto e : events_)
+      if (e) (void)mla::gpu_event_destroy(e);
+    events_.clear();
+  }
+  std::vector<mla::gpu_event_t> events_;
 };
 
 // Why this build's kernels cannot run `args`, or "" when they can.
@@ -80,16 +119,7 @@ std::string unsupported_reason(const ExecArgs& a) {
 struct GpuExecutor::DeviceState {
   DeviceBuffer work_indptr, work_info, kv_indices, q, kv, out, lse, partial_out, partial_lse;
   DeviceBuffer reduce_indptr, reduce_final_map, reduce_partial_map, error;
-  mla::gpu_event_t events[3] = {nullptr, nullptr, nullptr};
-  bool events_ready = false;
-
-  ~DeviceState() {
-    for (DeviceBuffer* b : {&work_indptr, &work_info, &kv_indices, &q, &kv, &out, &lse, &partial_out, &partial_lse,
-                            &reduce_indptr, &reduce_final_map, &reduce_partial_map, &error})
-      if (b->ptr) (void)mla::gpu_free(b->ptr);
-    if (events_ready)
-      for (auto e : events) (void)mla::gpu_event_destroy(e);
-  }
+  Events events;  // run(): before stage 1, between, after the reduce
 };
 
 bool gpu_available(std::string* why) {
@@ -109,6 +139,7 @@ bool gpu_available(std::string* why) {
 std::string gpu_device_name() { return gpu_available() ? mla::gpu_device_name(0) : std::string(); }
 int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(0) : 0; }
 int gpu_device_multiprocessors() { return gpu_available() ? mla::gpu_device_multiprocessors(0) : 0; }
+mla::Stage1Device gpu_stage1_device() { return gpu_available() ? mla::current_stage1_device() : mla::Stage1Device{}; }
 
 GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel)
     : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel) {}
@@ -223,11 +254,7 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
 }
 
 bool ensure_events(GpuExecutor::DeviceState& d, std::string* err) {
-  if (d.events_ready) return true;
-  for (auto& e : d.events)
-    if (!mla::check(mla::gpu_event_create(&e), "create event", err)) return false;
-  d.events_ready = true;
-  return true;
+  return !d.events.empty() || d.events.create(3, err);
 }
 // Why a launch cannot happen (no work list, no device, a view this build cannot run),
 // or "" — shared by run() and bench().
@@ -263,8 +290,10 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   Sizes sz;
   if (!prepare(a, d, /*upload_kv=*/true, kernel_, s1, rd, sz, &err)) return fail(err);
 
-  bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err) &&
-            mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) && mla::launch_reduce(rd, &err) &&
+  mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
+  bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
+  if (ran != mla::Stage1Kernel::automatic) result.stage1_kernel = ran;  // enqueued (none for no workgroups)
+  ok = ok && mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) && mla::launch_reduce(rd, &err) &&
             mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
             mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
             mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
@@ -300,18 +329,12 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   mla::ReduceParams rd;
   Sizes sz;
   if (!prepare(a, d, /*upload_kv=*/false, kernel_, s1, rd, sz, &err)) return fail(err);
-  r.stage1_kernel = mla::stage1_kernel_name(mla::stage1_kernel_for(s1));
+  r.stage1_kernel = mla::select_stage1(s1, mla::current_stage1_device()).kernel;  // what launch_stage1 enqueues
 
   // KV copies, each 256-byte aligned: upload once, replicate on the device.
   const size_t stride = (std::max<size_t>(sz.kv, 1) + 255) / 256 * 256;
   r.kv_copy_bytes = sz.kv;
   DeviceBuffer kv;
-  struct Free {
-    DeviceBuffer* b;
-    ~Free() {
-      if (b->ptr) (void)mla::gpu_free(b->ptr);
-    }
-  } free_kv{&kv};
   if (!kv.reserve(stride * size_t(r.kv_copies), "allocate KV copies", &err)) return fail(err);
   char* base = kv.as<char>();
   if (sz.kv && !mla::check(mla::gpu_memcpy_h2d(base, a.kv, sz.kv), "upload kv", &err)) return fail(err);
@@ -323,26 +346,18 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   // between the two kernels (an event there would keep the reduce from starting
   // as stage-1 blocks retire: gpu_launch_dependent), then stage 1 alone.
   const int total = r.warmup + 2 * r.iters;
-  std::vector<mla::gpu_event_t> ev(size_t(4) * r.iters, nullptr);
-  struct Destroy {
-    std::vector<mla::gpu_event_t>* e;
-    ~Destroy() {
-      for (auto x : *e)
-        if (x) (void)mla::gpu_event_destroy(x);
-    }
-  } destroy{&ev};
-  for (auto& e : ev)
-    if (!mla::check(mla::gpu_event_create(&e), "create event", &err)) return fail(err);
+  Events ev;
+  if (!ev.create(size_t(4) * r.iters, &err)) return fail(err);
   for (int i = 0; i < total; ++i) {
     s1.kv = base + stride * size_t(i % r.kv_copies);
     const int t = i - r.warmup;
-    mla::gpu_event_t* e = t < 0 ? nullptr : &ev[size_t(2) * t];  // [0, 2 iters): both kernels; then stage 1
-    const bool whole = t < r.iters;
-    bool ok = !e || mla::check(mla::gpu_event_record(e[0]), "record event", &err);
+    const bool timed = t >= 0, whole = t < r.iters;  // events [2t, 2t+2): [0, 2 iters) both kernels, then stage 1
+    const size_t e = timed ? size_t(2) * t : 0;
+    bool ok = !timed || mla::check(mla::gpu_event_record(ev[e]), "record event", &err);
     ok = ok && mla::launch_stage1(s1, &err);
-    if (e && !whole) ok = ok && mla::check(mla::gpu_event_record(e[1]), "record event", &err);
+    if (timed && !whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
     ok = ok && mla::launch_reduce(rd, &err);
-    if (e && whole) ok = ok && mla::check(mla::gpu_event_record(e[1]), "record event", &err);
+    if (timed && whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
     if (!ok) return fail(err);
   }
   if (!mla::check(mla::gpu_device_synchronize(), "stage-1/reduce execution", &err) ||
@@ -379,25 +394,10 @@ CopyRoofline gpu_copy_roofline(size_t bytes, int iters) {
     return fail();
   }
   DeviceBuffer src, dst;
-  struct Free {
-    DeviceBuffer *a, *b;
-    ~Free() {
-      for (DeviceBuffer* x : {a, b})
-        if (x->ptr) (void)mla::gpu_free(x->ptr);
-    }
-  } free_bufs{&src, &dst};
   if (!src.reserve(bytes, "allocate copy source", &err) || !dst.reserve(bytes, "allocate copy destination", &err)) return fail();
   if (!mla::check(mla::gpu_memset(src.ptr, 0x3c, bytes), "fill copy source", &err)) return fail();
-  std::vector<mla::gpu_event_t> ev(size_t(iters) + 1, nullptr);
-  struct Destroy {
-    std::vector<mla::gpu_event_t>* e;
-    ~Destroy() {
-      for (auto x : *e)
-        if (x) (void)mla::gpu_event_destroy(x);
-    }
-  } destroy{&ev};
-  for (auto& e : ev)
-    if (!mla::check(mla::gpu_event_create(&e), "create event", &err)) return fail();
+  Events ev;
+  if (!ev.create(size_t(iters) + 1, &err)) return fail();
   for (int i = 0; i < 3; ++i)
     if (!mla::launch_device_copy(dst.ptr, src.ptr, bytes, &err)) return fail();
   // alternate direction so neither buffer stays hot (each is far larger than L2)
@@ -430,6 +430,7 @@ bool gpu_available(std::string* why) {
 std::string gpu_device_name() { return {}; }
 int gpu_device_warp_size() { return 0; }
 int gpu_device_multiprocessors() { return 0; }
+mla::Stage1Device gpu_stage1_device() { return {}; }
 
 struct GpuExecutor::DeviceState {};
 GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel) : state_(new DeviceState), kernel_(kernel) {}

@@ -1,5 +1,5 @@
 // GPU executor: runs the kernel contract (kernels/executor.hpp) with the stage-1
-// and reduce kernels of kernels/mla_decode.hip. Built with any backend; without
+// and reduce launches of kernels/mla_decode.hpp. Built with any backend; without
 // one (MLACTL_GPU=none) it reports "built without a GPU backend".
 #pragma once
 #include <cstddef>
@@ -9,6 +9,7 @@
 
 #include "kernels/executor.hpp"
 #include "kernels/mla_decode.hpp"
+#include "kernels/select_stage1.hpp"
 
 namespace mlactl {
 
@@ -22,6 +23,9 @@ int gpu_device_warp_size();
 // Multiprocessors (NVIDIA SMs, AMD CUs) of device 0 (0 when none): what the
 // planner's platform.num_cu should be to plan for this device.
 int gpu_device_multiprocessors();
+// What select_stage1 decides with in this build on device 0: the vendor, the
+// sm_90a kernels, the compute capability (vendor none without a backend or device).
+mla::Stage1Device gpu_stage1_device();
 
 // Per-iteration device-event times of GpuExecutor::bench (milliseconds).
 struct BenchResult {
@@ -30,7 +34,9 @@ struct BenchResult {
   int warmup = 0, iters = 0;
   int kv_copies = 1;             // KV buffer copies rotated (one per iteration, round robin)
   size_t kv_copy_bytes = 0;      // bytes of one copy
-  std::string stage1_kernel;     // the stage-1 kernel that ran: wgmma | mma | cuda_core
+  // The stage-1 kernel that ran (select_stage1's choice): wgmma | mma | cuda_core;
+  // automatic only when the bench failed before choosing.
+  mla::Stage1Kernel stage1_kernel = mla::Stage1Kernel::automatic;
   std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
   std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration
 };
@@ -49,8 +55,9 @@ CopyRoofline gpu_copy_roofline(size_t bytes, int iters = 10);
 
 class GpuExecutor : public Executor {
  public:
-  // kernel: which stage-1 kernel to run (automatic: the fastest that applies;
-  // tests run each of them; see mla::stage1_kernel_for).
+  // kernel: which stage-1 kernel to ask for (automatic: the fastest that applies;
+  // tests run each of them; mla::select_stage1 says which runs, and
+  // ExecResult::stage1_kernel which ran).
   explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;

@@ -1,9 +1,13 @@
-// Host interface of kernels/mla_decode.hip: the stage-1 and reduce launches over
-// device pointers. Plain types only, so the executor needs no kernel source.
+// Host interface of the MLA decode kernels: the stage-1 launch (kernels/launch.hip,
+// which dispatches to stage1_wgmma.hip, stage1_mma.hip, stage1_cuda_core.hip), the
+// reduce (reduce.hip) and the device copy (device_copy.hip), over device pointers.
+// Plain types only, so the executor and host code need no kernel source.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "kernels/stage1_kernel.hpp"
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define MLA_SHARED_FN __host__ __device__ inline constexpr
@@ -14,32 +18,6 @@
 namespace mla {
 
 enum class ElemType : int32_t { bf16 = 0, fp16 = 1, fp8 = 2 };
-
-// The stage-1 kernels: all implement the same contract (kernels/README.md).
-//   wgmma     NVIDIA sm_90a builds on a Hopper device: warpgroup MMA, producer warpgroup;
-//   mma       matrix cores through kernels/fragment.hpp: mma.sync on NVIDIA, MFMA on AMD;
-//   cuda_core every view and every vendor.
-// Asking for one that does not apply to a view falls back down that order.
-// `automatic` takes the first that applies, except that fp8 KV skips wgmma and
-// AMD skips mma (not yet run on AMD hardware): stage1_kernel_for.
-enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core = 3 };
-// (inline: host code of builds without a GPU backend names kernels too)
-inline const char* stage1_kernel_name(Stage1Kernel k) {
-  switch (k) {
-    case Stage1Kernel::automatic: return "automatic";
-    case Stage1Kernel::wgmma: return "wgmma";
-    case Stage1Kernel::mma: return "mma";
-    case Stage1Kernel::cuda_core: return "cuda_core";
-  }
-  return "unknown";
-}
-// The kernel a name (as stage1_kernel_name prints it) stands for; unknown names
-// are automatic (the CLI validates names first).
-inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
-  for (Stage1Kernel k : {Stage1Kernel::wgmma, Stage1Kernel::mma, Stage1Kernel::cuda_core})
-    if (name == stage1_kernel_name(k)) return k;
-  return Stage1Kernel::automatic;
-}
 
 // Bits of the device error word (Stage1Params::error[0]); the kernels record a
 // malformed work list or an out-of-range read here instead of faulting.
@@ -124,12 +102,15 @@ constexpr int kMaxHeadDim = 576;
 constexpr int kMaxVDim = 512;
 constexpr int kHeadDimMultiple = 8;
 
-// The stage-1 kernel launch_stage1 runs for these parameters on this build and
-// device (never `automatic`).
-Stage1Kernel stage1_kernel_for(const Stage1Params& p);
+struct Stage1Device;  // kernels/select_stage1.hpp
+// The build and device launch_stage1 selects for: this build's vendor, whether it
+// has the sm_90a kernels, the current device's compute capability (queried once).
+Stage1Device current_stage1_device();
 
-// Enqueue on the default stream; false (with text) when the launch is refused.
-bool launch_stage1(const Stage1Params& p, std::string* error);
+// Enqueue on the default stream the stage-1 kernel select_stage1(p,
+// current_stage1_device()) picks; *ran (when given) says which kernel was
+// enqueued. False (with text) when the launch is refused.
+bool launch_stage1(const Stage1Params& p, std::string* error, Stage1Kernel* ran = nullptr);
 bool launch_reduce(const ReduceParams& p, std::string* error);
 // Device-to-device copy of `bytes` (16-byte vector loads/stores; a tail is copied
 // bytewise), enqueued on the default stream: the bandwidth roofline of `bench` and

@@ -1,7 +1,8 @@
 // Warpgroup stage 1 (NVIDIA sm_90a: wgmma + a cp.async producer warp + mbarriers).
-// Included by kernels/mla_decode.hip inside its CUDA-only section: the same
-// contract as the other two stage-1 kernels (kernels/README.md), for the views
-// where it pays: 16-bit KV, head_dim % 64 == 0, v_dim == 512.
+// Included by kernels/stage1_wgmma.hip (CUDA builds only): the same contract as
+// the other two stage-1 kernels (kernels/README.md), for the views where it pays
+// (select_stage1: 16-bit KV, or fp8 KV on <= 16 pairs; head_dim 576 or 512,
+// v_dim 512).
 //
 // Why this shape (docs/bench_notes.md step 10): the mma.sync kernel was bound by
 // per-tile latency (ldmatrix + MMA issue per warp, block barriers, softmax between
@@ -31,6 +32,13 @@
 // read in 64-column instructions so one swizzle atom spans N.
 #pragma once
 
+#include "kernels/fp8x2.hpp"
+#include "kernels/fragment.hpp"
+#include "kernels/gpu.hpp"
+#include "kernels/mla_decode.hpp"
+#include "kernels/kernel_common.cuh"
+
+namespace mla {
 namespace wg {
 
 constexpr int kRows = 64;                    // wgmma M: (row, head) pairs per chunk
@@ -45,12 +53,14 @@ constexpr int kThreads = kConsumers + 128;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // fp8 KV (transposed kernel only): the producer loads and converts the codes,
 // so it gets 152 registers and the consumers 176 (152 + 2 x 176 = 504). At 88 the
-// producer spilled; at 120 ptxas issued its loads one at a time (F1 1561 us), at
-// 152 two at a time (1155 us). bench_notes step 19.
+// producer spilled; at 120 ptxas issued its loads one at a time, at 152 two at a
+// time, the fastest of the three (docs/bench_notes.md step 19 and "Moved from
+// kernel comments").
 __host__ __device__ constexpr int producer_regs(bool kv8) { return kv8 ? 152 : kProducerRegs; }
 __host__ __device__ constexpr int consumer_regs(bool kv8) { return kv8 ? 176 : kConsumerRegs; }
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
-// stalled at issue (measured: a single producer warp tripled M1's stage-1 time).
+// stalled at issue (a single producer warp was far slower on M1: docs/bench_notes.md,
+// "Moved from kernel comments").
 constexpr int kProducers = 128;
 constexpr int kVCols = 256;                  // output columns per warpgroup
 constexpr int kVDim = 2 * kVCols;            // the only v_dim this kernel serves
@@ -209,14 +219,7 @@ __device__ inline bool pipeline_start(const Stage1Params& p, uint32_t full_bar, 
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
-  const int c = blockIdx.x;
-  w_begin = p.work_indptr[c];
-  w_end = p.work_indptr[c + 1];
-  if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
-    if (threadIdx.x == 0) record_error(p.error, kErrWorkIndptr, c, w_end);
-    return false;
-  }
-  return true;
+  return block_works(p, w_begin, w_end);
 }
 
 // q of a chunk (pairs [chunk, chunk + cp) of the work) into the swizzled
@@ -238,8 +241,8 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
         for (int j = 0; j < 4; ++j) {
           const uint32_t src = j < 2 ? b8.x : b8.y;
           const int sh = (j % 2) * 16;
-          word[j] = uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
-                    (uint32_t(tc::encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
+          word[j] = uint32_t(encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
+                    (uint32_t(encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
         }
         v = make_uint4(word[0], word[1], word[2], word[3]);
       } else {
@@ -261,8 +264,8 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
 // row segments, each thread's slot indices stay in its registers (loaded a tile
 // ahead), and every destination is a constant offset from a per-row base. The
 // first version mapped consecutive threads to consecutive chunks of the whole tile
-// and shuffled each chunk's slot in from its owner lane: with no copies at all,
-// that loop alone took 406 us of M1 (bench_notes step 16).
+// and shuffled each chunk's slot in from its owner lane: that loop alone, with no
+// copies at all, was the bottleneck (docs/bench_notes.md step 16).
 // Eight fp8 codes (two words) -> eight bf16 values (one 16-byte chunk), exact:
 // kernels/fp8x2.hpp (unit-tested against the reference's decode for every code).
 __device__ inline uint4 fp8x8_to_bf16x8(uint32_t w0, uint32_t w1, bool fnuz) {
@@ -378,7 +381,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
             uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
 #pragma unroll
             for (int j = 0; j < kColsPer; ++j)
-              tc::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+              frag::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
           }
           // full[s] completes when every producer thread's copies of the tile have
           // landed (an asynchronous arrive per thread, counted in the barrier's 128).
@@ -388,7 +391,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
       }
     }
   }
-  tc::cp_async_wait_all();
+  frag::cp_async_wait_all();
 }
 
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
@@ -650,7 +653,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
     }
   }
 #else
-  (void)p;  // compiled for an architecture without wgmma: never launched (stage1_path)
+  (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
 #endif
 }
 
@@ -661,7 +664,8 @@ namespace wg {
 // ---- Transposed warpgroup stage 1, for works of at most 16 (row, head) pairs ----
 //
 // With 16 pairs the kernel above runs 64-row wgmmas that are 3/4 padding (and
-// loses to mma.sync: M1 820 vs 546 us). Here the 64 rows are KV tokens instead:
+// loses to mma.sync on M1: docs/bench_notes.md steps 11-12). Here the 64 rows are
+// KV tokens instead:
 //   Sᵀ (64 tokens x 16 pairs) = K (64 x d, smem) · Qᵀ   (wgmma m64n16k16, Q as B)
 //   Oᵀ (512 cols x 16 pairs) += Vᵀ (512 x 64, the same tile read M-major) · Pᵀ
 // so no row is padding and each KV tile is read once by the tensor cores. Each
@@ -822,9 +826,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           l[x] += pv;
           const int t = 16 * wq + gq + 8 * ((a >> 1) & 1), r = pair_of(x);
           const uint32_t off = swz(t >> 3, r, kTPairs) + (t & 7) * 2;
-          const uint16_t hi = tc::encode16<F16>(pv);
+          const uint16_t hi = encode16<F16>(pv);
           *reinterpret_cast<uint16_t*>(p_hi + off) = hi;
-          *reinterpret_cast<uint16_t*>(p_lo + off) = tc::encode16<F16>(pv - tc::decode16<F16>(hi));
+          *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
         }
         fence_async_smem();
         bar_sync(kBarRed + g, 128);  // Pᵀ complete; every warp is past reading red
@@ -915,8 +919,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
     }
   }
 #else
-  (void)p;  // compiled for an architecture without wgmma: never launched (stage1_kernel_for)
+  (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
 #endif
 }
 
 }  // namespace wg
+}  // namespace mla

@@ -1,11 +1,11 @@
-// GPU executor tests (SPEC §5): hand-made work lists with random inputs, run by
+// GPU executor tests (docs/design.md §5): hand-made work lists with random inputs, run by
 // GpuExecutor and compared with an independent float64 host implementation of the
-// kernel contract (aiter_mla_metadata.md §7.1) and with CpuExecutor (same
+// kernel contract (docs/stacks/vllm-rocm-aiter.md §A7.1) and with CpuExecutor (same
 // contract, fp32, other summation order), plus bit-exact probes of the
 // device's dtype decoders and output rounding against core/dtype.hpp.
 //
 // Exit 0: all passed; 1: a check failed; 77: no GPU (ctest SKIP_RETURN_CODE).
-// `gpu_tests --bench` also times an M1-like case (SPEC §8) with a simple split.
+// `gpu_tests --bench` also times an M1-like case (docs/design.md §8) with a simple split.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "kernels/cpu_executor.hpp"
 #include "kernels/executor.hpp"
 #include "kernels/gpu_executor.hpp"
+#include "kernels/select_stage1.hpp"
 
 using namespace mlactl;
 
@@ -334,13 +336,65 @@ void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c) 
                                                    " partial values differ");
 }
 
-void run_case(Executor& gpu, Problem& p, uint64_t seed) {
+// ---- the legs: one executor per stage-1 kernel asked, and the kernel that ran ----
+struct Leg {
+  std::unique_ptr<Executor> exec;
+  std::optional<mla::Stage1Kernel> asked;  // empty: CpuExecutor (--cpu-self-check)
+  mla::Stage1Device device;                // what select_stage1 decides with here
+  int ran[4] = {};                         // runs per stage-1 kernel that ran (by enum value)
+};
+
+mla::ElemType elem_type(DType t) {
+  return t == DType::fp16 ? mla::ElemType::fp16 : t == DType::fp8 ? mla::ElemType::fp8 : mla::ElemType::bf16;
+}
+
+// What select_stage1 reads of a launch, from the problem (independently of the
+// executor's own parameter setup).
+mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked) {
+  mla::Stage1Params s;
+  s.kernel = asked;
+  s.q_type = elem_type(p.view.q_dtype);
+  s.kv_type = elem_type(p.view.kv_dtype);
+  s.heads = p.view.heads;
+  s.head_dim = p.view.head_dim;
+  s.v_dim = p.view.v_dim;
+  for (const WorkInfo& w : p.work.work_info)
+    s.max_pairs = std::max<int64_t>(s.max_pairs, int64_t(w.qo_end - w.qo_start) * p.view.heads);
+  return s;
+}
+
+// The stage-1 kernel a run reports must be the one select_stage1 predicts for the
+// leg's request: the asked kernel where it applies (a wgmma leg on an sm_90
+// device fails here if anything else ran), else the fallback it names.
+void check_kernel(Leg& leg, const Problem& p, const ExecResult& r, const std::string& name) {
+  if (!leg.asked) {
+    expect(!r.stage1_kernel, name + ": CpuExecutor reported a stage-1 kernel");
+    return;
+  }
+  if (!r.stage1_kernel) {
+    expect(!r.ok, name + ": the run reports no stage-1 kernel");
+    return;
+  }
+  const mla::Stage1Kernel ran = *r.stage1_kernel;
+  ++leg.ran[int(ran)];
+  const mla::Stage1Choice want = mla::select_stage1(stage1_shape(p, *leg.asked), leg.device);
+  const std::string asked = mla::to_string(*leg.asked);
+  if (want.kernel == *leg.asked)
+    expect(ran == want.kernel, name + ": asked " + asked + ", which applies (select_stage1: " + want.why + "), but " +
+                                   mla::to_string(ran) + " ran");
+  else
+    expect(ran == want.kernel, name + ": asked " + asked + ", select_stage1 predicts " + mla::to_string(want.kernel) +
+                                   " (" + want.why + "), but " + mla::to_string(ran) + " ran");
+}
+
+void run_case(Leg& leg, Problem& p, uint64_t seed) {
   std::printf("  %s\n", p.name.c_str());
   finish_work_list(p);
   fill_inputs(p, seed);
-  const DeviceRun d = run_executor(gpu, p);
+  const DeviceRun d = run_executor(*leg.exec, p);
   CpuExecutor cpu;
   const DeviceRun c = run_executor(cpu, p);
+  check_kernel(leg, p, d.result, p.name);
   if (!p.expect_error.empty()) {
     expect(!d.result.ok && lower(d.result.error).find(p.expect_error) != std::string::npos,
            p.name + ": expected an error containing '" + p.expect_error + "', got ok=" + std::to_string(d.result.ok) +
@@ -379,291 +433,241 @@ WorkInfo work(int ploc, int qs, int qe, int ks, int ke, int koff = 0, int batch 
   return w;
 }
 
+// The common setup of a case: its view, q rows, KV slots, and (tokens > 0) a
+// random list of `tokens` distinct slots.
+void setup(Problem& p, Rng& r, const KernelView& view, int64_t q_rows, int64_t slots, int64_t tokens) {
+  p.view = view;
+  p.num_q_rows = q_rows;
+  p.num_slots = slots;
+  if (tokens > 0) p.kv_indices = random_slots(r, tokens, slots);
+}
+
 // ---- the cases ---------------------------------------------------------------------
-void contract_cases(Executor& gpu) {
+// Each builds its problem from the shared random stream (in table order, so every
+// leg sees the same inputs) and runs with its own input seed.
+struct Case {
+  std::string name;
+  uint64_t seed;
+  std::function<void(Problem&, Rng&)> build;
+};
+
+std::vector<Case> contract_table() {
+  using D = DType;
+  std::vector<Case> t = {
+      {"single work, 16 heads, 333 tokens, bf16", 1,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 1, 400, 333);
+         add_work(p, 0, work(-1, 0, 1, 0, 333));
+       }},
+      {"three partials + reduce", 2,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 1, 400, 333);
+         add_work(p, 0, work(0, 0, 1, 0, 100));
+         add_work(p, 1, work(1, 0, 1, 100, 250));
+         add_work(p, 2, work(2, 0, 1, 250, 333));
+         add_reduce_tile(p, 0, 1, {0, 1, 2});
+       }},
+      {"MTP causal q_len 4, split in two, kv_offset diagonal", 3,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 600, 517);
+         add_work(p, 0, work(0, 0, 4, 0, 200, 317));
+         add_work(p, 1, work(4, 0, 4, 200, 517, 0));
+         add_reduce_tile(p, 0, 4, {0, 4});
+       }},
+      {"causal final work with kv_offset 2 (rows 0..1 trimmed)", 4,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 100, 77);
+         add_work(p, 0, work(-1, 0, 4, 0, 77, -2));
+       }},
+      {"causal empty windows: final rows out 0 / lse -inf, and an empty split", 5,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16, D::bf16, D::bf16, true), 7, 40, 13);
+         add_work(p, 0, work(-1, 0, 3, 0, 1, 0));   // rows 0,1 see nothing
+         add_work(p, 0, work(0, 3, 7, 1, 11, 3));   // KV [1,11) for rows 3..6
+         add_work(p, 1, work(4, 3, 7, 11, 13, 0));  // row 3 sees < 10: empty split
+         add_reduce_tile(p, 3, 7, {0, 4});
+       }},
+      {"folded 128 heads -> 8 x 16-head rows, L=2, causal, some groups split", 6,
+       [](Problem& p, Rng& r) {
+         const int ratio = 8, L = 2, B = 2;
+         const int lens[B] = {300, 190};
+         setup(p, r, make_view(16, D::bf16, D::bf16, true), B * ratio * L, 600, lens[0] + lens[1]);
+         p.view.fold_ratio = ratio;
+         int ploc = 0, wg = 0;
+         for (int b = 0; b < B; ++b) {
+           const int ks = b == 0 ? 0 : lens[0], ke = ks + lens[b];
+           for (int g = 0; g < ratio; ++g) {
+             const int qs = (b * ratio + g) * L;
+             if (g % 3 == 0) {  // split this group in two
+               const int mid = ks + lens[b] / 2;
+               add_work(p, wg++ % 5, work(ploc, qs, qs + L, ks, mid, ke - mid, b * ratio + g));
+               add_work(p, wg++ % 5, work(ploc + L, qs, qs + L, mid, ke, 0, b * ratio + g));
+               add_reduce_tile(p, qs, qs + L, {ploc, ploc + L});
+               ploc += 2 * L;
+             } else {
+               add_work(p, wg++ % 5, work(-1, qs, qs + L, ks, ke, 0, b * ratio + g));
+             }
+           }
+         }
+       }},
+      {"128 padded heads unfolded (16 chunks per work), causal q_len 2", 7,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(128, D::bf16, D::bf16, true), 2, 300, 250);
+         add_work(p, 0, work(0, 0, 2, 0, 130, 120));
+         add_work(p, 1, work(2, 0, 2, 130, 250, 0));
+         add_reduce_tile(p, 0, 2, {0, 2});
+       }},
+  };
+  for (Fp8Flavor f : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz})
+    t.push_back({std::string("fp8 ") + to_string(f) + " KV (kv_scale 0.37), split + reduce", uint64_t(8 + (int)f),
+                 [f](Problem& p, Rng& r) {
+                   p.flavor = f;
+                   p.kv_scale = 0.37f;
+                   setup(p, r, make_view(16, D::bf16, D::fp8), 1, 700, 650);
+                   add_work(p, 0, work(0, 0, 1, 0, 333));
+                   add_work(p, 1, work(1, 0, 1, 333, 650));
+                   add_reduce_tile(p, 0, 1, {0, 1});
+                 }});
+  std::vector<Case> more = {
+      {"fp8 e4m3fnuz q (q_scale 0.05) and KV, causal q_len 3", 10,
+       [](Problem& p, Rng& r) {
+         p.flavor = Fp8Flavor::e4m3fnuz;
+         p.q_scale = 0.05f;
+         p.kv_scale = 0.02f;
+         setup(p, r, make_view(16, D::fp8, D::fp8, true), 3, 200, 150);
+         add_work(p, 0, work(-1, 0, 3, 0, 150, 0));
+       }},
+      {"head_dim 512 rope-free, per-token ragged lists, fp16 out", 11,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16, D::bf16, D::bf16, false, 512), 4, 512, 0);
+         p.view.q_layout = QLayout::per_token_sparse;
+         p.kv_row_stride = 512;
+         p.out_dtype = D::fp16;
+         const int lens[4] = {64, 1, 200, 97};
+         int start = 0;
+         for (int t = 0; t < 4; ++t) {
+           std::vector<int32_t> idx = random_slots(r, lens[t], p.num_slots);
+           p.kv_indices.insert(p.kv_indices.end(), idx.begin(), idx.end());
+           add_work(p, t % 2, work(-1, t, t + 1, start, start + lens[t]));
+           start += lens[t];
+         }
+       }},
+      {"head_dim 320, v_dim 256, 20 heads, causal q_len 2, split", 18,
+       [](Problem& p, Rng& r) {
+         KernelView v = make_view(20, D::bf16, D::bf16, true, 320);
+         v.v_dim = 256;
+         setup(p, r, v, 2, 300, 211);
+         p.kv_row_stride = 320;
+         add_work(p, 0, work(0, 0, 2, 0, 100, 111));
+         add_work(p, 1, work(2, 0, 2, 100, 211, 0));
+         add_reduce_tile(p, 0, 2, {0, 2});
+       }},
+      {"many splits: 3 requests split 40, 9 and 17 ways (every reduce layout)", 19,
+       [](Problem& p, Rng& r) {
+         const int splits[3] = {40, 9, 17}, chunk = 37;
+         int total = 0;
+         for (int n : splits) total += n * chunk;
+         setup(p, r, make_view(16, D::bf16, D::bf16, true), 3, total + 50, total);
+         int kv = 0, ploc = 0, wg = 0;
+         for (int b = 0; b < 3; ++b) {
+           std::vector<int32_t> rows;
+           const int ke = kv + splits[b] * chunk;
+           for (int k = 0; k < splits[b]; ++k) {
+             add_work(p, wg++ % 13, work(ploc, b, b + 1, kv + k * chunk, kv + (k + 1) * chunk, ke - (kv + (k + 1) * chunk), b));
+             rows.push_back(ploc++);
+           }
+           add_reduce_tile(p, b, b + 1, rows);
+           kv = ke;
+         }
+       }},
+      {"fp16 q and KV, fp16 out", 12,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16, D::fp16, D::fp16), 2, 300, 260);
+         p.out_dtype = D::fp16;
+         add_work(p, 0, work(-1, 0, 1, 0, 130));
+         add_work(p, 0, work(-1, 1, 2, 130, 260));
+       }},
+      {"rows no work covers stay poisoned", 13,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 3, 64, 40);
+         add_work(p, 0, work(-1, 0, 1, 0, 20));
+         add_work(p, 1, work(-1, 2, 3, 20, 40));
+       }},
+      {"head_dim 576 view over a 512-stride cache (seed 002) reads the kernel's stride", 14,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 1, 200, 0);
+         p.kv_row_stride = 512;
+         p.kv_indices = random_slots(r, 100, 170);  // slot * 576 stays inside 200 * 512
+         p.poison_unused_slots = false;             // the 576-stride rows straddle 512-stride slots
+         add_work(p, 0, work(-1, 0, 1, 0, 100));
+       }},
+      {"slot past the cache end is a device error", 15,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 1, 200, 100);
+         p.kv_row_stride = 512;
+         p.kv_indices[57] = 199;  // 199 * 576 + 576 > 200 * 512
+         add_work(p, 0, work(-1, 0, 1, 0, 100));
+         p.expect_error = "slot";
+       }},
+      {"work past the kv index list is a device error", 16,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 1, 64, 32);
+         add_work(p, 0, work(-1, 0, 1, 0, 33));
+         p.expect_error = "kv range";
+       }},
+      {"random batch: 6 requests, q_len 1..4, 256-token splits over 8 workgroups", 17,
+       [](Problem& p, Rng& r) {
+         p.view = make_view(16, D::bf16, D::bf16, true);
+         const int B = 6;
+         int qo = 0, kv = 0, ploc = 0, next_wg = 0;
+         std::vector<int> qlen(B), klen(B);
+         for (int b = 0; b < B; ++b) {
+           qlen[b] = 1 + (int)r.below(4);
+           klen[b] = qlen[b] + (int)r.below(1500);
+         }
+         for (int b = 0; b < B; ++b) kv += klen[b];
+         p.num_slots = kv + 100;
+         p.kv_indices = random_slots(r, kv, p.num_slots);
+         kv = 0;
+         for (int b = 0; b < B; ++b) {
+           const int qs = qo, qe = qo + qlen[b], ks = kv, ke = kv + klen[b];
+           const int splits = (klen[b] + 255) / 256;
+           if (splits == 1) {
+             add_work(p, next_wg++ % 8, work(-1, qs, qe, ks, ke, 0, b));
+           } else {
+             std::vector<int32_t> rows;
+             for (int s = 0; s < splits; ++s) {
+               const int a = ks + s * 256, e = std::min(ke, a + 256);
+               add_work(p, next_wg++ % 8, work(ploc, qs, qe, a, e, ke - e, b));
+               rows.push_back(ploc);
+               ploc += qlen[b];
+             }
+             add_reduce_tile(p, qs, qe, rows);
+           }
+           qo = qe;
+           kv = ke;
+         }
+         p.num_q_rows = qo;
+       }},
+  };
+  t.insert(t.end(), more.begin(), more.end());
+  return t;
+}
+
+void contract_cases(Leg& leg) {
   Rng r(20261129);
-  {
+  for (const Case& c : contract_table()) {
     Problem p;
-    p.name = "single work, 16 heads, 333 tokens, bf16";
-    p.view = make_view(16);
-    p.num_q_rows = 1;
-    p.num_slots = 400;
-    p.kv_indices = random_slots(r, 333, p.num_slots);
-    add_work(p, 0, work(-1, 0, 1, 0, 333));
-    run_case(gpu, p, 1);
-  }
-  {
-    Problem p;
-    p.name = "three partials + reduce";
-    p.view = make_view(16);
-    p.num_q_rows = 1;
-    p.num_slots = 400;
-    p.kv_indices = random_slots(r, 333, p.num_slots);
-    add_work(p, 0, work(0, 0, 1, 0, 100));
-    add_work(p, 1, work(1, 0, 1, 100, 250));
-    add_work(p, 2, work(2, 0, 1, 250, 333));
-    add_reduce_tile(p, 0, 1, {0, 1, 2});
-    run_case(gpu, p, 2);
-  }
-  {
-    Problem p;
-    p.name = "MTP causal q_len 4, split in two, kv_offset diagonal";
-    p.view = make_view(16, DType::bf16, DType::bf16, true);
-    p.num_q_rows = 4;
-    p.num_slots = 600;
-    p.kv_indices = random_slots(r, 517, p.num_slots);
-    add_work(p, 0, work(0, 0, 4, 0, 200, 317));
-    add_work(p, 1, work(4, 0, 4, 200, 517, 0));
-    add_reduce_tile(p, 0, 4, {0, 4});
-    run_case(gpu, p, 3);
-  }
-  {
-    Problem p;
-    p.name = "causal final work with kv_offset 2 (rows 0..1 trimmed)";
-    p.view = make_view(16, DType::bf16, DType::bf16, true);
-    p.num_q_rows = 4;
-    p.num_slots = 100;
-    p.kv_indices = random_slots(r, 77, p.num_slots);
-    add_work(p, 0, work(-1, 0, 4, 0, 77, -2));
-    run_case(gpu, p, 4);
-  }
-  {
-    Problem p;
-    p.name = "causal empty windows: final rows out 0 / lse -inf, and an empty split";
-    p.view = make_view(16, DType::bf16, DType::bf16, true);
-    p.num_q_rows = 7;
-    p.num_slots = 40;
-    p.kv_indices = random_slots(r, 13, p.num_slots);
-    add_work(p, 0, work(-1, 0, 3, 0, 1, 0));  // rows 0,1 see nothing
-    add_work(p, 0, work(0, 3, 7, 1, 11, 3));  // KV [1,11) for rows 3..6
-    add_work(p, 1, work(4, 3, 7, 11, 13, 0)); // row 3 sees < 10: empty split
-    add_reduce_tile(p, 3, 7, {0, 4});
-    run_case(gpu, p, 5);
-  }
-  {
-    Problem p;
-    p.name = "folded 128 heads -> 8 x 16-head rows, L=2, causal, some groups split";
-    p.view = make_view(16, DType::bf16, DType::bf16, true);
-    p.view.fold_ratio = 8;
-    const int ratio = 8, L = 2, B = 2;
-    p.num_q_rows = B * ratio * L;
-    const int lens[B] = {300, 190};
-    p.num_slots = 600;
-    p.kv_indices = random_slots(r, lens[0] + lens[1], p.num_slots);
-    int ploc = 0, wg = 0;
-    for (int b = 0; b < B; ++b) {
-      const int ks = b == 0 ? 0 : lens[0], ke = ks + lens[b];
-      for (int g = 0; g < ratio; ++g) {
-        const int qs = (b * ratio + g) * L;
-        if (g % 3 == 0) {  // split this group in two
-          const int mid = ks + lens[b] / 2;
-          add_work(p, wg++ % 5, work(ploc, qs, qs + L, ks, mid, ke - mid, b * ratio + g));
-          add_work(p, wg++ % 5, work(ploc + L, qs, qs + L, mid, ke, 0, b * ratio + g));
-          add_reduce_tile(p, qs, qs + L, {ploc, ploc + L});
-          ploc += 2 * L;
-        } else {
-          add_work(p, wg++ % 5, work(-1, qs, qs + L, ks, ke, 0, b * ratio + g));
-        }
-      }
-    }
-    run_case(gpu, p, 6);
-  }
-  {
-    Problem p;
-    p.name = "128 padded heads unfolded (16 chunks per work), causal q_len 2";
-    p.view = make_view(128, DType::bf16, DType::bf16, true);
-    p.num_q_rows = 2;
-    p.num_slots = 300;
-    p.kv_indices = random_slots(r, 250, p.num_slots);
-    add_work(p, 0, work(0, 0, 2, 0, 130, 120));
-    add_work(p, 1, work(2, 0, 2, 130, 250, 0));
-    add_reduce_tile(p, 0, 2, {0, 2});
-    run_case(gpu, p, 7);
-  }
-  for (Fp8Flavor f : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz}) {
-    Problem p;
-    p.name = std::string("fp8 ") + to_string(f) + " KV (kv_scale 0.37), split + reduce";
-    p.view = make_view(16, DType::bf16, DType::fp8);
-    p.flavor = f;
-    p.kv_scale = 0.37f;
-    p.num_q_rows = 1;
-    p.num_slots = 700;
-    p.kv_indices = random_slots(r, 650, p.num_slots);
-    add_work(p, 0, work(0, 0, 1, 0, 333));
-    add_work(p, 1, work(1, 0, 1, 333, 650));
-    add_reduce_tile(p, 0, 1, {0, 1});
-    run_case(gpu, p, 8 + (int)f);
-  }
-  {
-    Problem p;
-    p.name = "fp8 e4m3fnuz q (q_scale 0.05) and KV, causal q_len 3";
-    p.view = make_view(16, DType::fp8, DType::fp8, true);
-    p.flavor = Fp8Flavor::e4m3fnuz;
-    p.q_scale = 0.05f;
-    p.kv_scale = 0.02f;
-    p.num_q_rows = 3;
-    p.num_slots = 200;
-    p.kv_indices = random_slots(r, 150, p.num_slots);
-    add_work(p, 0, work(-1, 0, 3, 0, 150, 0));
-    run_case(gpu, p, 10);
-  }
-  {
-    Problem p;
-    p.name = "head_dim 512 rope-free, per-token ragged lists, fp16 out";
-    p.view = make_view(16, DType::bf16, DType::bf16, false, 512);
-    p.view.q_layout = QLayout::per_token_sparse;
-    p.kv_row_stride = 512;
-    p.out_dtype = DType::fp16;
-    p.num_q_rows = 4;
-    p.num_slots = 512;
-    const int lens[4] = {64, 1, 200, 97};
-    int start = 0;
-    for (int t = 0; t < 4; ++t) {
-      std::vector<int32_t> idx = random_slots(r, lens[t], p.num_slots);
-      p.kv_indices.insert(p.kv_indices.end(), idx.begin(), idx.end());
-      add_work(p, t % 2, work(-1, t, t + 1, start, start + lens[t]));
-      start += lens[t];
-    }
-    run_case(gpu, p, 11);
-  }
-  {
-    Problem p;
-    p.name = "head_dim 320, v_dim 256, 20 heads, causal q_len 2, split";
-    p.view = make_view(20, DType::bf16, DType::bf16, true, 320);
-    p.view.v_dim = 256;
-    p.kv_row_stride = 320;
-    p.num_q_rows = 2;
-    p.num_slots = 300;
-    p.kv_indices = random_slots(r, 211, p.num_slots);
-    add_work(p, 0, work(0, 0, 2, 0, 100, 111));
-    add_work(p, 1, work(2, 0, 2, 100, 211, 0));
-    add_reduce_tile(p, 0, 2, {0, 2});
-    run_case(gpu, p, 18);
-  }
-  {
-    Problem p;
-    p.name = "many splits: 3 requests split 40, 9 and 17 ways (every reduce layout)";
-    p.view = make_view(16, DType::bf16, DType::bf16, true);
-    const int splits[3] = {40, 9, 17}, chunk = 37;
-    p.num_q_rows = 3;
-    int total = 0;
-    for (int n : splits) total += n * chunk;
-    p.num_slots = total + 50;
-    p.kv_indices = random_slots(r, total, p.num_slots);
-    int kv = 0, ploc = 0, wg = 0;
-    for (int b = 0; b < 3; ++b) {
-      std::vector<int32_t> rows;
-      const int ke = kv + splits[b] * chunk;
-      for (int k = 0; k < splits[b]; ++k) {
-        add_work(p, wg++ % 13, work(ploc, b, b + 1, kv + k * chunk, kv + (k + 1) * chunk, ke - (kv + (k + 1) * chunk), b));
-        rows.push_back(ploc++);
-      }
-      add_reduce_tile(p, b, b + 1, rows);
-      kv = ke;
-    }
-    run_case(gpu, p, 19);
-  }
-  {
-    Problem p;
-    p.name = "fp16 q and KV, fp16 out";
-    p.view = make_view(16, DType::fp16, DType::fp16);
-    p.out_dtype = DType::fp16;
-    p.num_q_rows = 2;
-    p.num_slots = 300;
-    p.kv_indices = random_slots(r, 260, p.num_slots);
-    add_work(p, 0, work(-1, 0, 1, 0, 130));
-    add_work(p, 0, work(-1, 1, 2, 130, 260));
-    run_case(gpu, p, 12);
-  }
-  {
-    Problem p;
-    p.name = "rows no work covers stay poisoned";
-    p.view = make_view(16);
-    p.num_q_rows = 3;
-    p.num_slots = 64;
-    p.kv_indices = random_slots(r, 40, p.num_slots);
-    add_work(p, 0, work(-1, 0, 1, 0, 20));
-    add_work(p, 1, work(-1, 2, 3, 20, 40));
-    run_case(gpu, p, 13);
-  }
-  {
-    Problem p;
-    p.name = "head_dim 576 view over a 512-stride cache (seed 002) reads the kernel's stride";
-    p.view = make_view(16);
-    p.kv_row_stride = 512;
-    p.num_q_rows = 1;
-    p.num_slots = 200;
-    p.kv_indices = random_slots(r, 100, 170);  // slot * 576 stays inside 200 * 512
-    p.poison_unused_slots = false;             // the 576-stride rows straddle 512-stride slots
-    add_work(p, 0, work(-1, 0, 1, 0, 100));
-    run_case(gpu, p, 14);
-  }
-  {
-    Problem p;
-    p.name = "slot past the cache end is a device error";
-    p.view = make_view(16);
-    p.kv_row_stride = 512;
-    p.num_q_rows = 1;
-    p.num_slots = 200;
-    p.kv_indices = random_slots(r, 100, 200);
-    p.kv_indices[57] = 199;  // 199 * 576 + 576 > 200 * 512
-    add_work(p, 0, work(-1, 0, 1, 0, 100));
-    p.expect_error = "slot";
-    run_case(gpu, p, 15);
-  }
-  {
-    Problem p;
-    p.name = "work past the kv index list is a device error";
-    p.view = make_view(16);
-    p.num_q_rows = 1;
-    p.num_slots = 64;
-    p.kv_indices = random_slots(r, 32, p.num_slots);
-    add_work(p, 0, work(-1, 0, 1, 0, 33));
-    p.expect_error = "kv range";
-    run_case(gpu, p, 16);
-  }
-  {
-    Problem p;
-    p.name = "random batch: 6 requests, q_len 1..4, 256-token splits over 8 workgroups";
-    p.view = make_view(16, DType::bf16, DType::bf16, true);
-    const int B = 6;
-    int qo = 0, kv = 0, ploc = 0, next_wg = 0;
-    std::vector<int> qlen(B), klen(B);
-    for (int b = 0; b < B; ++b) {
-      qlen[b] = 1 + (int)r.below(4);
-      klen[b] = qlen[b] + (int)r.below(1500);
-    }
-    for (int b = 0; b < B; ++b) kv += klen[b];
-    p.num_slots = kv + 100;
-    p.kv_indices = random_slots(r, kv, p.num_slots);
-    kv = 0;
-    for (int b = 0; b < B; ++b) {
-      const int qs = qo, qe = qo + qlen[b], ks = kv, ke = kv + klen[b];
-      const int splits = (klen[b] + 255) / 256;
-      if (splits == 1) {
-        add_work(p, next_wg++ % 8, work(-1, qs, qe, ks, ke, 0, b));
-      } else {
-        std::vector<int32_t> rows;
-        for (int s = 0; s < splits; ++s) {
-          const int a = ks + s * 256, e = std::min(ke, a + 256);
-          add_work(p, next_wg++ % 8, work(ploc, qs, qe, a, e, ke - e, b));
-          rows.push_back(ploc);
-          ploc += qlen[b];
-        }
-        add_reduce_tile(p, qs, qe, rows);
-      }
-      qo = qe;
-      kv = ke;
-    }
-    p.num_q_rows = qo;
-    run_case(gpu, p, 17);
+    p.name = c.name;
+    c.build(p, r);
+    run_case(leg, p, c.seed);
   }
 }
 
 // ---- bit-exact probes: device decode and output rounding vs core/dtype.hpp -------
 // One KV token per work and q = 0: every score is 0, the softmax weight exactly 1,
 // so a partial row is the decoded V row and a final row is it rounded to out dtype.
-void decode_probe(Executor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DType out_dtype) {
+void decode_probe(Leg& leg, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DType out_dtype) {
   const int codes = kv_dtype == DType::fp8 ? 256 : 65536;
   std::string name = std::string("bit-exact decode of every ") + to_string(kv_dtype) +
                      (kv_dtype == DType::fp8 ? std::string(" ") + to_string(flavor) : std::string()) +
@@ -709,7 +713,8 @@ void decode_probe(Executor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scal
     add_work(p, t % 4, work(t, t, t + 1, t, t + 1));   // partial: exact fp32
   }
   finish_work_list(p);
-  const DeviceRun d = run_executor(gpu, p);
+  const DeviceRun d = run_executor(*leg.exec, p);
+  check_kernel(leg, p, d.result, name);
   expect(d.result.ok, name + ": run failed: " + d.result.error);
   if (!d.result.ok) return;
   int64_t bad_decode = 0, bad_round = 0;
@@ -730,7 +735,7 @@ void decode_probe(Executor& gpu, DType kv_dtype, Fp8Flavor flavor, float kv_scal
   expect(bad_round == 0, name + ": " + std::to_string(bad_round) + " rounded outputs differ from core/dtype");
 }
 
-// ---- --bench: an M1-like case (SPEC §8: b 128, s_k 8192, 16 heads, q_len 1, bf16) --
+// ---- --bench: an M1-like case (docs/design.md §8: b 128, s_k 8192, 16 heads, q_len 1, bf16) --
 void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
   Problem p;
   p.name = "bench";
@@ -789,6 +794,38 @@ void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
 
 }  // namespace
 
+// The decode probes, each on every leg.
+struct Probe {
+  DType kv;
+  Fp8Flavor flavor;
+  float kv_scale;
+  DType out;
+};
+const Probe kProbes[] = {
+    {DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16},   {DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::fp16},
+    {DType::fp16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16},   {DType::fp8, Fp8Flavor::e4m3fn, 1.0f, DType::bf16},
+    {DType::fp8, Fp8Flavor::e4m3fnuz, 1.0f, DType::fp16},  {DType::fp8, Fp8Flavor::e4m3fn, 0.37f, DType::bf16},
+    {DType::fp8, Fp8Flavor::e4m3fnuz, 0.37f, DType::bf16},
+};
+
+// A leg's kernels, and the checks that it ran the kernel it asked for at least
+// once where select_stage1 lets it (so a selector that never picks it fails here
+// even though every run matches its prediction).
+void summarize(const Leg& leg) {
+  std::printf("  stage-1 kernels that ran:");
+  for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
+    std::printf(" %s %d", mla::to_string(k), leg.ran[int(k)]);
+  std::printf("\n");
+  if (!leg.asked) return;
+  const mla::Stage1Device& d = leg.device;
+  const bool sm90 = d.vendor == mla::GpuVendor::nvidia && d.wgmma_built && d.compute_capability == 90;
+  const std::string asked = mla::to_string(*leg.asked);
+  const bool can_run = *leg.asked == mla::Stage1Kernel::wgmma ? sm90
+                      : *leg.asked == mla::Stage1Kernel::mma   ? d.vendor != mla::GpuVendor::none
+                                                               : true;
+  if (can_run) expect(leg.ran[int(*leg.asked)] > 0, "leg " + asked + ": " + asked + " never ran");
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   // --cpu-self-check: run every case with CpuExecutor as the executor under test
@@ -801,40 +838,31 @@ int main(int argc, char** argv) {
   }
   // Every case runs on each stage-1 kernel: wgmma (sm_90a builds on a Hopper
   // device), mma.sync (NVIDIA) and CUDA-core; a kernel that does not apply to a
-  // case's view falls back as `automatic` would.
-  std::vector<std::unique_ptr<Executor>> executors;
-  std::vector<const char*> labels;
+  // case's view falls back as select_stage1 says, and each run must report the
+  // kernel select_stage1 predicts (check_kernel).
+  std::vector<Leg> legs;
   if (self_check) {
-    executors.emplace_back(new CpuExecutor());
-    labels.push_back("");
+    legs.push_back(Leg{std::make_unique<CpuExecutor>(), std::nullopt, {}});
   } else {
-    for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core}) {
-      executors.emplace_back(new GpuExecutor(k));
-      labels.push_back(mla::stage1_kernel_name(k));
-    }
+    for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
+      legs.push_back(Leg{std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()});
   }
   const auto t0 = std::chrono::steady_clock::now();
-  for (size_t e = 0; e < executors.size(); ++e) {
-    Executor& exec = *executors[e];
-    std::printf("gpu_tests on %s%s%s (warp size %d)\n", exec.name().c_str(), self_check ? "" : ", stage 1 asked: ",
-                labels[e], self_check ? 0 : gpu_device_warp_size());
-    contract_cases(exec);
-    decode_probe(exec, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
-    decode_probe(exec, DType::bf16, Fp8Flavor::e4m3fn, 1.0f, DType::fp16);
-    decode_probe(exec, DType::fp16, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
-    decode_probe(exec, DType::fp8, Fp8Flavor::e4m3fn, 1.0f, DType::bf16);
-    decode_probe(exec, DType::fp8, Fp8Flavor::e4m3fnuz, 1.0f, DType::fp16);
-    decode_probe(exec, DType::fp8, Fp8Flavor::e4m3fn, 0.37f, DType::bf16);
-    decode_probe(exec, DType::fp8, Fp8Flavor::e4m3fnuz, 0.37f, DType::bf16);
+  for (Leg& leg : legs) {
+    std::printf("gpu_tests on %s%s%s (warp size %d)\n", leg.exec->name().c_str(), self_check ? "" : ", stage 1 asked: ",
+                leg.asked ? mla::to_string(*leg.asked) : "", self_check ? 0 : gpu_device_warp_size());
+    contract_cases(leg);
+    for (const Probe& pr : kProbes) decode_probe(leg, pr.kv, pr.flavor, pr.kv_scale, pr.out);
+    summarize(leg);
   }
   if (mode == "--bench") {
-    for (auto& exec : executors) {
-      std::printf("bench on stage 1 %s\n", labels[size_t(&exec - &executors.front())]);
-      bench(*exec, 128, 8192, 16);
-      bench(*exec, 128, 8192, 16, 2);
-      bench(*exec, 1, 32768, 16);
-      bench(*exec, 1, 32768, 16, 132);
-      bench(*exec, 128, 4096, 128);
+    for (Leg& leg : legs) {
+      std::printf("bench on stage 1 %s\n", leg.asked ? mla::to_string(*leg.asked) : "cpu");
+      bench(*leg.exec, 128, 8192, 16);
+      bench(*leg.exec, 128, 8192, 16, 2);
+      bench(*leg.exec, 1, 32768, 16);
+      bench(*leg.exec, 1, 32768, 16, 132);
+      bench(*leg.exec, 128, 4096, 128);
     }
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,54 @@
+// Which stage-1 kernel a launch runs, and why: the one place that decides
+// (launch_stage1 dispatches on it, GpuExecutor reports it, gpu_tests predicts
+// it, tests/unit/test_select_stage1.cpp checks it). Host code with no GPU
+// include: the device it decides for is an input, not a query.
+#pragma once
+#include <string>
+
+#include "kernels/mla_decode.hpp"
+#include "kernels/stage1_kernel.hpp"
+
+namespace mla {
+
+enum class GpuVendor : int { none = 0, nvidia = 1, amd = 2 };
+
+// What select_stage1 reads about the build and the device.
+struct Stage1Device {
+  GpuVendor vendor = GpuVendor::none;  // the build's backend (none: nothing runs)
+  int compute_capability = 0;          // NVIDIA major * 10 + minor of the device (90: Hopper); 0 unknown / AMD
+  bool wgmma_built = false;            // the build has the sm_90a warpgroup kernels (MLACTL_CUDA_WGMMA)
+};
+
+struct Stage1Choice {
+  Stage1Kernel kernel = Stage1Kernel::cuda_core;  // never automatic
+  std::string why;                                // one line: what was asked, what applies, the fallback
+};
+
+// Reads p.kernel (what is asked), p.q_type, p.kv_type, p.heads, p.head_dim,
+// p.v_dim and p.max_pairs (0: heads); nothing else of p.
+//
+// NVIDIA: cuda_core when asked. Else wgmma when asked, or for `automatic` with
+// 16-bit KV, and it applies (wgmma_rejects); else mma when it applies
+// (mma_rejects); else cuda_core. fp8 KV stays off wgmma under automatic (its
+// converting producer is not faster than mma.sync there: docs/bench_notes.md step 19).
+// AMD: mma only when asked and it applies (the MFMA build is compile-checked,
+// never run on AMD hardware); everything else, wgmma asked included, cuda_core.
+// No backend: cuda_core (nothing runs).
+Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& device);
+
+// Why a kernel cannot serve p on device, or "" when it can.
+std::string wgmma_rejects(const Stage1Params& p, const Stage1Device& device);
+std::string mma_rejects(const Stage1Params& p, const Stage1Device& device);
+
+// The only v_dim and head_dims the warpgroup kernels are built for
+// (static_assert against wg:: in kernels/stage1_wgmma.hip).
+constexpr int kWgmmaVDim = 512;
+constexpr int kWgmmaHeadDims[2] = {576, 512};
+// Works of at most this many (row, head) pairs run the transposed wgmma kernel
+// (the only one with fp8 KV) and the one-m-tile mma kernel.
+constexpr int kSmallWorkPairs = 16;
+
+// max_pairs as the kernels read it: 0 means one q row of `heads` pairs.
+inline int64_t stage1_pairs(const Stage1Params& p) { return p.max_pairs > 0 ? p.max_pairs : p.heads; }
+
+}  // namespace mla

@@ -1,0 +1,40 @@
+// The stage-1 kernels by name: plain C++, no GPU include, so the executor
+// contract (kernels/executor.hpp), the CLI and host tests can name them in any
+// build. Which one runs for a launch: kernels/select_stage1.hpp.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace mla {
+
+// The stage-1 kernels: all implement the same contract (kernels/README.md).
+//   wgmma     NVIDIA sm_90a builds on a compute-9.0 device: warpgroup MMA, producer warpgroup
+//             (kernels/stage1_wgmma.hip);
+//   mma       matrix cores through kernels/fragment.hpp: mma.sync on NVIDIA, MFMA on AMD
+//             (kernels/stage1_mma.hip);
+//   cuda_core every view and every vendor (kernels/stage1_cuda_core.hip).
+// `automatic` asks select_stage1 for the fastest that applies; a named kernel that
+// does not apply to a view falls back (select_stage1 says to which, and why).
+enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core = 3 };
+
+inline const char* to_string(Stage1Kernel k) {
+  switch (k) {
+    case Stage1Kernel::automatic: return "automatic";
+    case Stage1Kernel::wgmma: return "wgmma";
+    case Stage1Kernel::mma: return "mma";
+    case Stage1Kernel::cuda_core: return "cuda_core";
+  }
+  return "unknown";
+}
+// to_string under the name cli/cmd_bench.cpp spells it.
+inline const char* stage1_kernel_name(Stage1Kernel k) { return to_string(k); }
+
+// The kernel a name (as to_string prints it) stands for; unknown names are
+// automatic (the CLI validates names first).
+inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
+  for (Stage1Kernel k : {Stage1Kernel::wgmma, Stage1Kernel::mma, Stage1Kernel::cuda_core})
+    if (name == to_string(k)) return k;
+  return Stage1Kernel::automatic;
+}
+
+}  // namespace mla

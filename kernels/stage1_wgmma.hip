@@ -1,0 +1,63 @@
+// Warpgroup stage 1 (Stage1Kernel::wgmma; NVIDIA sm_90a): the launches of the
+// kernels in kernels/stage1_wgmma.cuh. Compiled only in CUDA builds; the
+// launches exist only when CMAKE_CUDA_ARCHITECTURES has 90a (MLACTL_CUDA_WGMMA),
+// and select_stage1 picks them only on a compute-9.0 device.
+#include "kernels/gpu.hpp"
+#include "kernels/mla_decode.hpp"
+#include "kernels/select_stage1.hpp"
+#include "kernels/stage1_launch.hpp"
+#include "kernels/stage1_wgmma.cuh"
+
+#if !defined(MLACTL_GPU_CUDA)
+#error "stage1_wgmma.hip is NVIDIA-only (nvcc)"
+#endif
+
+namespace mla {
+
+// select_stage1 decides with the shape these kernels are built for.
+static_assert(wg::kVDim == kWgmmaVDim, "select_stage1's wgmma v_dim");
+static_assert(wg::kTPairs == kSmallWorkPairs, "select_stage1's bound for the transposed kernel");
+
+#if defined(MLACTL_CUDA_WGMMA)
+namespace {
+
+template <bool F16, bool KV8, int QR, int S, int NT>
+bool launch_rows(const Stage1Params& p, std::string* error) {
+  const size_t smem = wg::Plan{QR, S, p.head_dim, NT}.total();
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8>
+                                  : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8>;
+  if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
+  kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
+  return check_launch("stage-1 (wgmma) launch", error);
+}
+template <bool F16, bool KV8>
+bool launch_transposed(const Stage1Params& p, std::string* error) {
+  const size_t smem = wg::PlanT{p.head_dim}.total();
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8> : wg::stage1_wgmma_t_kernel<F16, 512, KV8>;
+  if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
+    return false;
+  kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
+  return check_launch("stage-1 (wgmma, transposed) launch", error);
+}
+// Up to 16 pairs per work (M1, M3, S1: 16 or fewer heads, one q row): the
+// transposed kernel (64 tokens as the wgmma rows, no padding). More pairs (M2,
+// C1): 64 q rows (72 KB), 3 stages of 32-token tiles (206 KB). (The row-major
+// kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
+// mma.sync: docs/bench_notes.md steps 11-12.)
+template <bool F16>
+bool launch_typed(const Stage1Params& p, std::string* error) {
+  if (stage1_pairs(p) <= kSmallWorkPairs) return launch_transposed<F16, false>(p, error);
+  return launch_rows<F16, false, 64, 3, 32>(p, error);
+}
+
+}  // namespace
+
+bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
+  // fp8 KV: the transposed kernel only (select_stage1 checked <= 16 pairs), bf16 operands.
+  if (p.kv_type == ElemType::fp8) return launch_transposed<false, true>(p, error);
+  const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
+  return f16 ? launch_typed<true>(p, error) : launch_typed<false>(p, error);
+}
+#endif  // MLACTL_CUDA_WGMMA
+
+}  // namespace mla

@@ -1,0 +1,216 @@
+// select_stage1 (kernels/select_stage1.hpp) on the host: which stage-1 kernel runs
+// for each KV dtype, each requested kernel, the fallbacks and their reasons, on
+// an sm_90 device, an older NVIDIA device, a build without sm_90a code, AMD, and
+// no backend. Plus a sweep against a transcription of the rule it replaced
+// (stage1_kernel_for, mla_decode.hip before the split by family), so what
+// automatic and a fallback pick stays exactly as it was.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "kernels/select_stage1.hpp"
+#include "kernels/stage1_mma_shape.hpp"
+
+using mla::ElemType;
+using mla::GpuVendor;
+using mla::Stage1Device;
+using mla::Stage1Kernel;
+using mla::Stage1Params;
+
+namespace {
+
+const Stage1Device kH200{GpuVendor::nvidia, 90, true};      // sm_90a build on a compute-9.0 device
+const Stage1Device kH200NoSm90a{GpuVendor::nvidia, 90, false};  // e.g. CMAKE_CUDA_ARCHITECTURES=80
+const Stage1Device kA100{GpuVendor::nvidia, 80, true};      // sm_90a build, compute-8.0 device
+const Stage1Device kMi300{GpuVendor::amd, 0, false};
+const Stage1Device kNoBackend{};
+
+Stage1Params params(Stage1Kernel k, ElemType q, ElemType kv, int heads = 16, int head_dim = 576, int v_dim = 512,
+                    int64_t max_pairs = 0) {
+  Stage1Params p;
+  p.kernel = k;
+  p.q_type = q;
+  p.kv_type = kv;
+  p.heads = heads;
+  p.head_dim = head_dim;
+  p.v_dim = v_dim;
+  p.max_pairs = max_pairs;
+  return p;
+}
+
+Stage1Kernel pick(const Stage1Params& p, const Stage1Device& d) { return mla::select_stage1(p, d).kernel; }
+bool why_has(const Stage1Params& p, const Stage1Device& d, const std::string& text) {
+  const std::string why = mla::select_stage1(p, d).why;
+  INFO("why: " << why);
+  return why.find(text) != std::string::npos;
+}
+
+constexpr Stage1Kernel A = Stage1Kernel::automatic, W = Stage1Kernel::wgmma, M = Stage1Kernel::mma,
+                       C = Stage1Kernel::cuda_core;
+constexpr ElemType bf16 = ElemType::bf16, fp16 = ElemType::fp16, fp8 = ElemType::fp8;
+
+// The rule before select_stage1, transcribed from mla_decode.hip (stage1_kernel_for,
+// mma_applies, wgmma_applies, tc::smem_bytes), with the build and device as inputs.
+Stage1Kernel old_rule(const Stage1Params& p, const Stage1Device& d) {
+  const bool cuda = d.vendor == GpuVendor::nvidia;
+  const int tile_n = cuda ? 8 : 16, parts = 32 / tile_n, cols = 16 * tile_n;
+  auto exact = [&] {
+    const bool f16 = p.q_type == fp16 || p.kv_type == fp16;
+    return f16 ? (p.q_type != bf16 && p.kv_type != bf16) : true;
+  };
+  auto amd_smem = [&](int head_dim, bool kv_fp8) {  // tc::smem_bytes, AMD: one stage, no fp8 staging, G = 1
+    const size_t rows16 = size_t(head_dim + 8) * 2;
+    return 16 * rows16 + 32 * rows16 + 2 * 16 * 40 * 2 + 2 * 2 * 16 * 4 + 16 * 4 + (kv_fp8 ? 256 * 2 : 0);
+  };
+  auto mma_applies = [&] {
+    const bool fits = cuda || amd_smem(p.head_dim, p.kv_type == fp8) <= 65536;
+    return exact() && p.head_dim % 32 == 0 && p.v_dim % (2 * tile_n) == 0 && p.v_dim <= parts * cols && fits;
+  };
+  auto wgmma_applies = [&] {
+    if (!d.wgmma_built) return false;
+    const int64_t pairs = p.max_pairs > 0 ? p.max_pairs : p.heads;
+    const bool kv8_ok = p.kv_type != fp8 || (p.q_type != fp16 && pairs <= 16);
+    return d.compute_capability == 90 && exact() && kv8_ok && (p.head_dim == 576 || p.head_dim == 512) &&
+           p.v_dim == 512;
+  };
+  if (cuda) {
+    const Stage1Kernel want = p.kernel;
+    if (want == C) return C;
+    const bool auto_wgmma = want == A && p.kv_type != fp8;
+    if ((want == W || auto_wgmma) && wgmma_applies()) return W;
+    if (mma_applies()) return M;
+  } else {
+    if (p.kernel == M && mma_applies()) return M;
+  }
+  return C;
+}
+
+}  // namespace
+
+TEST_CASE("select_stage1: automatic on an sm_90 device: wgmma for 16-bit KV, mma.sync for fp8 KV") {
+  CHECK(pick(params(A, bf16, bf16), kH200) == W);
+  CHECK(pick(params(A, fp16, fp16), kH200) == W);
+  CHECK(pick(params(A, fp8, bf16), kH200) == W);  // fp8 q is exact in bf16
+  CHECK(pick(params(A, bf16, bf16, 128), kH200) == W);           // C1: the row-major kernel
+  CHECK(pick(params(A, bf16, bf16, 16, 576, 512, 64), kH200) == W);  // M2: 4 q rows x 16 heads
+  CHECK(pick(params(A, bf16, bf16, 16, 512, 512), kH200) == W);  // rope-free head_dim 512
+  CHECK(why_has(params(A, bf16, bf16), kH200, "automatic"));
+
+  CHECK(pick(params(A, bf16, fp8), kH200) == M);
+  CHECK(pick(params(A, fp8, fp8), kH200) == M);
+  CHECK(pick(params(A, fp16, fp8), kH200) == M);
+  CHECK(why_has(params(A, bf16, fp8), kH200, "keeps fp8 KV off wgmma"));
+}
+
+TEST_CASE("select_stage1: each requested kernel on an sm_90 device, where it applies") {
+  for (ElemType kv : {bf16, fp16, fp8}) {
+    const ElemType q = kv == fp16 ? fp16 : bf16;
+    INFO("KV " << int(kv));
+    CHECK(pick(params(W, q, kv), kH200) == W);  // fp8 KV: the transposed kernel, 16 pairs
+    CHECK(pick(params(M, q, kv), kH200) == M);
+    CHECK(pick(params(C, q, kv), kH200) == C);
+    CHECK(why_has(params(W, q, kv), kH200, "asked, and it applies"));
+    CHECK(why_has(params(C, q, kv), kH200, "asked"));
+  }
+}
+
+TEST_CASE("select_stage1: wgmma asked where it does not apply falls back to mma, then cuda_core, with the reason") {
+  // fp8 KV beyond the transposed kernel's 16 pairs
+  CHECK(pick(params(W, bf16, fp8, 128), kH200) == M);
+  CHECK(why_has(params(W, bf16, fp8, 128), kH200, "transposed kernel only"));
+  CHECK(pick(params(W, bf16, fp8, 16, 576, 512, 17), kH200) == M);
+  CHECK(pick(params(W, bf16, fp8, 128, 576, 512, 16), kH200) == W);  // max_pairs, not heads, when given
+  CHECK(pick(params(W, bf16, fp8, 32), kH200) == M);                 // max_pairs 0 reads as heads
+  // fp8 KV with an fp16 q: exact in fp16, but the converting producer writes bf16
+  CHECK(pick(params(W, fp16, fp8), kH200) == M);
+  CHECK(why_has(params(W, fp16, fp8), kH200, "q is fp16"));
+  // shapes the warpgroup kernels are not built for
+  CHECK(pick(params(W, bf16, bf16, 20, 320, 256), kH200) == M);
+  CHECK(why_has(params(W, bf16, bf16, 20, 320, 256), kH200, "head_dim 320"));
+  CHECK(pick(params(W, bf16, bf16, 16, 576, 256), kH200) == M);
+  CHECK(why_has(params(W, bf16, bf16, 16, 576, 256), kH200, "v_dim 256"));
+  CHECK(pick(params(W, bf16, bf16, 16, 576, 504), kH200) == C);  // nor mma.sync: 504 % 16
+  CHECK(why_has(params(W, bf16, bf16, 16, 576, 504), kH200, "not a multiple of 16"));
+  CHECK(pick(params(W, bf16, bf16, 16, 72, 64), kH200) == C);    // head_dim 72 % 32
+  // bf16 with fp16: exact in neither 16-bit type, for every matrix-core kernel
+  for (Stage1Kernel k : {A, W, M}) {
+    CHECK(pick(params(k, bf16, fp16), kH200) == C);
+    CHECK(pick(params(k, fp16, bf16), kH200) == C);
+    CHECK(why_has(params(k, bf16, fp16), kH200, "not exact in one 16-bit MMA type"));
+  }
+}
+
+TEST_CASE("select_stage1: mma asked where it does not apply falls back to cuda_core") {
+  CHECK(pick(params(M, bf16, bf16, 16, 576, 504), kH200) == C);
+  CHECK(pick(params(M, bf16, bf16, 16, 576, 496), kH200) == M);  // 496 % 16 == 0 on NVIDIA
+  CHECK(pick(params(M, bf16, bf16, 16, 320, 256), kH200) == M);
+  CHECK(pick(params(M, bf16, bf16, 16, 72, 64), kH200) == C);
+  CHECK(why_has(params(M, bf16, bf16, 16, 72, 64), kH200, "mma does not apply (head_dim 72"));
+}
+
+TEST_CASE("select_stage1: older NVIDIA devices and builds without sm_90a code never run wgmma") {
+  for (const Stage1Device& d : {kA100, kH200NoSm90a}) {
+    CHECK(pick(params(A, bf16, bf16), d) == M);
+    CHECK(pick(params(A, bf16, bf16, 128), d) == M);
+    CHECK(pick(params(W, bf16, bf16), d) == M);
+    CHECK(pick(params(W, bf16, fp8), d) == M);
+    CHECK(pick(params(A, bf16, fp8), d) == M);
+    CHECK(pick(params(W, bf16, fp16), d) == C);
+    CHECK(pick(params(C, bf16, bf16), d) == C);
+  }
+  CHECK(why_has(params(W, bf16, bf16), kA100, "compute capability 8.0"));
+  CHECK(why_has(params(A, bf16, bf16), kH200NoSm90a, "no sm_90a code"));
+}
+
+TEST_CASE("select_stage1: AMD runs the MFMA kernel only when asked, everything else on cuda_core") {
+  for (ElemType kv : {bf16, fp16, fp8}) {
+    const ElemType q = kv == fp16 ? fp16 : bf16;
+    CHECK(pick(params(A, q, kv), kMi300) == C);
+    CHECK(pick(params(W, q, kv), kMi300) == C);  // not mma: only an explicit mma selects it
+    CHECK(pick(params(M, q, kv), kMi300) == M);
+    CHECK(pick(params(C, q, kv), kMi300) == C);
+  }
+  CHECK(why_has(params(A, bf16, bf16), kMi300, "ask for mma"));
+  CHECK(why_has(params(W, bf16, bf16), kMi300, "NVIDIA sm_90a only"));
+  CHECK(pick(params(M, bf16, bf16, 16, 512, 512), kMi300) == M);
+  // v_dim: whole pairs of 16-column MFMA tiles
+  CHECK(pick(params(M, bf16, bf16, 16, 576, 496), kMi300) == C);
+  CHECK(why_has(params(M, bf16, bf16, 16, 576, 496), kMi300, "not a multiple of 32"));
+  // LDS: 64 KB; head_dim 640 fits with 16-bit KV, not with fp8's decode table
+  CHECK(mla::mma_shape::smem_bytes(mla::mma_shape::kAmd, 640, false, 1) <= mla::mma_shape::kAmdLdsBytes);
+  CHECK(mla::mma_shape::smem_bytes(mla::mma_shape::kAmd, 640, true, 1) > mla::mma_shape::kAmdLdsBytes);
+  CHECK(pick(params(M, bf16, bf16, 16, 640, 512), kMi300) == M);
+  CHECK(pick(params(M, bf16, fp8, 16, 640, 512), kMi300) == C);
+  CHECK(why_has(params(M, bf16, fp8, 16, 640, 512), kMi300, "bytes of LDS"));
+  CHECK(pick(params(M, bf16, fp8, 16, 640, 512), kH200) == M);  // NVIDIA: shared memory is no limit here
+}
+
+TEST_CASE("select_stage1: no GPU backend: cuda_core (nothing runs)") {
+  for (Stage1Kernel k : {A, W, M, C}) CHECK(pick(params(k, bf16, bf16), kNoBackend) == C);
+  CHECK(why_has(params(A, bf16, bf16), kNoBackend, "no GPU backend"));
+}
+
+TEST_CASE("select_stage1: the same choice as the rule it replaced, over every input it reads") {
+  const Stage1Device devices[] = {kH200, kH200NoSm90a, kA100, kMi300};
+  int compared = 0;
+  for (const Stage1Device& d : devices)
+    for (Stage1Kernel k : {A, W, M, C})
+      for (ElemType q : {bf16, fp16, fp8})
+        for (ElemType kv : {bf16, fp16, fp8})
+          for (int heads : {1, 16, 20, 128})
+            for (int64_t max_pairs : {0, 4, 16, 17, 64, 512})
+              for (int head_dim : {64, 72, 320, 512, 576, 640})
+                for (int v_dim : {64, 256, 496, 504, 512}) {
+                  const Stage1Params p = params(k, q, kv, heads, head_dim, v_dim, max_pairs);
+                  const mla::Stage1Choice c = mla::select_stage1(p, d);
+                  INFO("vendor " << int(d.vendor) << " cc " << d.compute_capability << " built " << d.wgmma_built
+                                 << " asked " << to_string(k) << " q " << int(q) << " kv " << int(kv) << " heads "
+                                 << heads << " max_pairs " << max_pairs << " head_dim " << head_dim << " v_dim "
+                                 << v_dim << ": " << c.why);
+                  REQUIRE(c.kernel == old_rule(p, d));
+                  REQUIRE(c.kernel != A);
+                  REQUIRE(!c.why.empty());
+                  ++compared;
+                }
+  CHECK(compared == 4 * 4 * 3 * 3 * 4 * 6 * 6 * 5);
+}
