@@ -11,12 +11,6 @@
 
 namespace mlactl::cli {
 
-namespace {
-std::vector<std::string> g_argv;
-}
-
-const std::vector<std::string>& current_argv() { return g_argv; }
-
 Style GlobalOptions::style() const {
   Style s;
   if (color == "always") s.color = true;
@@ -119,7 +113,7 @@ void build_app(CLI::App& app, Context& ctx) {
 }
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  g_argv = args;
+  set_current_argv(args);
   set_memory_budget(kDefaultMemoryBudget);
   Context ctx;
   ctx.out = &out;

@@ -65,6 +65,5 @@ void setup_defects(CLI::App&, Context&);
 void setup_bench(CLI::App&, Context&);
 
 void build_app(CLI::App& app, Context& ctx);
-const std::vector<std::string>& current_argv();
 
 }  // namespace mlactl::cli

@@ -10,9 +10,15 @@
 
 #include "core/types.hpp"
 
-#include "cli/app.hpp"
 
 namespace mlactl::cli {
+
+namespace {
+std::vector<std::string> g_argv;
+}
+
+void set_current_argv(const std::vector<std::string>& argv) { g_argv = argv; }
+const std::vector<std::string>& current_argv() { return g_argv; }
 
 namespace {
 std::string csv_field(const std::string& s) {

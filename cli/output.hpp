@@ -43,4 +43,9 @@ struct Style {
   std::string bold(const std::string& s) const { return color ? "\033[1m" + s + "\033[0m" : s; }
 };
 
+// The command line of this invocation (run_cli sets it): the JSON envelope and the
+// repro lines print it.
+void set_current_argv(const std::vector<std::string>& argv);
+const std::vector<std::string>& current_argv();
+
 }  // namespace mlactl::cli

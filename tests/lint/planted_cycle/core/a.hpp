@@ -1,0 +1,2 @@
+// a planted cycle: a.cpp -> b.hpp, b.cpp -> a.hpp (the checker must fail here)
+#pragma once
