@@ -348,7 +348,9 @@ CaseResult run_case(const std::string& file, Backend backend) {
       // a mistyped expectation is this case's bad input, not the run's
       cr.status = CaseStatus::invalid_input;
       cr.exit_code = kExitInvalidInput;
-      cr.failures.push_back(std::string("/expect/") + e.key + ": " + x.what());
+      std::string what = x.what();  // "[json.exception.type_error.302] type must be ...": keep the sentence
+      if (const auto at = what.find("] "); what.rfind("[json.exception", 0) == 0 && at != std::string::npos) what = what.substr(at + 2);
+      cr.failures.push_back(std::string("/expect/") + e.key + ": " + what);
       return cr;
     }
     if (cr.status == CaseStatus::failed) return cr;

@@ -115,7 +115,7 @@ const char* to_string(RunStatus s) {
 const char* to_string(RunFailure f) {
   switch (f) {
     case RunFailure::position_audit: return "position audit";
-    case RunFailure::unwritten: return "unwritten";
+    case RunFailure::nonfinite: return "non-finite";
     case RunFailure::numeric: return "numeric";
     case RunFailure::cross_check: return "cross check";
   }
@@ -123,7 +123,7 @@ const char* to_string(RunFailure f) {
 }
 
 std::optional<RunFailure> run_failure_from_string(const std::string& s) {
-  for (RunFailure f : {RunFailure::position_audit, RunFailure::unwritten, RunFailure::numeric, RunFailure::cross_check})
+  for (RunFailure f : {RunFailure::position_audit, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check})
     if (s == to_string(f)) return f;
   return std::nullopt;
 }
@@ -272,14 +272,20 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   o.ms_compare = ms_since(t0);
 
   if (!o.audit->ok) o.failure = RunFailure::position_audit;
-  else if (!o.compare->passed && o.compare->unwritten_row_heads > 0) o.failure = RunFailure::unwritten;
+  else if (!o.compare->passed && (o.compare->unwritten_row_heads > 0 || o.compare->nonfinite_mismatches > 0)) o.failure = RunFailure::nonfinite;
   else if (!o.compare->passed) o.failure = RunFailure::numeric;
   else if (o.cross && !o.cross->passed) o.failure = RunFailure::cross_check;
   if (o.failure) {
     o.status = RunStatus::incorrect;
     o.exit_code = kExitVerifyFailed;
-    o.message = !o.audit->ok ? "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions"
-                             : "numeric comparison failed";
+    switch (*o.failure) {
+      case RunFailure::position_audit:
+        o.message = "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions";
+        break;
+      case RunFailure::nonfinite: o.message = "non-finite output where the reference is finite (unwritten rows or poisoned reads)"; break;
+      case RunFailure::numeric: o.message = "numeric comparison failed"; break;
+      case RunFailure::cross_check: o.message = "GPU and CPU executors differ on the same work list"; break;
+    }
     if (!opt.dump_dir.empty()) dump_failure(opt.dump_dir, b, o, in, eo.out, ref);
   }
   return o;

@@ -24,10 +24,12 @@ namespace mlactl::cli {
 enum class RunStatus { passed, incorrect, refused, failed, skipped };
 const char* to_string(RunStatus s);
 // Why an `incorrect` run is incorrect, in the order the checks run: the position audit
-// first (it sees what tolerances cannot), then rows no work wrote, then the numbers,
+// first (it sees what tolerances cannot); then output that is NaN/inf where the reference
+// is finite (a row no work wrote, still NaN poison, or a read of the NaN-filled unused KV
+// slots, e.g. a wrong row stride: the poison cannot tell the two apart); then the numbers;
 // then GPU vs CPU on the same work list.
-enum class RunFailure { position_audit, unwritten, numeric, cross_check };
-const char* to_string(RunFailure f);  // "position audit", "unwritten", "numeric", "cross check"
+enum class RunFailure { position_audit, nonfinite, numeric, cross_check };
+const char* to_string(RunFailure f);  // "position audit", "non-finite", "numeric", "cross check"
 std::optional<RunFailure> run_failure_from_string(const std::string& s);
 
 enum class Backend { automatic, cpu, gpu };  // --backend auto | cpu | gpu

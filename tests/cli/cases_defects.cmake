@@ -81,3 +81,12 @@ mlactl_cli_test(defect-metadata-dtype-omitted-fixed-run RC 0 ARGS run fixtures/m
 
 # the whole fixture directory passes (expected failures and refusals count as passed)
 mlactl_cli_test(check-fixtures-all RC 0 ARGS check fixtures --backend cpu STDOUT "[0-9]+ passed, 0 failed")
+
+# an expected failure names its cause, and check compares it
+mlactl_cli_test(check-run-reason RC 0 ARGS check fixtures/verify-window-broadcast.json --backend cpu
+                STDOUT "run=incorrect \\(position audit\\)")
+mlactl_cli_test(check-run-wrong-reason RC 1 ARGS check tests/cli/bad/check-wrong-reason.json --backend cpu
+                STDOUT "run: expected incorrect because of numeric, got position audit \\(position audit: 28 rows read the wrong KV positions\\)")
+# a mistyped expectation is that case's bad input (exit 3); the other cases still run
+mlactl_cli_test(check-mistyped-expect RC 3 ARGS check tests/cli/bad/check-mistyped-expect.json tests/cli/bad/check-wrong-reason.json --backend cpu
+                STDOUT "invalid_input +verify-window-broadcast-mistyped-expect\n +/expect/invariants: type must be string, but is number.*incorrect +verify-window-broadcast-wrong-reason.*0 passed, 2 failed")
