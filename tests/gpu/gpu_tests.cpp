@@ -23,6 +23,7 @@
 #include "core/rng.hpp"
 #include "core/types.hpp"
 #include "core/worklist.hpp"
+#include "tests/common/work_items.hpp"
 #include "kernels/cpu_executor.hpp"
 #include "kernels/executor.hpp"
 #include "kernels/gpu_executor.hpp"
@@ -31,6 +32,8 @@
 using namespace mlactl;
 
 namespace {
+
+using testing::make_work;
 
 int g_checks = 0, g_failures = 0;
 
@@ -421,18 +424,6 @@ KernelView make_view(int heads, DType q = DType::bf16, DType kv = DType::bf16, b
   return v;
 }
 
-WorkInfo work(int ploc, int qs, int qe, int ks, int ke, int koff = 0, int batch = 0) {
-  WorkInfo w;
-  w.batch_idx = batch;
-  w.partial_qo_loc = ploc;
-  w.qo_start = qs;
-  w.qo_end = qe;
-  w.kv_start = ks;
-  w.kv_end = ke;
-  w.kv_offset = koff;
-  return w;
-}
-
 // The common setup of a case: its view, q rows, KV slots, and (tokens > 0) a
 // random list of `tokens` distinct slots.
 void setup(Problem& p, Rng& r, const KernelView& view, int64_t q_rows, int64_t slots, int64_t tokens) {
@@ -457,34 +448,34 @@ std::vector<Case> contract_table() {
       {"single work, 16 heads, 333 tokens, bf16", 1,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16), 1, 400, 333);
-         add_work(p, 0, work(-1, 0, 1, 0, 333));
+         add_work(p, 0, make_work(0, -1, 0, 1, 0, 333, 0));
        }},
       {"three partials + reduce", 2,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16), 1, 400, 333);
-         add_work(p, 0, work(0, 0, 1, 0, 100));
-         add_work(p, 1, work(1, 0, 1, 100, 250));
-         add_work(p, 2, work(2, 0, 1, 250, 333));
+         add_work(p, 0, make_work(0, 0, 0, 1, 0, 100, 0));
+         add_work(p, 1, make_work(0, 1, 0, 1, 100, 250, 0));
+         add_work(p, 2, make_work(0, 2, 0, 1, 250, 333, 0));
          add_reduce_tile(p, 0, 1, {0, 1, 2});
        }},
       {"MTP causal q_len 4, split in two, kv_offset diagonal", 3,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 600, 517);
-         add_work(p, 0, work(0, 0, 4, 0, 200, 317));
-         add_work(p, 1, work(4, 0, 4, 200, 517, 0));
+         add_work(p, 0, make_work(0, 0, 0, 4, 0, 200, 317));
+         add_work(p, 1, make_work(0, 4, 0, 4, 200, 517, 0));
          add_reduce_tile(p, 0, 4, {0, 4});
        }},
       {"causal final work with kv_offset 2 (rows 0..1 trimmed)", 4,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 100, 77);
-         add_work(p, 0, work(-1, 0, 4, 0, 77, -2));
+         add_work(p, 0, make_work(0, -1, 0, 4, 0, 77, -2));
        }},
       {"causal empty windows: final rows out 0 / lse -inf, and an empty split", 5,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16, D::bf16, D::bf16, true), 7, 40, 13);
-         add_work(p, 0, work(-1, 0, 3, 0, 1, 0));   // rows 0,1 see nothing
-         add_work(p, 0, work(0, 3, 7, 1, 11, 3));   // KV [1,11) for rows 3..6
-         add_work(p, 1, work(4, 3, 7, 11, 13, 0));  // row 3 sees < 10: empty split
+         add_work(p, 0, make_work(0, -1, 0, 3, 0, 1, 0));   // rows 0,1 see nothing
+         add_work(p, 0, make_work(0, 0, 3, 7, 1, 11, 3));   // KV [1,11) for rows 3..6
+         add_work(p, 1, make_work(0, 4, 3, 7, 11, 13, 0));  // row 3 sees < 10: empty split
          add_reduce_tile(p, 3, 7, {0, 4});
        }},
       {"folded 128 heads -> 8 x 16-head rows, L=2, causal, some groups split", 6,
@@ -500,12 +491,12 @@ std::vector<Case> contract_table() {
              const int qs = (b * ratio + g) * L;
              if (g % 3 == 0) {  // split this group in two
                const int mid = ks + lens[b] / 2;
-               add_work(p, wg++ % 5, work(ploc, qs, qs + L, ks, mid, ke - mid, b * ratio + g));
-               add_work(p, wg++ % 5, work(ploc + L, qs, qs + L, mid, ke, 0, b * ratio + g));
+               add_work(p, wg++ % 5, make_work(b * ratio + g, ploc, qs, qs + L, ks, mid, ke - mid));
+               add_work(p, wg++ % 5, make_work(b * ratio + g, ploc + L, qs, qs + L, mid, ke, 0));
                add_reduce_tile(p, qs, qs + L, {ploc, ploc + L});
                ploc += 2 * L;
              } else {
-               add_work(p, wg++ % 5, work(-1, qs, qs + L, ks, ke, 0, b * ratio + g));
+               add_work(p, wg++ % 5, make_work(b * ratio + g, -1, qs, qs + L, ks, ke, 0));
              }
            }
          }
@@ -513,8 +504,8 @@ std::vector<Case> contract_table() {
       {"128 padded heads unfolded (16 chunks per work), causal q_len 2", 7,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(128, D::bf16, D::bf16, true), 2, 300, 250);
-         add_work(p, 0, work(0, 0, 2, 0, 130, 120));
-         add_work(p, 1, work(2, 0, 2, 130, 250, 0));
+         add_work(p, 0, make_work(0, 0, 0, 2, 0, 130, 120));
+         add_work(p, 1, make_work(0, 2, 0, 2, 130, 250, 0));
          add_reduce_tile(p, 0, 2, {0, 2});
        }},
   };
@@ -524,8 +515,8 @@ std::vector<Case> contract_table() {
                    p.flavor = f;
                    p.kv_scale = 0.37f;
                    setup(p, r, make_view(16, D::bf16, D::fp8), 1, 700, 650);
-                   add_work(p, 0, work(0, 0, 1, 0, 333));
-                   add_work(p, 1, work(1, 0, 1, 333, 650));
+                   add_work(p, 0, make_work(0, 0, 0, 1, 0, 333, 0));
+                   add_work(p, 1, make_work(0, 1, 0, 1, 333, 650, 0));
                    add_reduce_tile(p, 0, 1, {0, 1});
                  }});
   std::vector<Case> more = {
@@ -535,7 +526,7 @@ std::vector<Case> contract_table() {
          p.q_scale = 0.05f;
          p.kv_scale = 0.02f;
          setup(p, r, make_view(16, D::fp8, D::fp8, true), 3, 200, 150);
-         add_work(p, 0, work(-1, 0, 3, 0, 150, 0));
+         add_work(p, 0, make_work(0, -1, 0, 3, 0, 150, 0));
        }},
       {"head_dim 512 rope-free, per-token ragged lists, fp16 out", 11,
        [](Problem& p, Rng& r) {
@@ -548,7 +539,7 @@ std::vector<Case> contract_table() {
          for (int t = 0; t < 4; ++t) {
            std::vector<int32_t> idx = random_slots(r, lens[t], p.num_slots);
            p.kv_indices.insert(p.kv_indices.end(), idx.begin(), idx.end());
-           add_work(p, t % 2, work(-1, t, t + 1, start, start + lens[t]));
+           add_work(p, t % 2, make_work(0, -1, t, t + 1, start, start + lens[t], 0));
            start += lens[t];
          }
        }},
@@ -558,8 +549,8 @@ std::vector<Case> contract_table() {
          v.v_dim = 256;
          setup(p, r, v, 2, 300, 211);
          p.kv_row_stride = 320;
-         add_work(p, 0, work(0, 0, 2, 0, 100, 111));
-         add_work(p, 1, work(2, 0, 2, 100, 211, 0));
+         add_work(p, 0, make_work(0, 0, 0, 2, 0, 100, 111));
+         add_work(p, 1, make_work(0, 2, 0, 2, 100, 211, 0));
          add_reduce_tile(p, 0, 2, {0, 2});
        }},
       {"many splits: 3 requests split 40, 9 and 17 ways (every reduce layout)", 19,
@@ -573,7 +564,7 @@ std::vector<Case> contract_table() {
            std::vector<int32_t> rows;
            const int ke = kv + splits[b] * chunk;
            for (int k = 0; k < splits[b]; ++k) {
-             add_work(p, wg++ % 13, work(ploc, b, b + 1, kv + k * chunk, kv + (k + 1) * chunk, ke - (kv + (k + 1) * chunk), b));
+             add_work(p, wg++ % 13, make_work(b, ploc, b, b + 1, kv + k * chunk, kv + (k + 1) * chunk, ke - (kv + (k + 1) * chunk)));
              rows.push_back(ploc++);
            }
            add_reduce_tile(p, b, b + 1, rows);
@@ -584,14 +575,14 @@ std::vector<Case> contract_table() {
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16, D::fp16, D::fp16), 2, 300, 260);
          p.out_dtype = D::fp16;
-         add_work(p, 0, work(-1, 0, 1, 0, 130));
-         add_work(p, 0, work(-1, 1, 2, 130, 260));
+         add_work(p, 0, make_work(0, -1, 0, 1, 0, 130, 0));
+         add_work(p, 0, make_work(0, -1, 1, 2, 130, 260, 0));
        }},
       {"rows no work covers stay poisoned", 13,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16), 3, 64, 40);
-         add_work(p, 0, work(-1, 0, 1, 0, 20));
-         add_work(p, 1, work(-1, 2, 3, 20, 40));
+         add_work(p, 0, make_work(0, -1, 0, 1, 0, 20, 0));
+         add_work(p, 1, make_work(0, -1, 2, 3, 20, 40, 0));
        }},
       {"head_dim 576 view over a 512-stride cache (seed 002) reads the kernel's stride", 14,
        [](Problem& p, Rng& r) {
@@ -599,20 +590,20 @@ std::vector<Case> contract_table() {
          p.kv_row_stride = 512;
          p.kv_indices = random_slots(r, 100, 170);  // slot * 576 stays inside 200 * 512
          p.poison_unused_slots = false;             // the 576-stride rows straddle 512-stride slots
-         add_work(p, 0, work(-1, 0, 1, 0, 100));
+         add_work(p, 0, make_work(0, -1, 0, 1, 0, 100, 0));
        }},
       {"slot past the cache end is a device error", 15,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16), 1, 200, 100);
          p.kv_row_stride = 512;
          p.kv_indices[57] = 199;  // 199 * 576 + 576 > 200 * 512
-         add_work(p, 0, work(-1, 0, 1, 0, 100));
+         add_work(p, 0, make_work(0, -1, 0, 1, 0, 100, 0));
          p.expect_error = "slot";
        }},
       {"work past the kv index list is a device error", 16,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16), 1, 64, 32);
-         add_work(p, 0, work(-1, 0, 1, 0, 33));
+         add_work(p, 0, make_work(0, -1, 0, 1, 0, 33, 0));
          p.expect_error = "kv range";
        }},
       {"random batch: 6 requests, q_len 1..4, 256-token splits over 8 workgroups", 17,
@@ -633,12 +624,12 @@ std::vector<Case> contract_table() {
            const int qs = qo, qe = qo + qlen[b], ks = kv, ke = kv + klen[b];
            const int splits = (klen[b] + 255) / 256;
            if (splits == 1) {
-             add_work(p, next_wg++ % 8, work(-1, qs, qe, ks, ke, 0, b));
+             add_work(p, next_wg++ % 8, make_work(b, -1, qs, qe, ks, ke, 0));
            } else {
              std::vector<int32_t> rows;
              for (int s = 0; s < splits; ++s) {
                const int a = ks + s * 256, e = std::min(ke, a + 256);
-               add_work(p, next_wg++ % 8, work(ploc, qs, qe, a, e, ke - e, b));
+               add_work(p, next_wg++ % 8, make_work(b, ploc, qs, qe, a, e, ke - e));
                rows.push_back(ploc);
                ploc += qlen[b];
              }
@@ -709,8 +700,8 @@ void decode_probe(Leg& leg, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DT
   }
   p.q.assign((size_t)tokens * D * 2, 0);  // bf16 zeros
   for (int t = 0; t < tokens; ++t) {
-    add_work(p, t % 4, work(-1, t, t + 1, t, t + 1));  // final: rounded
-    add_work(p, t % 4, work(t, t, t + 1, t, t + 1));   // partial: exact fp32
+    add_work(p, t % 4, make_work(0, -1, t, t + 1, t, t + 1, 0));  // final: rounded
+    add_work(p, t % 4, make_work(0, t, t, t + 1, t, t + 1, 0));   // partial: exact fp32
   }
   finish_work_list(p);
   const DeviceRun d = run_executor(*leg.exec, p);
@@ -751,7 +742,7 @@ void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
     std::vector<int32_t> rows;
     for (int s = 0; s < splits; ++s) {
       const int ks = b * seq + (int)((int64_t)seq * s / splits), ke = b * seq + (int)((int64_t)seq * (s + 1) / splits);
-      add_work(p, wg++, work(splits == 1 ? -1 : ploc, b, b + 1, ks, ke, 0, b));
+      add_work(p, wg++, make_work(b, splits == 1 ? -1 : ploc, b, b + 1, ks, ke, 0));
       rows.push_back(ploc++);
     }
     if (splits > 1) add_reduce_tile(p, b, b + 1, rows);

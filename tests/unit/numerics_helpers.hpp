@@ -10,6 +10,7 @@
 #include "core/inputs.hpp"
 #include "core/rng.hpp"
 #include "core/worklist.hpp"
+#include "tests/common/work_items.hpp"
 
 namespace mlactl {
 namespace testing {
@@ -102,17 +103,6 @@ inline SlotList slot_list(const Batch& b, int64_t pad_rows_per_padding = 0) {
   return s;
 }
 
-inline WorkInfo work(int32_t batch, int32_t ploc, int64_t qs, int64_t qe, int64_t ks, int64_t ke, int64_t koff) {
-  WorkInfo w;
-  w.batch_idx = batch;
-  w.partial_qo_loc = ploc;
-  w.qo_start = (int32_t)qs;
-  w.qo_end = (int32_t)qe;
-  w.kv_start = (int32_t)ks;
-  w.kv_end = (int32_t)ke;
-  w.kv_offset = (int32_t)koff;
-  return w;
-}
 
 }  // namespace testing
 }  // namespace mlactl

@@ -117,7 +117,7 @@ WorkList single_work_list(const Case& c) {
     const int64_t q = qlen_of(c, r);
     if (q == 0) continue;
     const int64_t q0 = c.slots.row_begin[r];
-    wl.work_info.push_back(work((int32_t)r, -1, q0, q0 + q, c.slots.indptr[r], c.slots.indptr[r + 1], 0));
+    wl.work_info.push_back(make_work((int32_t)r, -1, q0, q0 + q, c.slots.indptr[r], c.slots.indptr[r + 1], 0));
     wl.work_indptr.push_back((int32_t)wl.work_info.size());
     wl.reduce_final_map.push_back({(int32_t)q0, (int32_t)(q0 + q)});
     wl.reduce_partial_map.push_back(0);
@@ -142,7 +142,7 @@ WorkList split_work_list(const Case& c, int splits, int workgroups) {
     const int64_t q0 = c.slots.row_begin[r], ks = c.slots.indptr[r], ke = c.slots.indptr[r + 1];
     for (int k = 0; k < splits; ++k) {
       const int64_t a = ks + (ke - ks) * k / splits, e = ks + (ke - ks) * (k + 1) / splits;
-      per_wg[(size_t)(n++ % workgroups)].push_back(work((int32_t)r, (int32_t)next_partial, q0, q0 + q, a, e, ke - e));
+      per_wg[(size_t)(n++ % workgroups)].push_back(make_work((int32_t)r, (int32_t)next_partial, q0, q0 + q, a, e, ke - e));
       wl.reduce_partial_map.push_back((int32_t)next_partial);
       next_partial += q;
     }
@@ -170,7 +170,7 @@ WorkList per_token_work_list(const Case& c) {
     const int64_t q = qlen_of(c, r);
     for (int64_t t = 0; t < q; ++t) {
       const int64_t row = c.slots.row_begin[r] + t, trim = q - 1 - t;
-      wl.work_info.push_back(work((int32_t)r, -1, row, row + 1, c.slots.indptr[r], c.slots.indptr[r + 1] - trim, trim));
+      wl.work_info.push_back(make_work((int32_t)r, -1, row, row + 1, c.slots.indptr[r], c.slots.indptr[r + 1] - trim, trim));
       wl.work_indptr.push_back((int32_t)wl.work_info.size());
     }
   }
@@ -252,7 +252,7 @@ TEST_CASE("cpu executor: padded heads (12 -> 16) and head->batch fold (32 = 2 x 
     for (size_t r = 0; r < c.b.requests.size(); ++r)
       for (int g = 0; g < 2; ++g) {
         const int64_t fb = (int64_t)r * 2 + g;
-        wl.work_info.push_back(work((int32_t)fb, -1, fb * L, fb * L + L, c.slots.indptr[r], c.slots.indptr[r + 1], 0));
+        wl.work_info.push_back(make_work((int32_t)fb, -1, fb * L, fb * L + L, c.slots.indptr[r], c.slots.indptr[r + 1], 0));
         wl.work_indptr.push_back((int32_t)wl.work_info.size());
       }
     wl.num_workgroups = (int)wl.work_indptr.size() - 1;
@@ -269,7 +269,7 @@ TEST_CASE("cpu executor: an empty visible window writes 0 and lse -inf", "[execu
   const Case c(small_shape());
   WorkList wl;
   wl.work_indptr = {0, 1};
-  wl.work_info.push_back(work(0, -1, 0, 1, 4, 4, 0));
+  wl.work_info.push_back(make_work(0, -1, 0, 1, 4, 4, 0));
   wl.reduce_indptr = {0};
   const Outcome o = execute(c, wl, view_for(c.in, 16, 1), c.slots.indices);
   REQUIRE(o.exec.ok);
@@ -348,7 +348,7 @@ TEST_CASE("cpu executor: a KV stride mismatch reads the wrong rows", "[executor]
     for (const RowWindow& w : c.rows) {
       const int64_t k0 = (int64_t)indices.size();
       for (int64_t pos : w.sparse_positions) indices.push_back((int32_t)kv_slot_of(c.b, w.request, pos));
-      wl.work_info.push_back(work((int32_t)w.row, -1, w.row, w.row + 1, k0, (int64_t)indices.size(), 0));
+      wl.work_info.push_back(make_work((int32_t)w.row, -1, w.row, w.row + 1, k0, (int64_t)indices.size(), 0));
       wl.work_indptr.push_back((int32_t)wl.work_info.size());
     }
     KernelView right = view_for(c.in, 16, 1);
@@ -371,7 +371,7 @@ TEST_CASE("cpu executor: a KV stride mismatch reads the wrong rows", "[executor]
     const std::vector<int32_t> indices = {(int32_t)(c.in.num_slots - 1)};
     WorkList wl;
     wl.work_indptr = {0, 1};
-    wl.work_info.push_back(work(0, -1, 0, 1, 0, 1, 0));
+    wl.work_info.push_back(make_work(0, -1, 0, 1, 0, 1, 0));
     wl.reduce_indptr = {0};
     KernelView strided = view_for(c.in, 16, 1);
     strided.head_dim = 576;
