@@ -15,7 +15,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#50476",
           "#50000 (Gluon small-head decode and the verify flatten, merged the same day)",
           "builder",
-          "core/builder.cpp (R0 verify flatten)",
+          "core/stacks/vllm_rocm_aiter/builder.cpp (R0 verify flatten)",
           "R0 flatten gives every verify row the whole request length",
           "`windows` flags rows past their causal end; `run` fails the position audit naming those rows",
           "With fewer than 16 heads per rank, vLLM's R0 backend flattened a multi-token verify block into one "
@@ -35,7 +35,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#55966",
           "the causal-only AITER MLA decode before #55966 (is_causal=True hard-wired in get_mla_metadata_v1)",
           "planner",
-          "core/route_plan.cpp, core/kernel_windows.cpp (planner and kernel causal flag)",
+          "core/stacks/vllm_rocm_aiter/plan.cpp, core/stacks/vllm_rocm_aiter/kernel_windows.cpp (planner and kernel causal flag)",
           "non-causal block planned and executed as causal (`is_causal` hard-wired)",
           "`run` fails: draft tokens miss later block tokens",
           "A DSpark draft block (DeepSeek V4.1's speculative drafter) is non-causal: every token of the block "
@@ -53,7 +53,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#55966",
           "the first revision of #55966's capability probe (return False instead of raising)",
           "router",
-          "core/router.cpp (mla_decode_supports_non_causal)",
+          "core/stacks/vllm_rocm_aiter/router.cpp (mla_decode_supports_non_causal)",
           "an AITER without `causal=` silently falls back to TRITON_MLA instead of failing closed",
           "`route` answers `triton_mla` with the finding \"silent fallback\" instead of `refused`",
           "Non-causal decode needs an AITER whose mla_decode_fwd takes causal= (and, since the review, "
@@ -72,7 +72,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#55239",
           "the pre-#55239 _use_rocm_sparse_triton (issue #53943)",
           "router",
-          "core/router.cpp (_use_rocm_sparse_triton)",
+          "core/stacks/vllm_rocm_aiter/router.cpp (_use_rocm_sparse_triton)",
           "pre-fix predicate (plain_decode and max_query_len == 1)",
           "MTP rows routed to `aiter_sparse` on rope-free geometry; `run` incorrect",
           "ROCm's sparse MLA backend picks between a ragged Triton kernel and AITER's sparse MLA. AITER cannot "
@@ -91,7 +91,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#50578",
           "get_mla_padded_q before #50578 (repeat_interleave(16 // n) for every head count)",
           "padding",
-          "core/heads.cpp, core/router.cpp (head padding and the pre-#50578 small-head routing)",
+          "core/stacks/vllm_rocm_aiter/head_padding.cpp, core/stacks/vllm_rocm_aiter/router.cpp (head padding and the pre-#50578 small-head routing)",
           "non-divisor heads use repeat_interleave(16 // n): no padding for 12",
           "gfx950: the route stays on Gluon (`bench` shows seed 003's slowdown); gfx942: `refused` (\"mla_gluon "
           "requires gfx950\"); forced onto ASM: `refused`, head count != 16",
@@ -111,7 +111,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#50578",
           "an early revision of #50578 (append the heads once)",
           "padding",
-          "core/heads.cpp, core/router.cpp (head padding)",
+          "core/stacks/vllm_rocm_aiter/head_padding.cpp, core/stacks/vllm_rocm_aiter/router.cpp (head padding)",
           "early padding appended heads once (6 -> 12, not 16)",
           "ASM route: `refused`, head count != 16",
           "An early revision of #50578 padded by appending the query heads once instead of tiling them. That "
@@ -127,7 +127,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#50578",
           "use_gluon_decode and the DSpark verify branch before #50578's _gluon_mla_decode_supported()",
           "router",
-          "core/router.cpp (_gluon_mla_decode_supported)",
+          "core/stacks/vllm_rocm_aiter/router.cpp (_gluon_mla_decode_supported)",
           "Gluon chosen on gfx942",
           "`refused`: \"mla_gluon requires gfx950\"",
           "AITER's Gluon small-head kernel needs about 160 KiB of LDS; gfx942 (MI300/MI325, CDNA3) has 64 KiB, "
@@ -145,7 +145,7 @@ const std::vector<DefectInfo>& defect_catalog() {
           "#46997",
           "AiterMLAMetadataBuilder._build_decode before #46997 (#46952 padded 32 heads to 64 as a workaround)",
           "planner",
-          "core/router.cpp, core/route_plan.cpp (get_mla_metadata_v1 without dtype_q/dtype_kv)",
+          "core/stacks/vllm_rocm_aiter/router.cpp, core/stacks/vllm_rocm_aiter/plan.cpp (get_mla_metadata_v1 without dtype_q/dtype_kv)",
           "planner plans as bf16/bf16 while the kernel runs the real dtypes",
           "fold mismatch between planner and kernel views; `run` fails",
           "get_mla_metadata_v1 decides the head->batch fold and the q tiling from dtype_q and dtype_kv; left "
