@@ -41,6 +41,87 @@ std::string view_text(const KernelView& v) {
   return os.str();
 }
 
+void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& rd, const std::vector<PlannedCase>& cases) {
+  auto j = json_envelope("schedule");
+  j["case"] = b.name;
+  j["route"] = route_json(rd);
+  auto arr = nlohmann::ordered_json::array();
+  for (const auto& c : cases) {
+    nlohmann::ordered_json o = plan_json(c.plan, c.inv);
+    o["timing_ms"] = {{"planner", c.plan.planner_ms}, {"plan", c.plan_ms}, {"check", c.check_ms}};
+    arr.push_back(o);
+  }
+  j["plans"] = arr;
+  print_json(os, j);
+}
+
+// several planners side by side (and the CSV of any schedule: one record per plan)
+void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>& cases, Format fmt) {
+  // side-by-side comparison
+  Table t;
+  t.header = {"planner", "route", "workgroups", "works", "split_tiles", "partial_rows", "max_load", "efficiency", "invariants", "plan_ms"};
+  t.right_align = {false, false, true, true, true, true, true, true, false, true};
+  for (const auto& c : cases)
+    t.add({to_string(c.plan.planner), to_string(c.plan.route), std::to_string(c.inv.balance.workgroups), std::to_string(c.inv.balance.works),
+           std::to_string(c.inv.balance.split_tiles), std::to_string(c.plan.work.num_partial_rows), fmt_double(c.inv.balance.max_load, 6),
+           fmt_double(c.inv.balance.efficiency, 4), c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + ")",
+           fmt_double(c.plan_ms, 3)});
+  t.print(os, fmt);
+}
+
+void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c, int max_works, const Style& st) {
+  const WorkList& w = c.plan.work;
+  std::vector<std::pair<std::string, std::string>> kv = {
+      {"case", b.name.empty() ? "(unnamed)" : b.name},
+      {"route", to_string(c.plan.route)},
+      {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
+      {"planned view", view_text(w.planned_view)},
+      {"kernel view", view_text(c.plan.kernel_view)},
+      {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +
+                         std::to_string(c.inv.balance.split_tiles) + " split tiles, " + std::to_string(w.num_partial_rows) + " partial rows"},
+      {"balance", "max load " + fmt_double(c.inv.balance.max_load, 6) + ", mean " + fmt_double(c.inv.balance.mean_load, 6) + ", efficiency " +
+                      fmt_double(c.inv.balance.efficiency, 4)},
+  };
+  if (c.plan.capacity) {
+    const auto& m = *c.plan.capacity;
+    auto cap = [&](size_t used, int64_t capn) {
+      std::string s = std::to_string(used) + " / " + std::to_string(capn);
+      return (int64_t)used > capn ? st.red(s + " OVER") : s;
+    };
+    kv.push_back({"buffers (used / get_mla_metadata_info_v1)",
+                  "work_indptr " + cap(w.work_indptr.size(), m.work_indptr) + ", work_info_set " + cap(w.work_info.size(), m.work_info_set) +
+                      ", reduce_indptr " + cap(w.reduce_indptr.size(), m.reduce_indptr) + ", reduce_final_map " +
+                      cap(w.reduce_final_map.size(), m.reduce_final_map) + ", reduce_partial_map " + cap(w.reduce_partial_map.size(), m.reduce_partial_map)});
+  }
+  kv.push_back({"reduce_indptr", join_ints(w.reduce_indptr)});
+  kv.push_back({"reduce_partial_map", join_ints(w.reduce_partial_map)});
+  kv.push_back({"invariants", c.inv.ok ? st.green("ok") : st.red("BROKEN: " + std::to_string(c.inv.total_violations) + " violations")});
+  for (const auto& n : c.plan.notes) kv.push_back({"note", n});
+  print_kv(os, kv);
+  os << "\nworks (ranges half-open [begin, end); kv in index-list entries):\n";
+  Table t;
+  t.header = {"wg", "work", "batch", "partial_qo_loc", "qo", "kv", "kv_len", "kv_offset"};
+  t.right_align = {true, true, true, true, false, false, true, true};
+  int64_t listed = 0;
+  for (int g = 0; g < w.num_workgroups; ++g)
+    for (int32_t i = w.work_indptr[g]; i < w.work_indptr[g + 1]; ++i) {
+      if (max_works > 0 && listed >= max_works) continue;
+      const auto& x = w.work_info[i];
+      t.add({std::to_string(g), std::to_string(i), std::to_string(x.batch_idx), std::to_string(x.partial_qo_loc),
+             "[" + std::to_string(x.qo_start) + ", " + std::to_string(x.qo_end) + ")", "[" + std::to_string(x.kv_start) + ", " + std::to_string(x.kv_end) + ")",
+             std::to_string(x.kv_end - x.kv_start), std::to_string(x.kv_offset)});
+      ++listed;
+    }
+  t.print(os, Format::table);
+  if ((int64_t)w.work_info.size() > listed) os << "... " << (w.work_info.size() - listed) << " more works (--max-works 0 lists all)\n";
+  if (!c.inv.ok) {
+    os << "\nviolations:\n";
+    for (const auto& v : c.inv.violations) os << "  " << st.red(v.kind) << ": " << v.message << "\n";
+    if (c.inv.total_violations > (int64_t)c.inv.violations.size())
+      os << "  ... " << (c.inv.total_violations - (int64_t)c.inv.violations.size()) << " more\n";
+  }
+}
+
 }  // namespace
 
 void setup_schedule(CLI::App& app, Context& ctx) {
@@ -87,88 +168,9 @@ void setup_schedule(CLI::App& app, Context& ctx) {
         *ctx.err << "schedule: " << to_string(c.plan.planner) << " planner " << fmt_double(c.plan.planner_ms, 3) << " ms (plan with index lists "
                  << fmt_double(c.plan_ms, 3) << " ms), invariants checked in " << fmt_double(c.check_ms, 3) << " ms\n";
 
-    auto& os = *ctx.out;
-    const Style st = ctx.global.style();
-    if (ctx.global.fmt() == Format::json) {
-      auto j = json_envelope("schedule");
-      j["case"] = b.name;
-      j["route"] = route_json(rd);
-      auto arr = nlohmann::ordered_json::array();
-      for (const auto& c : cases) {
-        nlohmann::ordered_json o = plan_json(c.plan, c.inv);
-        o["timing_ms"] = {{"planner", c.plan.planner_ms}, {"plan", c.plan_ms}, {"check", c.check_ms}};
-        arr.push_back(o);
-      }
-      j["plans"] = arr;
-      print_json(os, j);
-      ctx.exit_code = worst;
-      return;
-    }
-    if (cases.size() > 1 || ctx.global.fmt() == Format::csv) {
-      // side-by-side comparison
-      Table t;
-      t.header = {"planner", "route", "workgroups", "works", "split_tiles", "partial_rows", "max_load", "efficiency", "invariants", "plan_ms"};
-      t.right_align = {false, false, true, true, true, true, true, true, false, true};
-      for (const auto& c : cases)
-        t.add({to_string(c.plan.planner), to_string(c.plan.route), std::to_string(c.inv.balance.workgroups), std::to_string(c.inv.balance.works),
-               std::to_string(c.inv.balance.split_tiles), std::to_string(c.plan.work.num_partial_rows), fmt_double(c.inv.balance.max_load, 6),
-               fmt_double(c.inv.balance.efficiency, 4), c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + ")",
-               fmt_double(c.plan_ms, 3)});
-      t.print(os, ctx.global.fmt());
-      ctx.exit_code = worst;
-      return;
-    }
-    const PlannedCase& c = cases.front();
-    const WorkList& w = c.plan.work;
-    std::vector<std::pair<std::string, std::string>> kv = {
-        {"case", b.name.empty() ? "(unnamed)" : b.name},
-        {"route", to_string(c.plan.route)},
-        {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
-        {"planned view", view_text(w.planned_view)},
-        {"kernel view", view_text(c.plan.kernel_view)},
-        {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +
-                           std::to_string(c.inv.balance.split_tiles) + " split tiles, " + std::to_string(w.num_partial_rows) + " partial rows"},
-        {"balance", "max load " + fmt_double(c.inv.balance.max_load, 6) + ", mean " + fmt_double(c.inv.balance.mean_load, 6) + ", efficiency " +
-                        fmt_double(c.inv.balance.efficiency, 4)},
-    };
-    if (c.plan.capacity) {
-      const auto& m = *c.plan.capacity;
-      auto cap = [&](size_t used, int64_t capn) {
-        std::string s = std::to_string(used) + " / " + std::to_string(capn);
-        return (int64_t)used > capn ? st.red(s + " OVER") : s;
-      };
-      kv.push_back({"buffers (used / get_mla_metadata_info_v1)",
-                    "work_indptr " + cap(w.work_indptr.size(), m.work_indptr) + ", work_info_set " + cap(w.work_info.size(), m.work_info_set) +
-                        ", reduce_indptr " + cap(w.reduce_indptr.size(), m.reduce_indptr) + ", reduce_final_map " +
-                        cap(w.reduce_final_map.size(), m.reduce_final_map) + ", reduce_partial_map " + cap(w.reduce_partial_map.size(), m.reduce_partial_map)});
-    }
-    kv.push_back({"reduce_indptr", join_ints(w.reduce_indptr)});
-    kv.push_back({"reduce_partial_map", join_ints(w.reduce_partial_map)});
-    kv.push_back({"invariants", c.inv.ok ? st.green("ok") : st.red("BROKEN: " + std::to_string(c.inv.total_violations) + " violations")});
-    for (const auto& n : c.plan.notes) kv.push_back({"note", n});
-    print_kv(os, kv);
-    os << "\nworks (ranges half-open [begin, end); kv in index-list entries):\n";
-    Table t;
-    t.header = {"wg", "work", "batch", "partial_qo_loc", "qo", "kv", "kv_len", "kv_offset"};
-    t.right_align = {true, true, true, true, false, false, true, true};
-    int64_t listed = 0;
-    for (int g = 0; g < w.num_workgroups; ++g)
-      for (int32_t i = w.work_indptr[g]; i < w.work_indptr[g + 1]; ++i) {
-        if (*max_works > 0 && listed >= *max_works) continue;
-        const auto& x = w.work_info[i];
-        t.add({std::to_string(g), std::to_string(i), std::to_string(x.batch_idx), std::to_string(x.partial_qo_loc),
-               "[" + std::to_string(x.qo_start) + ", " + std::to_string(x.qo_end) + ")", "[" + std::to_string(x.kv_start) + ", " + std::to_string(x.kv_end) + ")",
-               std::to_string(x.kv_end - x.kv_start), std::to_string(x.kv_offset)});
-        ++listed;
-      }
-    t.print(os, Format::table);
-    if ((int64_t)w.work_info.size() > listed) os << "... " << (w.work_info.size() - listed) << " more works (--max-works 0 lists all)\n";
-    if (!c.inv.ok) {
-      os << "\nviolations:\n";
-      for (const auto& v : c.inv.violations) os << "  " << st.red(v.kind) << ": " << v.message << "\n";
-      if (c.inv.total_violations > (int64_t)c.inv.violations.size())
-        os << "  ... " << (c.inv.total_violations - (int64_t)c.inv.violations.size()) << " more\n";
-    }
+    if (ctx.global.fmt() == Format::json) print_schedule_json(*ctx.out, b, rd, cases);
+    else if (cases.size() > 1 || ctx.global.fmt() == Format::csv) print_schedule_comparison(*ctx.out, cases, ctx.global.fmt());
+    else print_schedule_table(*ctx.out, b, cases.front(), *max_works, ctx.global.style());
     ctx.exit_code = worst;
   });
 }
