@@ -19,15 +19,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/batch.hpp"
-#include "core/stacks/vllm_rocm_aiter/builder.hpp"
 #include "core/invariants.hpp"
 #include "core/position_audit.hpp"
-#include "core/stacks/vllm_rocm_aiter/route_input.hpp"
-#include "core/stacks/vllm_rocm_aiter/stack.hpp"
-#include "core/stacks/vllm_rocm_aiter/router.hpp"
+#include "core/routed.hpp"
 #include "core/semantics.hpp"
+#include "core/stacks/registry.hpp"
 #include "core/types.hpp"
 
 namespace {
@@ -110,15 +107,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (!small_enough(b)) return 0;
 
-    mlactl::DecodeMetadata md = mlactl::build_decode(b, true);
-    mlactl::RouteInput ri = mlactl::route_input_from_batch(b, md);
-    mlactl::RouteDecision rd = mlactl::route_decode(ri);
-    (void)mlactl::to_string(rd.route);
-    if (rd.route == mlactl::Route::refused) return 0;
+    // the full metadata (with the flatten every route could read), then the verbs' one orchestration
+    (void)mlactl::stack_for(b).build_metadata(b, true);
+    const mlactl::RoutedBatch rb = mlactl::route_batch(b);
+    (void)mlactl::to_string(rb.decision.route);
+    if (rb.refused()) return 0;
 
     const auto rows = mlactl::oracle_windows(b);
-    mlactl::RoutePlan plan = mlactl::plan_route(b, md, rd, rows);
-    mlactl::InvariantReport rep = mlactl::check_plan_invariants(plan, md.max_qo_len);
+    mlactl::RoutePlan plan = mlactl::plan_batch(b, rb, rows);
+    mlactl::InvariantReport rep = mlactl::check_plan_invariants(plan, rb.metadata.max_qo_len);
     (void)rep;
     mlactl::PositionAudit audit = mlactl::audit_positions(b, rows, plan);
     (void)audit;
