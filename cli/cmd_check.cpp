@@ -1,21 +1,34 @@
 // `mlactl check PATH...`: runs every fixture's `expect` block (docs/design.md §6) and prints
-// one line per case; --junit, --shard K/N (stable), --filter REGEX, --format json.
+// one line per case as it finishes; --junit (rewritten after every case, so a killed run
+// leaves the cases done so far), --shard K/N (stable), --filter/--exclude (a matcher that
+// cannot backtrack, cli/pattern.hpp), --list, --fail-fast, --timeout (each case in a child
+// process), --format json.
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <iostream>
 #include <sstream>
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/pattern.hpp"
 #include "cli/pipeline.hpp"
 #include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/plan.hpp"
 #include "core/routed.hpp"
+#include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
 
@@ -24,7 +37,10 @@ namespace fs = std::filesystem;
 namespace {
 
 // A case's verdict; refused-as-expected counts as passed.
-enum class CaseStatus { unset, passed, refused_as_expected, incorrect, failed, invalid_input, skipped };
+enum class CaseStatus { unset, passed, refused_as_expected, incorrect, failed, invalid_input, skipped, timed_out };
+constexpr CaseStatus kAllStatuses[] = {CaseStatus::unset,   CaseStatus::passed,        CaseStatus::refused_as_expected,
+                                       CaseStatus::incorrect, CaseStatus::failed,      CaseStatus::invalid_input,
+                                       CaseStatus::skipped, CaseStatus::timed_out};
 const char* to_string(CaseStatus s) {
   switch (s) {
     case CaseStatus::unset: return "unset";
@@ -34,10 +50,19 @@ const char* to_string(CaseStatus s) {
     case CaseStatus::failed: return "failed";
     case CaseStatus::invalid_input: return "invalid_input";
     case CaseStatus::skipped: return "skipped";
+    case CaseStatus::timed_out: return "timed_out";
   }
   return "?";
 }
+CaseStatus case_status_from_string(const std::string& s) {
+  for (CaseStatus c : kAllStatuses)
+    if (s == to_string(c)) return c;
+  return CaseStatus::failed;
+}
 bool counts_as_passed(CaseStatus s) { return s == CaseStatus::passed || s == CaseStatus::refused_as_expected; }
+// JUnit's <error>: the case could not be evaluated (bad input, a runtime error, a timeout);
+// <failure>: it was evaluated and did not meet its expectations.
+bool is_error(CaseStatus s) { return s == CaseStatus::invalid_input || s == CaseStatus::failed || s == CaseStatus::timed_out; }
 
 struct CaseResult {
   std::string id;
@@ -49,6 +74,24 @@ struct CaseResult {
   double seconds = 0;
 };
 
+// A case result across the pipe from a --timeout child.
+std::string serialise(const CaseResult& c) {
+  nlohmann::json j = {{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"exit_code", c.exit_code},
+                      {"checks", c.checks}, {"failures", c.failures}};
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+CaseResult deserialise(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  CaseResult c;
+  c.id = j.at("id").get<std::string>();
+  c.file = j.at("file").get<std::string>();
+  c.status = case_status_from_string(j.at("status").get<std::string>());
+  c.exit_code = j.at("exit_code").get<int>();
+  c.checks = j.at("checks").get<std::vector<std::string>>();
+  c.failures = j.at("failures").get<std::vector<std::string>>();
+  return c;
+}
+
 // FNV-1a: a stable shard assignment that depends only on the case id.
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -59,14 +102,20 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+// Files under the paths. Nothing here throws on a bad entry: a symlink loop or an
+// unreadable entry is skipped (directory symlinks are not followed, so a loop cannot
+// recurse), a missing path is a usage error.
 std::vector<std::string> collect(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& p : paths) {
     std::error_code ec;
     if (fs::is_directory(p, ec)) {
-      for (auto it = fs::recursive_directory_iterator(p, ec); it != fs::recursive_directory_iterator(); ++it)
-        if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path().string());
-    } else if (fs::exists(p, ec)) {
+      fs::recursive_directory_iterator it(p, fs::directory_options::skip_permission_denied, ec), end;
+      for (; !ec && it != end; it.increment(ec)) {
+        std::error_code fe;
+        if (it->path().extension() == ".json" && it->is_regular_file(fe) && !fe) files.push_back(it->path().string());
+      }
+    } else if (fs::exists(fs::symlink_status(p, ec)) && !ec) {
       files.push_back(p);
     } else {
       throw Error(kExitUsage, "", p + ": no such file or directory");
@@ -194,6 +243,8 @@ void expect_windows(CaseContext& c, const nlohmann::json& want_j) {
 // "matches", or {"field": F[, "index": I]}: the first difference expected
 void expect_captured(CaseContext& c, const nlohmann::json& want) {
   CapturedMetadata cap = parse_captured(c.b, c.b.captured, (int64_t)c.rows.size());
+  // a captured work list must be a plan of this batch before it is compared (exit 3 otherwise)
+  if (!c.rb.refused() && cap.work_indptr) (void)plan_captured(c.b, c.rb, c.rows, cap);
   const RoutePlan* plan = !c.rb.refused() && cap.work_indptr ? &c.own_plan() : nullptr;
   CapturedDiff cd = diff_captured(c.b, c.rb.metadata, c.rows, cap, plan);
   if (want.is_string() && want.get<std::string>() == "matches") {
@@ -288,16 +339,121 @@ void expect_run(CaseContext& c, const nlohmann::json& want) {
   }
 }
 
+// ---- validation of the wanted values, before anything runs ----------------------------
+// With the rigour of the batch (docs/design.md §2, §9): the type and the vocabulary of
+// every `expect` value, each error naming its JSON pointer (that case's exit 3).
+using ValidateFn = void (*)(const nlohmann::json& want, const std::string& ptr);
+
+std::string quoted(const nlohmann::json& v) {
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return s.size() > 60 ? s.substr(0, 60) + "..." : s;
+}
+void want_string(const nlohmann::json& v, const std::string& ptr) {
+  if (!v.is_string()) throw invalid_input(ptr, std::string("must be a string, got ") + v.type_name());
+}
+void want_one_of(const nlohmann::json& v, const std::string& ptr, const std::vector<std::string>& words) {
+  want_string(v, ptr);
+  if (std::find(words.begin(), words.end(), v.get<std::string>()) != words.end()) return;
+  std::string list;
+  for (size_t i = 0; i < words.size(); ++i) list += (i ? ", " : "") + words[i];
+  throw invalid_input(ptr, "must be one of " + list + ", got " + quoted(v));
+}
+void want_keys(const nlohmann::json& v, const std::string& ptr, const std::vector<std::string>& keys) {
+  if (!v.is_object()) throw invalid_input(ptr, std::string("must be an object, got ") + v.type_name());
+  for (auto it = v.begin(); it != v.end(); ++it)
+    if (std::find(keys.begin(), keys.end(), it.key()) == keys.end()) throw invalid_input(ptr + "/" + it.key(), "unknown key");
+}
+
+std::vector<std::string> route_ids() {
+  std::vector<std::string> ids;
+  for (const Stack* st : all_stacks())
+    for (Route r : st->routes())
+      if (std::find(ids.begin(), ids.end(), to_string(r)) == ids.end()) ids.push_back(to_string(r));
+  if (std::find(ids.begin(), ids.end(), to_string(Route::refused)) == ids.end()) ids.push_back(to_string(Route::refused));
+  return ids;
+}
+void validate_route(const nlohmann::json& v, const std::string& ptr) { want_one_of(v, ptr, route_ids()); }
+void validate_error(const nlohmann::json& v, const std::string& ptr) {
+  want_string(v, ptr);
+  if (v.get<std::string>().empty()) throw invalid_input(ptr, "must not be empty (every message contains \"\")");
+}
+void validate_findings(const nlohmann::json& v, const std::string& ptr) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of strings, got ") + v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) validate_error(v[i], ptr + "/" + std::to_string(i));
+}
+void validate_windows(const nlohmann::json& v, const std::string& ptr) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of KV entry counts, got ") + v.type_name());
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!v[i].is_number_integer() || v[i].get<int64_t>() < 0) throw invalid_input(ptr + "/" + std::to_string(i), "must be an integer >= 0, got " + quoted(v[i]));
+}
+void validate_object(const nlohmann::json& v, const std::string& ptr) {
+  if (!v.is_object()) throw invalid_input(ptr, std::string("must be an object (a subset of the command's JSON), got ") + v.type_name());
+}
+void validate_invariants(const nlohmann::json& v, const std::string& ptr) { want_one_of(v, ptr, {"ok", "broken"}); }
+const std::vector<std::string> kCapturedFields = {"qo_indptr",     "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len",
+                                                  "min_kv_seq_len", "work_indptr",     "work_info_set",    "reduce_indptr",
+                                                  "reduce_final_map", "reduce_partial_map"};
+void validate_captured(const nlohmann::json& v, const std::string& ptr) {
+  if (v.is_string()) return want_one_of(v, ptr, {"matches"});
+  if (!v.is_object()) throw invalid_input(ptr, std::string("must be \"matches\" or {\"field\", \"index\"}, got ") + v.type_name());
+  want_keys(v, ptr, {"field", "index"});
+  if (!v.contains("field")) throw invalid_input(ptr, "needs \"field\": the captured array that differs first");
+  want_one_of(v["field"], ptr + "/field", kCapturedFields);
+  if (v.contains("index") && (!v["index"].is_number_integer() || v["index"].get<int64_t>() < 0))
+    throw invalid_input(ptr + "/index", "must be an integer >= 0, got " + quoted(v["index"]));
+}
+const std::vector<std::string> kRunWords = {"passed", "incorrect", "refused"};
+void validate_run(const nlohmann::json& v, const std::string& ptr) {
+  if (v.is_string()) return want_one_of(v, ptr, kRunWords);
+  if (!v.is_object()) throw invalid_input(ptr, std::string("must be passed, incorrect or refused, or {\"status\", \"reason\"}, got ") + v.type_name());
+  want_keys(v, ptr, {"status", "reason"});
+  if (!v.contains("status")) throw invalid_input(ptr, "needs \"status\"");
+  want_one_of(v["status"], ptr + "/status", kRunWords);
+  if (v.contains("reason")) {
+    std::vector<std::string> reasons;
+    for (RunFailure f : {RunFailure::position_audit, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check}) reasons.push_back(to_string(f));
+    want_one_of(v["reason"], ptr + "/reason", reasons);
+    if (v["status"] != "incorrect") throw invalid_input(ptr + "/reason", "only an incorrect run has a reason");
+  }
+}
+void validate_tolerance(const nlohmann::json& v, const std::string& ptr) {
+  want_keys(v, ptr, {"atol", "rtol", "cos_tol"});
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const auto& x = it.value();
+    if (!x.is_number()) throw invalid_input(ptr + "/" + it.key(), std::string("must be a number, got ") + x.type_name());
+    const double d = x.get<double>();
+    if (!std::isfinite(d) || d < 0) throw invalid_input(ptr + "/" + it.key(), "must be a finite number >= 0, got " + quoted(x));
+  }
+}
+
 struct Expectation {
   const char* key;
-  ExpectFn check;
+  ValidateFn validate;
+  ExpectFn check;  // nullptr: read by another key's check
 };
 // In the order they run (cheap before expensive; `tolerance` is read by `run`).
 const Expectation kExpectations[] = {
-    {"route", expect_route},       {"error", expect_error},           {"findings", expect_findings},
-    {"windows", expect_windows},   {"captured", expect_captured},     {"metadata", expect_metadata},
-    {"invariants", expect_invariants}, {"schedule", expect_schedule}, {"run", expect_run},
+    {"route", validate_route, expect_route},
+    {"error", validate_error, expect_error},
+    {"findings", validate_findings, expect_findings},
+    {"windows", validate_windows, expect_windows},
+    {"captured", validate_captured, expect_captured},
+    {"metadata", validate_object, expect_metadata},
+    {"invariants", validate_invariants, expect_invariants},
+    {"schedule", validate_object, expect_schedule},
+    {"run", validate_run, expect_run},
+    {"tolerance", validate_tolerance, nullptr},
 };
+
+// Throws invalid_input naming the first bad value under /expect.
+void validate_expect(const nlohmann::json& expect, const Batch& b) {
+  for (const Expectation& e : kExpectations) {
+    if (!expect.contains(e.key)) continue;
+    e.validate(expect[e.key], std::string("/expect/") + e.key);
+  }
+  if (expect.contains("captured") && b.captured.is_null())
+    throw invalid_input("/expect/captured", "the batch has no `captured` block to compare");
+}
 
 CaseResult run_case(const std::string& file, Backend backend) {
   CaseResult cr;
@@ -339,9 +495,18 @@ CaseResult run_case(const std::string& file, Backend backend) {
     return cr;
   }
 
+  try {
+    validate_expect(expect, b);
+  } catch (const Error& e) {
+    cr.status = CaseStatus::invalid_input;
+    cr.exit_code = kExitInvalidInput;
+    cr.failures.push_back(e.what());
+    return cr;
+  }
+
   CaseContext c(b, expect, backend, cr);
   for (const Expectation& e : kExpectations) {
-    if (!expect.contains(e.key)) continue;
+    if (!e.check || !expect.contains(e.key)) continue;
     try {
       e.check(c, expect[e.key]);
     } catch (const nlohmann::json::exception& x) {
@@ -365,36 +530,65 @@ CaseResult run_case(const std::string& file, Backend backend) {
   return cr;
 }
 
-std::string xml_escape(const std::string& s) {
+// XML text or attribute: markup escaped, newlines kept as character references in
+// attributes; control bytes XML 1.0 cannot carry are written as visible escapes.
+std::string xml_escape(const std::string& s, bool attribute) {
   std::string o;
-  for (char c : s) {
+  for (char ch : s) {
+    const unsigned char c = (unsigned char)ch;
     switch (c) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
-      default: o += c;
+      case '\n': o += attribute ? "&#10;" : "\n"; break;
+      case '\t': o += attribute ? "&#9;" : "\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          o += buf;
+        } else {
+          o += ch;
+        }
     }
   }
   return o;
+}
+
+// Plain decimal seconds (JUnit readers reject 7.9654e-05).
+std::string decimal_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", s < 0 || !std::isfinite(s) ? 0.0 : s);
+  return buf;
 }
 
 // What a check run computed: every case's result and the summary; the printers below
 // turn it into the table, JSON and JUnit.
 struct CheckReport {
   std::vector<CaseResult> results;
-  int passed = 0, failed = 0, skipped = 0;
-  int exit_code = 0;  // the most severe case status
+  int passed = 0, failed = 0, errors = 0, skipped = 0;  // failed: incorrect; errors: invalid input, runtime, timeout
+  size_t selected = 0;           // cases selected to run
+  std::string stopped;           // why the run ended before every selected case ran ("" when all ran)
+  int exit_code = 0;
   double seconds = 0;
 };
 
-void summarise(CheckReport& r) {
+// The exit code (docs/design.md §6): the most severe status among the cases that ran,
+// 4 > 3 > 1 > other > 0; a skipped case does not count unless every case was skipped (77).
+// An interrupted run exits 128 + the signal, as a shell reports it.
+void summarise(CheckReport& r, int signal_number) {
+  r.passed = r.failed = r.errors = r.skipped = 0;
+  r.exit_code = 0;
   for (const auto& c : r.results) {
-    if (severity(c.exit_code) > severity(r.exit_code)) r.exit_code = c.exit_code;
     if (counts_as_passed(c.status)) ++r.passed;
     else if (c.status == CaseStatus::skipped) ++r.skipped;
+    else if (is_error(c.status)) ++r.errors;
     else ++r.failed;
+    if (c.status != CaseStatus::skipped && severity(c.exit_code) > severity(r.exit_code)) r.exit_code = c.exit_code;
   }
+  if (!r.results.empty() && r.skipped == (int)r.results.size()) r.exit_code = kExitSkipped;
+  if (signal_number) r.exit_code = 128 + signal_number;
 }
 
 void print_check_json(std::ostream& os, const CheckReport& r) {
@@ -404,41 +598,56 @@ void print_check_json(std::ostream& os, const CheckReport& r) {
     arr.push_back({{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"checks", c.checks}, {"failures", c.failures}, {"seconds", c.seconds},
                    {"repro", "mlactl check " + c.file}});
   j["results"] = arr;
-  j["summary"] = {{"passed", r.passed}, {"failed", r.failed}, {"skipped", r.skipped}, {"total", r.results.size()}, {"exit_code", r.exit_code}};
+  j["summary"] = {{"passed", r.passed}, {"failed", r.failed}, {"errors", r.errors}, {"skipped", r.skipped}, {"total", r.results.size()},
+                  {"selected", r.selected}, {"seconds", r.seconds}, {"exit_code", r.exit_code}};
+  if (!r.stopped.empty()) j["summary"]["stopped"] = r.stopped;
   print_json(os, j);
 }
 
-void print_check_table(std::ostream& os, const CheckReport& r, const Style& st) {
-  for (const auto& c : r.results) {
-    const bool ok = counts_as_passed(c.status);
-    const std::string word = to_string(c.status);
-    std::string tag = ok ? st.green(word) : c.status == CaseStatus::skipped ? st.yellow(word) : st.red(word);
-    tag += std::string(word.size() < 19 ? 19 - word.size() : 0, ' ');  // width of "refused-as-expected"
-    os << tag << " " << c.id;
-    if (!c.checks.empty() && ok) {
-      os << "  (";
-      for (size_t i = 0; i < c.checks.size(); ++i) os << (i ? ", " : "") << c.checks[i];
-      os << ")";
-    }
-    os << "\n";
-    for (const auto& f : c.failures) os << "                    " << f << "\n";
-    if (!ok && c.status != CaseStatus::skipped) os << "                    repro: mlactl check " << c.file << "\n";
+// One case, as soon as it finished. Ids and messages come from files: escaped before
+// they reach a terminal (a name cannot forge a "passed" line).
+void print_case_line(std::ostream& os, const CaseResult& c, const Style& st) {
+  const bool ok = counts_as_passed(c.status);
+  const std::string word = to_string(c.status);
+  std::string tag = ok ? st.green(word) : c.status == CaseStatus::skipped ? st.yellow(word) : st.red(word);
+  tag += std::string(word.size() < 19 ? 19 - word.size() : 0, ' ');  // width of "refused-as-expected"
+  os << tag << " " << terminal_safe(c.id);
+  if (!c.checks.empty() && ok) {
+    os << "  (";
+    for (size_t i = 0; i < c.checks.size(); ++i) os << (i ? ", " : "") << terminal_safe(c.checks[i]);
+    os << ")";
   }
-  os << r.passed << " passed, " << r.failed << " failed" << (r.skipped ? ", " + std::to_string(r.skipped) + " skipped" : "") << "\n";
+  os << "\n";
+  for (const auto& f : c.failures) os << "                    " << terminal_safe(f) << "\n";
+  if (!ok && c.status != CaseStatus::skipped) os << "                    repro: mlactl check " << terminal_safe(c.file) << "\n";
+  os << std::flush;
 }
 
+void print_check_summary(std::ostream& os, const CheckReport& r) {
+  os << r.passed << " passed, " << r.failed + r.errors << " failed" << (r.skipped ? ", " + std::to_string(r.skipped) + " skipped" : "");
+  if (!r.stopped.empty()) os << " (" << r.stopped << ")";
+  os << "\n";
+}
+
+// JUnit as GitHub, GitLab and Jenkins read it: one testsuite with its counts and time,
+// a testcase per case with classname, file and decimal time; <failure message> is the
+// first thing that did not match, <error> a case that could not be evaluated.
 std::string junit_xml(const CheckReport& r) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"mlactl check\" tests=\"" << r.results.size() << "\" failures=\"" << r.failed
-    << "\" skipped=\"" << r.skipped << "\">\n";
+    << "\" errors=\"" << r.errors << "\" skipped=\"" << r.skipped << "\" time=\"" << decimal_seconds(r.seconds) << "\">\n";
   for (const auto& c : r.results) {
-    x << "  <testcase classname=\"mlactl\" name=\"" << xml_escape(c.id) << "\" time=\"" << c.seconds << "\">";
+    x << "  <testcase classname=\"mlactl.check\" name=\"" << xml_escape(c.id, true) << "\" file=\"" << xml_escape(c.file, true) << "\" time=\""
+      << decimal_seconds(c.seconds) << "\">";
+    const std::string first = c.failures.empty() ? std::string(to_string(c.status)) : c.failures[0];
+    std::string all;
+    for (const auto& f : c.failures) all += f + "\n";
     if (c.status == CaseStatus::skipped) {
-      x << "<skipped message=\"" << xml_escape(c.failures.empty() ? "" : c.failures[0]) << "\"/>";
+      x << "<skipped message=\"" << xml_escape(first, true) << "\"/>";
+    } else if (is_error(c.status)) {
+      x << "<error type=\"" << to_string(c.status) << "\" message=\"" << xml_escape(first, true) << "\">" << xml_escape(all, false) << "</error>";
     } else if (!counts_as_passed(c.status)) {
-      std::string msg;
-      for (const auto& f : c.failures) msg += f + "\n";
-      x << "<failure message=\"" << xml_escape(to_string(c.status)) << "\">" << xml_escape(msg) << "</failure>";
+      x << "<failure type=\"" << to_string(c.status) << "\" message=\"" << xml_escape(first, true) << "\">" << xml_escape(all, false) << "</failure>";
     }
     x << "</testcase>\n";
   }
@@ -446,19 +655,159 @@ std::string junit_xml(const CheckReport& r) {
   return x.str();
 }
 
+// ---- running a case -------------------------------------------------------------------
+CaseResult run_case_caught(const std::string& f, Backend backend) {
+  CaseResult cr;
+  try {
+    cr = run_case(f, backend);
+  } catch (const Error& e) {
+    cr.file = f;
+    const bool bad_input = e.exit_code() == kExitInvalidInput;
+    cr.status = bad_input ? CaseStatus::invalid_input : CaseStatus::failed;
+    cr.exit_code = bad_input ? kExitInvalidInput : kExitDevice;
+    cr.failures.push_back(e.what());
+  } catch (const std::bad_alloc&) {
+    cr.file = f;
+    cr.status = CaseStatus::failed;
+    cr.exit_code = kExitDevice;
+    cr.failures.push_back("out of memory");
+  } catch (const std::exception& e) {
+    cr.file = f;
+    cr.status = CaseStatus::failed;
+    cr.exit_code = kExitDevice;
+    cr.failures.push_back(std::string("internal error: ") + e.what());
+  }
+  return cr;
+}
+
+std::atomic<int> g_signal{0};
+extern "C" void on_check_signal(int sig) {
+  // the first SIGINT/SIGTERM ends the run after the current case (the JUnit file and the
+  // output so far are written); a second one ends the process at once
+  if (g_signal.exchange(sig) != 0) {
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);
+  }
+}
+
+// Restores the handlers it replaced when the run ends (run_cli is also called in-process).
+struct SignalScope {
+  struct sigaction old_int {}, old_term {};
+  SignalScope() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_check_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;  // no SA_RESTART: a --timeout parent's poll() wakes up
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~SignalScope() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+// --timeout: the case runs in a child process; the parent waits at most `seconds`, then
+// kills it (SIGKILL: a case stuck in a loop cannot be asked to stop). The child sends its
+// result through a pipe; a child that dies without one crashed.
+CaseResult run_case_isolated(const std::string& f, Backend backend, double seconds, const std::string& id) {
+  CaseResult cr;
+  cr.file = f;
+  cr.id = id;
+  int fds[2];
+  if (::pipe(fds) != 0) throw Error(kExitDevice, "", "check --timeout: pipe() failed");
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(kExitDevice, "", "check --timeout: fork() failed");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    const std::string out = serialise(run_case_caught(f, backend));
+    size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += (size_t)n;
+    }
+    ::_exit(0);  // not exit(): the parent's buffered streams must not be flushed twice
+  }
+  ::close(fds[1]);
+  std::string data;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  bool timed_out = false, eof = false;
+  while (!eof) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0 || g_signal) {
+      timed_out = left <= 0;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int rc = ::poll(&p, 1, (int)std::min<long long>(left, 1000));
+    if (rc < 0) continue;  // EINTR: a signal; the loop checks it
+    if (rc == 0) continue;
+    char buf[65536];
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) eof = true;
+    else data.append(buf, (size_t)n);
+  }
+  ::close(fds[0]);
+  if (!eof) ::kill(pid, SIGKILL);
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    cr.status = CaseStatus::timed_out;
+    cr.exit_code = kExitDevice;
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "timed out after %g s (--timeout)", seconds);
+    cr.failures.push_back(buf);
+    return cr;
+  }
+  if (!eof) {
+    cr.status = CaseStatus::failed;
+    cr.exit_code = kExitDevice;
+    cr.failures.push_back("interrupted by signal " + std::to_string(g_signal.load()));
+    return cr;
+  }
+  try {
+    CaseResult got = deserialise(data);
+    got.id = id;
+    return got;
+  } catch (const std::exception&) {
+    cr.status = CaseStatus::failed;
+    cr.exit_code = kExitDevice;
+    cr.failures.push_back(WIFSIGNALED(wstatus) ? "the case crashed (signal " + std::to_string(WTERMSIG(wstatus)) + ")"
+                                               : "the case ended without a result (exit " + std::to_string(WEXITSTATUS(wstatus)) + ")");
+    return cr;
+  }
+}
+
 }  // namespace
 
 void setup_check(CLI::App& app, Context& ctx) {
   struct Opts {
     std::vector<std::string> paths;
-    std::string junit, shard, filter, backend = "auto";
+    std::string junit, shard, filter, exclude, backend = "auto";
+    bool list = false, fail_fast = false;
+    std::optional<double> timeout;
   };
   auto o = std::make_shared<Opts>();
-  auto* sub = app.add_subcommand("check", "run every fixture's expect block; one line per case, a summary, the worst status as exit code");
+  auto* sub = app.add_subcommand("check", "run every fixture's expect block; one line per case as it finishes, a summary, the worst status as exit code");
   sub->add_option("paths", o->paths, "fixture files or directories (searched for *.json)")->required();
-  sub->add_option("--junit", o->junit, "write a JUnit XML report here");
+  sub->add_option("--junit", o->junit, "write a JUnit XML report here (rewritten after every case)");
   sub->add_option("--shard", o->shard, "K/N: run only this shard (stable assignment by case id)");
   sub->add_option("--filter", o->filter, "run only cases whose id matches this regex");
+  sub->add_option("--exclude", o->exclude, "skip cases whose id matches this regex");
+  sub->add_flag("--list", o->list, "list the selected cases (id and file) without running them");
+  sub->add_flag("--fail-fast", o->fail_fast, "stop after the first case that does not pass");
+  sub->add_option("--timeout", o->timeout, "seconds per case: each case runs in a child process, killed when it takes longer");
   sub->add_option("--backend", o->backend, "executor for `run` expectations: auto, cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
   sub->callback([o, &ctx]() {
     int shard_k = 1, shard_n = 1;
@@ -468,50 +817,85 @@ void setup_check(CLI::App& app, Context& ctx) {
       if (!(is >> shard_k >> slash >> shard_n) || slash != '/' || shard_n < 1 || shard_k < 1 || shard_k > shard_n || !is.eof())
         throw Error(kExitUsage, "", "--shard expects K/N with 1 <= K <= N, got \"" + o->shard + "\"");
     }
-    std::regex re;
-    if (!o->filter.empty()) {
-      try {
-        re = std::regex(o->filter);
-      } catch (const std::regex_error& e) {
-        throw Error(kExitUsage, "", "--filter: bad regex: " + std::string(e.what()));
-      }
-    }
+    if (o->timeout && (!std::isfinite(*o->timeout) || *o->timeout <= 0 || *o->timeout > 86400))
+      throw Error(kExitUsage, "", "--timeout expects seconds in (0, 86400], got " + fmt_double(*o->timeout));
+    std::optional<Pattern> filter, exclude;
+    if (!o->filter.empty()) filter.emplace(o->filter, "--filter");
+    if (!o->exclude.empty()) exclude.emplace(o->exclude, "--exclude");
     const Backend backend = *backend_from_string(o->backend);
     const auto files = collect(o->paths);
-    const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet && ctx.global.fmt() == Format::table;
 
-    // ---- compute ----
-    CheckReport report;
-    const auto t_all = std::chrono::steady_clock::now();
-    size_t idx = 0;
+    // ---- select ----
+    struct Selected {
+      std::string file, id;
+    };
+    std::vector<Selected> cases;
     for (const auto& f : files) {
-      ++idx;
       const std::string id = case_id(f);
-      if (!o->filter.empty() && !std::regex_search(id, re)) continue;
+      if (filter && !filter->search(id)) continue;
+      if (exclude && exclude->search(id)) continue;
       if (shard_n > 1 && (int)(fnv1a(id) % (uint64_t)shard_n) != shard_k - 1) continue;
-      if (progress) *ctx.err << "\r[" << idx << "/" << files.size() << "] " << id << "\033[K" << std::flush;
-      auto t0 = std::chrono::steady_clock::now();
-      CaseResult cr;
-      try {
-        cr = run_case(f, backend);
-      } catch (const Error& e) {
-        cr.file = f;
-        const bool bad_input = e.exit_code() == kExitInvalidInput;
-        cr.status = bad_input ? CaseStatus::invalid_input : CaseStatus::failed;
-        cr.exit_code = bad_input ? kExitInvalidInput : kExitDevice;
-        cr.failures.push_back(e.what());
-      }
-      cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      cr.id = id;
-      report.results.push_back(std::move(cr));
+      cases.push_back({f, id});
     }
-    if (progress) *ctx.err << "\r\033[K";
-    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
-    summarise(report);
+    if (cases.empty()) {
+      std::string why = files.empty() ? "no *.json file under the paths given" : std::to_string(files.size()) + " files, none selected";
+      if (!files.empty() && (filter || exclude || shard_n > 1)) why += " by " + std::string(filter ? "--filter " : "") + (exclude ? "--exclude " : "") + (shard_n > 1 ? "--shard" : "");
+      while (!why.empty() && why.back() == ' ') why.pop_back();
+      throw Error(kExitUsage, "", "check: no case selected (" + why + ")");
+    }
+    if (o->list) {
+      if (ctx.global.fmt() == Format::json) {
+        auto j = json_envelope("check");
+        auto arr = nlohmann::ordered_json::array();
+        for (const auto& c : cases) arr.push_back({{"id", c.id}, {"file", c.file}});
+        j["cases"] = arr;
+        print_json(*ctx.out, j);
+      } else {
+        for (const auto& c : cases) *ctx.out << terminal_safe(c.id) << "  " << terminal_safe(c.file) << "\n";
+      }
+      return;
+    }
+    const bool table = ctx.global.fmt() != Format::json;
+    const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet && table;
+    const Style st = ctx.global.style();
 
-    // ---- print ----
-    if (ctx.global.fmt() == Format::json) print_check_json(*ctx.out, report);
-    else print_check_table(*ctx.out, report, ctx.global.style());
+    // ---- run, printing and recording each case as it finishes ----
+    CheckReport report;
+    report.selected = cases.size();
+    SignalScope signals;
+    const auto t_all = std::chrono::steady_clock::now();
+    auto elapsed = [&t_all]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count(); };
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (g_signal) break;
+      const auto& sc = cases[i];
+      if (progress) *ctx.err << "\r[" << i + 1 << "/" << cases.size() << "] " << terminal_safe(sc.id) << "\033[K" << std::flush;
+      const auto t0 = std::chrono::steady_clock::now();
+      CaseResult cr = o->timeout ? run_case_isolated(sc.file, backend, *o->timeout, sc.id) : run_case_caught(sc.file, backend);
+      cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      cr.id = sc.id;
+      cr.file = sc.file;
+      if (progress) *ctx.err << "\r\033[K" << std::flush;
+      if (table) print_case_line(*ctx.out, cr, st);
+      const bool bad = !counts_as_passed(cr.status) && cr.status != CaseStatus::skipped;
+      report.results.push_back(std::move(cr));
+      report.seconds = elapsed();
+      summarise(report, 0);
+      if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
+      if (bad && o->fail_fast && i + 1 < cases.size()) {
+        report.stopped = "--fail-fast: stopped after the first failure, " + std::to_string(cases.size() - i - 1) + " cases not run";
+        break;
+      }
+    }
+    const int sig = g_signal.load();
+    if (sig && report.results.size() < cases.size())
+      report.stopped = "interrupted by signal " + std::to_string(sig) + " after " + std::to_string(report.results.size()) + " of " +
+                       std::to_string(cases.size()) + " cases";
+    report.seconds = elapsed();
+    summarise(report, sig);
+
+    // ---- print the summary (the JSON document holds every case) ----
+    if (!table) print_check_json(*ctx.out, report);
+    else print_check_summary(*ctx.out, report);
     if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
     ctx.exit_code = report.exit_code;
   });

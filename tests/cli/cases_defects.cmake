@@ -89,4 +89,4 @@ mlactl_cli_test(check-run-wrong-reason RC 1 ARGS check tests/cli/bad/check-wrong
                 STDOUT "run: expected incorrect because of numeric, got position audit \\(position audit: 28 rows read the wrong KV positions\\)")
 # a mistyped expectation is that case's bad input (exit 3); the other cases still run
 mlactl_cli_test(check-mistyped-expect RC 3 ARGS check tests/cli/bad/check-mistyped-expect.json tests/cli/bad/check-wrong-reason.json --backend cpu
-                STDOUT "invalid_input +verify-window-broadcast-mistyped-expect\n +/expect/invariants: type must be string, but is number.*incorrect +verify-window-broadcast-wrong-reason.*0 passed, 2 failed")
+                STDOUT "invalid_input +verify-window-broadcast-mistyped-expect\n +/expect/invariants: must be a string, got number.*incorrect +verify-window-broadcast-wrong-reason.*0 passed, 2 failed")
