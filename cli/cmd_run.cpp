@@ -1,4 +1,6 @@
 // `mlactl run`: route, plan, audit positions, execute, compare with the reference.
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -44,10 +46,21 @@ void add_run_options(CLI::App* sub, RunArgs& a) {
   add_kernel_option(sub, a.kernel);
   sub->add_option("--planner", a.planner, "plan with this planner instead of the route's")->check(CLI::IsMember(planner_names()));
   sub->add_flag("--cross-check", o.cross_check, "also run the CPU executor on the same work list and diff it with the GPU's");
-  sub->add_flag("--use-captured", o.use_captured, "execute the batch's captured metadata (index arrays, work list) instead of mlactl's");
-  sub->add_option("--atol", o.atol, "absolute tolerance (overrides the dtype default)");
-  sub->add_option("--rtol", o.rtol, "relative tolerance");
-  sub->add_option("--cos-tol", o.cos_tol, "global cosine-diff tolerance");
+  auto* uc = sub->add_flag("--use-captured", o.use_captured, "require captured arrays (the default executes them when the batch has any)");
+  sub->add_flag("--own-metadata", o.own_metadata, "execute mlactl's own metadata and plan even when the batch carries captured arrays")->excludes(uc);
+  // a tolerance is a finite number >= 0: NaN, a negative value or a word is a usage error,
+  // not a verdict (NaN made every comparison false)
+  const auto tolerance = CLI::Validator(
+      [](std::string& v) {
+        char* end = nullptr;
+        const double d = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end != 0 || !std::isfinite(d) || d < 0) return "must be a finite number >= 0, got \"" + v + "\"";
+        return std::string();
+      },
+      "TOLERANCE");
+  sub->add_option("--atol", o.atol, "absolute tolerance (overrides the dtype default)")->check(tolerance);
+  sub->add_option("--rtol", o.rtol, "relative tolerance")->check(tolerance);
+  sub->add_option("--cos-tol", o.cos_tol, "global cosine-diff tolerance")->check(tolerance);
   sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)");
   sub->add_option("--dump-dir", o.dump_dir, "write inputs/outputs of a failing case here (.npy + JSON)");
 }

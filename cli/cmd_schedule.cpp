@@ -7,6 +7,7 @@
 #include "cli/common.hpp"
 #include <algorithm>
 
+#include "core/captured.hpp"
 #include "core/invariants.hpp"
 #include "core/plan.hpp"
 #include "core/routed.hpp"
@@ -41,10 +42,16 @@ std::string view_text(const KernelView& v) {
   return os.str();
 }
 
-void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& rd, const std::vector<PlannedCase>& cases) {
+nlohmann::ordered_json captured_json(const CapturedDiff& c) {
+  return {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
+}
+
+void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& rd, const std::vector<PlannedCase>& cases,
+                         const std::optional<CapturedDiff>& cdiff) {
   auto j = json_envelope("schedule");
   j["case"] = b.name;
   j["route"] = route_json(rd);
+  if (cdiff) j["captured"] = captured_json(*cdiff);
   auto arr = nlohmann::ordered_json::array();
   for (const auto& c : cases) {
     nlohmann::ordered_json o = plan_json(c.plan, c.inv);
@@ -72,7 +79,7 @@ void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>&
 void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c, int max_works, const Style& st) {
   const WorkList& w = c.plan.work;
   std::vector<std::pair<std::string, std::string>> kv = {
-      {"case", b.name.empty() ? "(unnamed)" : b.name},
+      {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
       {"route", to_string(c.plan.route)},
       {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
       {"planned view", view_text(w.planned_view)},
@@ -163,14 +170,25 @@ void setup_schedule(CLI::App& app, Context& ctx) {
     int worst = 0;
     for (const auto& c : cases)
       if (!c.inv.ok) worst = kExitVerifyFailed;
+    // captured arrays (docs/design.md §2): validated as a plan of this batch (exit 3), then
+    // diffed with the plan shown; a difference fails like a windows mismatch (exit 1)
+    std::optional<CapturedDiff> cdiff;
+    if (!b.captured.is_null() && !routed.refused()) {
+      const CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
+      if (cap.work_indptr) (void)plan_captured(b, routed, rows, cap);
+      cdiff = diff_captured(b, routed.metadata, rows, cap, &cases.front().plan);
+      if (!cdiff->same) worst = kExitVerifyFailed;
+    }
     if (ctx.global.verbose)
       for (const auto& c : cases)
         *ctx.err << "schedule: " << to_string(c.plan.planner) << " planner " << fmt_double(c.plan.planner_ms, 3) << " ms (plan with index lists "
                  << fmt_double(c.plan_ms, 3) << " ms), invariants checked in " << fmt_double(c.check_ms, 3) << " ms\n";
 
-    if (ctx.global.fmt() == Format::json) print_schedule_json(*ctx.out, b, rd, cases);
+    if (ctx.global.fmt() == Format::json) print_schedule_json(*ctx.out, b, rd, cases, cdiff);
     else if (cases.size() > 1 || ctx.global.fmt() == Format::csv) print_schedule_comparison(*ctx.out, cases, ctx.global.fmt());
     else print_schedule_table(*ctx.out, b, cases.front(), *max_works, ctx.global.style());
+    if (cdiff && ctx.global.fmt() == Format::table)
+      *ctx.out << "\ncaptured: " << (cdiff->same ? cdiff->message : ctx.global.style().red("first difference: ") + cdiff->message) << "\n";
     ctx.exit_code = worst;
   });
 }

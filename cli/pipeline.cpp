@@ -6,6 +6,8 @@
 #include <limits>
 #include <ostream>
 #include <sys/stat.h>
+#include <cerrno>
+#include <cstring>
 
 #include "cli/common.hpp"
 #include "cli/output.hpp"
@@ -40,12 +42,16 @@ ExecOutput execute(Executor& ex, const Batch& b, const RoutePlan& plan, const In
   return eo;
 }
 
-void dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, const Inputs& in, const std::vector<float>& out,
-                  const ReferenceOutput& ref) {
-  ::mkdir(dir.c_str(), 0755);
-  const std::string stem = dir + "/" + (b.name.empty() ? std::string("case") : b.name);
-  write_file_atomic(stem + ".batch.json", batch_to_json(b).dump(2) + "\n");
-  write_file_atomic(stem + ".result.json", outcome_json(o).dump(2) + "\n");
+std::string dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, const Inputs& in, const std::vector<float>& out,
+                         const ReferenceOutput& ref) {
+  // everything stays inside `dir`: the case name (from the file) is one sanitised path
+  // component, and no file is written through a link (docs/design.md §9)
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) throw Error(kExitDevice, "", "--dump-dir " + dir + ": cannot create it: " + std::strerror(errno));
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Error(kExitUsage, "", "--dump-dir " + dir + ": is not a directory");
+  const std::string stem = dir + "/" + path_component(b.name);
+  write_file_atomic(stem + ".batch.json", batch_to_json(b).dump(2) + "\n", Symlinks::refuse);
+  write_file_atomic(stem + ".result.json", outcome_json(o).dump(2) + "\n", Symlinks::refuse);
   // .npy float32 arrays: output and reference [rows, heads, v_dim]
   auto npy = [&](const std::string& path, const std::vector<float>& data) {
     std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(ref.num_rows) + ", " +
@@ -57,11 +63,12 @@ void dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, c
     blob.append((const char*)&hl, 2);
     blob += header;
     blob.append((const char*)data.data(), data.size() * sizeof(float));
-    write_file_atomic(path, blob);
+    write_file_atomic(path, blob, Symlinks::refuse);
   };
   npy(stem + ".out.npy", out);
   npy(stem + ".ref.npy", ref.out);
   (void)in;
+  return stem;
 }
 }  // namespace
 
@@ -182,13 +189,10 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     RoutePlan own = plan_batch(b, rb, rows, opt.planner);
     o.captured = diff_captured(b, rb.metadata, rows, cap, &own);
   }
-  if (opt.use_captured) {
-    if (cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
-    // the kernel runs exactly what the real stack produced (docs/design.md §2 captured)
-    RoutedBatch replay = rb;
-    replay.metadata = metadata_with_captured(rb.metadata, cap);
-    o.plan = plan_batch(b, replay, rows, opt.planner);
-    apply_captured_work(*o.plan, cap);
+  if (opt.use_captured && cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
+  if (!cap.empty() && !opt.own_metadata) {
+    // the kernel runs exactly what the real stack produced, validated as a plan of this batch first
+    o.plan = plan_captured(b, rb, rows, cap, opt.planner);
   } else {
     o.plan = plan_batch(b, rb, rows, opt.planner);
   }
@@ -286,7 +290,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
       case RunFailure::numeric: o.message = "numeric comparison failed"; break;
       case RunFailure::cross_check: o.message = "GPU and CPU executors differ on the same work list"; break;
     }
-    if (!opt.dump_dir.empty()) dump_failure(opt.dump_dir, b, o, in, eo.out, ref);
+    if (!opt.dump_dir.empty()) o.dumped = dump_failure(opt.dump_dir, b, o, in, eo.out, ref);
   }
   return o;
 }
@@ -299,6 +303,7 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
   if (!o.message.empty()) j["message"] = o.message;
   j["route"] = route_json(o.route);
   if (!o.executor.empty()) j["executor"] = o.executor;
+  if (!o.dumped.empty()) j["dumped"] = o.dumped;
   if (o.plan) {
     j["planner"] = to_string(o.plan->planner);
     j["works"] = o.plan->work.work_info.size();
@@ -355,7 +360,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   Style st;
   st.color = color;
   std::vector<std::pair<std::string, std::string>> kv;
-  kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
+  kv.push_back({"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)});
   std::string status;
   switch (o.status) {
     case RunStatus::passed: status = st.green("PASSED"); break;
@@ -370,6 +375,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   if (o.plan) kv.push_back({"planner", std::string(to_string(o.plan->planner)) + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
                                            std::to_string(o.plan->work.num_workgroups) + " workgroups"});
   if (!o.executor.empty()) kv.push_back({"executor", o.executor});
+  if (!o.dumped.empty()) kv.push_back({"dumped", terminal_safe(o.dumped) + ".{batch,result}.json, .out.npy, .ref.npy"});
   if (o.captured) kv.push_back({"captured", o.captured->same ? o.captured->message : st.red("differs: ") + o.captured->message});
   if (o.audit)
     kv.push_back({"position audit", o.audit->ok ? "ok (" + std::to_string(o.audit->rows_checked) + " rows)"

@@ -41,7 +41,11 @@ struct RunOptions {
   std::optional<Route> kernel;       // --kernel: forced route
   std::optional<PlannerId> planner;  // --planner: planner override
   bool cross_check = false;      // also run the CPU executor on the same work list and diff
-  bool use_captured = false;     // execute the batch's captured metadata instead of mlactl's
+  // A batch's captured arrays are what `run` and `check` execute (docs/design.md §2
+  // captured): `own_metadata` (--own-metadata) runs mlactl's own metadata instead;
+  // `use_captured` (--use-captured) insists on captured arrays (a usage error without).
+  bool own_metadata = false;
+  bool use_captured = false;
   std::optional<double> atol, rtol, cos_tol;
   int threads = 0;
   std::string dump_dir;
@@ -60,6 +64,7 @@ struct RunOutcome {
   std::optional<CompareReport> cross;  // GPU vs CPU on the same work list
   std::optional<CapturedDiff> captured;  // captured arrays vs what mlactl builds
   std::string executor;
+  std::string dumped;  // --dump-dir: the path stem the failing case's files were written to
   double ms_metadata = 0, ms_plan = 0, ms_inputs = 0, ms_reference = 0, ms_execute = 0, ms_compare = 0;
   DType out_dtype = DType::bf16;
 };

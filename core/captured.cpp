@@ -56,9 +56,18 @@ std::vector<std::array<int64_t, N>> row_array(const json& v, const std::string& 
   return out;
 }
 
-void require_len(const std::vector<int64_t>& v, size_t n, const std::string& ptr, const std::string& what) {
-  if (v.size() < n)
-    throw invalid_input(ptr, "has " + std::to_string(v.size()) + " entries, fewer than the " + std::to_string(n) + " " + what);
+void require_exact_len(const std::vector<int64_t>& v, int64_t n, const std::string& ptr, const std::string& what) {
+  if ((int64_t)v.size() == n) return;
+  throw invalid_input(ptr, "has " + std::to_string(v.size()) + " entries, " + ((int64_t)v.size() < n ? "fewer" : "more") + " than the " + std::to_string(n) + " " + what);
+}
+
+// An index pointer: starts at 0 and never decreases (entry i + 1 ends `unit` i).
+void require_indptr(const std::vector<int64_t>& v, const std::string& ptr, const std::string& unit) {
+  if (!v.empty() && v[0] != 0) throw invalid_input(ptr + "/0", "must be 0 (an index pointer starts at 0), got " + std::to_string(v[0]));
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] < v[i - 1])
+      throw invalid_input(ptr + "/" + std::to_string(i), "decreases (" + std::to_string(v[i - 1]) + " -> " + std::to_string(v[i]) + "): " + unit + " " +
+                                                        std::to_string(i - 1) + " would get a negative length");
 }
 
 std::string row_name(const RowWindow& w) {
@@ -74,25 +83,28 @@ CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_ro
   const std::string p = "/captured";
   if (c.contains("qo_indptr")) {
     cap.qo_indptr = int_array(c["qo_indptr"], p + "/qo_indptr");
-    require_len(*cap.qo_indptr, R + 1, p + "/qo_indptr", "a batch of " + std::to_string(R) + " requests needs");
+    require_exact_len(*cap.qo_indptr, R + 1, p + "/qo_indptr", "a batch of " + std::to_string(R) + " requests has");
+    require_indptr(*cap.qo_indptr, p + "/qo_indptr", "request");
+    if ((*cap.qo_indptr)[R] != oracle_rows)
+      throw invalid_input(p + "/qo_indptr/" + std::to_string(R), "is " + std::to_string((*cap.qo_indptr)[R]) + ", but the batch has " + std::to_string(oracle_rows) +
+                                                                   " query rows (padding rows included)");
   }
   if (c.contains("paged_kv_indptr")) {
     cap.paged_kv_indptr = int_array(c["paged_kv_indptr"], p + "/paged_kv_indptr");
-    require_len(*cap.paged_kv_indptr, R + 1, p + "/paged_kv_indptr", "a batch of " + std::to_string(R) + " requests needs");
     // one entry per query row: the R0 flatten's per-row seq_info (seed 000)
     cap.flattened_rows = oracle_rows != R && (int64_t)cap.paged_kv_indptr->size() == oracle_rows + 1;
-    const auto& ip = *cap.paged_kv_indptr;
-    const size_t used = cap.flattened_rows ? (size_t)oracle_rows + 1 : (size_t)R + 1;
-    for (size_t i = 1; i < used; ++i)
-      if (ip[i] < ip[i - 1]) throw invalid_input(p + "/paged_kv_indptr/" + std::to_string(i), "decreases (" + std::to_string(ip[i - 1]) + " -> " + std::to_string(ip[i]) + ")");
-    if (ip[0] < 0) throw invalid_input(p + "/paged_kv_indptr/0", "must be >= 0");
+    if (!cap.flattened_rows)
+      require_exact_len(*cap.paged_kv_indptr, R + 1, p + "/paged_kv_indptr",
+                        "a batch of " + std::to_string(R) + " requests has" +
+                            (oracle_rows != R ? " (or " + std::to_string(oracle_rows + 1) + ", one per query row + 1, for the R0 flatten's per-row table)" : std::string()));
+    require_indptr(*cap.paged_kv_indptr, p + "/paged_kv_indptr", cap.flattened_rows ? "query row" : "request");
   }
   if (c.contains("paged_kv_indices")) {
     cap.paged_kv_indices = int_array(c["paged_kv_indices"], p + "/paged_kv_indices");
     if (cap.paged_kv_indptr) {
       const auto& ip = *cap.paged_kv_indptr;
       const int64_t used = ip[cap.flattened_rows ? oracle_rows : R];
-      require_len(*cap.paged_kv_indices, (size_t)used, p + "/paged_kv_indices", "entries paged_kv_indptr addresses");
+      require_exact_len(*cap.paged_kv_indices, used, p + "/paged_kv_indices", "entries paged_kv_indptr addresses: captured arrays are the used prefix (paged_kv_indices[:paged_kv_indptr[-1]]); it has");
     }
     const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
     const size_t used = cap.paged_kv_indptr ? (size_t)(*cap.paged_kv_indptr)[cap.flattened_rows ? oracle_rows : R] : cap.paged_kv_indices->size();
@@ -104,9 +116,15 @@ CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_ro
   }
   if (c.contains("paged_kv_last_page_len")) {
     cap.paged_kv_last_page_len = int_array(c["paged_kv_last_page_len"], p + "/paged_kv_last_page_len");
-    require_len(*cap.paged_kv_last_page_len, R, p + "/paged_kv_last_page_len", "a batch of " + std::to_string(R) + " requests needs");
+    require_exact_len(*cap.paged_kv_last_page_len, R, p + "/paged_kv_last_page_len", "a batch of " + std::to_string(R) + " requests has");
+    for (int64_t r = 0; r < R; ++r)
+      if ((*cap.paged_kv_last_page_len)[(size_t)r] < 0)
+        throw invalid_input(p + "/paged_kv_last_page_len/" + std::to_string(r), "must be >= 0 (request " + std::to_string(r) + ")");
   }
-  if (c.contains("min_kv_seq_len")) cap.min_kv_seq_len = int_at(c["min_kv_seq_len"], p + "/min_kv_seq_len");
+  if (c.contains("min_kv_seq_len")) {
+    cap.min_kv_seq_len = int_at(c["min_kv_seq_len"], p + "/min_kv_seq_len");
+    if (*cap.min_kv_seq_len < 0) throw invalid_input(p + "/min_kv_seq_len", "must be >= 0 (a KV length), got " + std::to_string(*cap.min_kv_seq_len));
+  }
   if (c.contains("work_indptr")) cap.work_indptr = int_array(c["work_indptr"], p + "/work_indptr");
   if (c.contains("work_info_set")) cap.work_info_set = row_array<8>(c["work_info_set"], p + "/work_info_set");
   if (c.contains("reduce_indptr")) cap.reduce_indptr = int_array(c["reduce_indptr"], p + "/reduce_indptr");
@@ -116,11 +134,32 @@ CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_ro
     throw invalid_input(p + (cap.work_indptr ? "/work_info_set" : "/work_indptr"), "a captured work list needs both work_indptr and work_info_set");
   if (cap.work_indptr) {
     const auto& wi = *cap.work_indptr;
-    if (wi.empty()) throw invalid_input(p + "/work_indptr", "must not be empty");
-    for (size_t i = 1; i < wi.size(); ++i)
-      if (wi[i] < wi[i - 1]) throw invalid_input(p + "/work_indptr/" + std::to_string(i), "decreases");
+    if (wi.size() < 2) throw invalid_input(p + "/work_indptr", "has " + std::to_string(wi.size()) + " entries; a work list has at least one workgroup (2 entries)");
+    require_indptr(wi, p + "/work_indptr", "workgroup");
     if (wi.back() > (int64_t)cap.work_info_set->size())
       throw invalid_input(p + "/work_info_set", "has " + std::to_string(cap.work_info_set->size()) + " rows but work_indptr addresses " + std::to_string(wi.back()));
+  }
+  if ((cap.reduce_indptr || cap.reduce_final_map || cap.reduce_partial_map) && !cap.work_indptr)
+    throw invalid_input(p + (cap.reduce_indptr ? "/reduce_indptr" : cap.reduce_final_map ? "/reduce_final_map" : "/reduce_partial_map"),
+                        "reduce maps need the captured work list (work_indptr and work_info_set) they reduce");
+  if (cap.reduce_indptr) {
+    const auto& ri = *cap.reduce_indptr;
+    if (ri.empty()) throw invalid_input(p + "/reduce_indptr", "must not be empty");
+    require_indptr(ri, p + "/reduce_indptr", "q tile");
+    const size_t tiles = ri.size() - 1;
+    if (cap.reduce_final_map && cap.reduce_final_map->size() < tiles)
+      throw invalid_input(p + "/reduce_final_map", "has " + std::to_string(cap.reduce_final_map->size()) + " entries, fewer than the " + std::to_string(tiles) +
+                                                       " q tiles reduce_indptr has");
+    if (!cap.reduce_final_map && tiles > 0)
+      throw invalid_input(p + "/reduce_final_map", "is missing: reduce_indptr has " + std::to_string(tiles) + " q tiles to reduce");
+    const int64_t entries = ri.back();
+    if (!cap.reduce_partial_map && entries > 0)
+      throw invalid_input(p + "/reduce_partial_map", "is missing: reduce_indptr addresses " + std::to_string(entries) + " partial entries");
+    if (cap.reduce_partial_map && (int64_t)cap.reduce_partial_map->size() < entries)
+      throw invalid_input(p + "/reduce_partial_map", "has " + std::to_string(cap.reduce_partial_map->size()) + " entries, fewer than the " + std::to_string(entries) +
+                                                         " reduce_indptr addresses");
+  } else if (cap.reduce_final_map || cap.reduce_partial_map) {
+    throw invalid_input(p + "/reduce_indptr", "is missing: reduce_final_map and reduce_partial_map are read through it");
   }
   return cap;
 }
@@ -350,7 +389,94 @@ void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap) {
   w.num_partial_rows = partial_rows;
   w.planner = "captured";
   plan.planner = PlannerId::captured;
-  plan.notes.push_back("executing the captured work list (run --use-captured)");
+  plan.notes.push_back("executing the captured work list (run --own-metadata runs mlactl's plan instead)");
+}
+
+void validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay, int64_t max_qo_len) {
+  if (!cap.work_indptr) return;
+  const std::string p = "/captured";
+  const WorkList& w = replay.work;
+  const auto& wi = *cap.work_indptr;
+  const auto& ws = *cap.work_info_set;
+  const std::optional<MetadataInfo>& capa = replay.capacity;
+  // persistent buffers may be longer than what this step used, never longer than the buffer
+  auto no_longer_than = [&](size_t n, int64_t cap_n, const std::string& field, const std::string& what) {
+    if ((int64_t)n > cap_n)
+      throw invalid_input(p + "/" + field, "has " + std::to_string(n) + " entries, more than the " + std::to_string(cap_n) + " " + what);
+  };
+  const int64_t grid = w.num_workgroups > 0 ? w.num_workgroups : (int64_t)wi.size() - 1;
+  if (capa) no_longer_than(wi.size(), capa->work_indptr, "work_indptr", "of the work_indptr buffer get_mla_metadata_info_v1 sizes for this batch");
+  else no_longer_than(wi.size(), grid + 1, "work_indptr", "a grid of " + std::to_string(grid) + " workgroups has");
+  // workgroups past the kernel's grid never run: a capture that gives them works lost them
+  for (size_t k = (size_t)grid + 1; k < wi.size(); ++k)
+    if (wi[k] != wi[(size_t)grid])
+      throw invalid_input(p + "/work_indptr/" + std::to_string(k), "workgroup " + std::to_string(k - 1) + " has works, but the kernel launches " +
+                                                                     std::to_string(grid) + " workgroups");
+  const int64_t used_groups = std::min<int64_t>(grid, (int64_t)wi.size() - 1);
+  const int64_t used = wi[(size_t)used_groups];
+  if (capa) no_longer_than(ws.size(), capa->work_info_set, "work_info_set", "rows of the work_info_set buffer");
+  else if ((int64_t)ws.size() > used)
+    throw invalid_input(p + "/work_info_set", "has " + std::to_string(ws.size()) + " rows, more than the " + std::to_string(used) + " works work_indptr schedules");
+
+  const int64_t q_rows = w.num_q_rows;
+  const int64_t kv_entries = (int64_t)replay.kv_indices.size();
+  int64_t max_rows = 1;
+  for (int64_t i = 0; i < used; ++i) max_rows = std::max<int64_t>(max_rows, ws[(size_t)i][3] - ws[(size_t)i][2]);
+  // fp32 partial rows: mla.py's buffer (reduce_partial_map x q_len) when the stack sizes it;
+  // else at most one split fragment per work
+  const int64_t partial_rows = capa ? capa->reduce_partial_map * std::max<int64_t>(1, max_qo_len) : used * max_rows;
+  size_t group = 0;
+  for (int64_t i = 0; i < used; ++i) {
+    while (group + 1 < wi.size() && wi[group + 1] <= i) ++group;
+    const auto& x = ws[(size_t)i];
+    const std::string at = p + "/work_info_set/" + std::to_string(i);
+    const std::string who = " (work " + std::to_string(i) + " of workgroup " + std::to_string(group) + ", batch " + std::to_string(x[0]) + ", q rows [" +
+                            std::to_string(x[2]) + ", " + std::to_string(x[3]) + "))";
+    if (x[0] < 0 || (q_rows > 0 && x[0] >= q_rows))
+      throw invalid_input(at + "/0", "batch_idx " + std::to_string(x[0]) + " is not a batch of this plan (its view has " + std::to_string(q_rows) + " q rows)" + who);
+    if (x[2] < 0 || x[3] <= x[2] || x[3] > q_rows)
+      throw invalid_input(at + "/" + (x[2] < 0 ? "2" : "3"), "q rows [" + std::to_string(x[2]) + ", " + std::to_string(x[3]) + ") are not a non-empty range of the view's " +
+                                                               std::to_string(q_rows) + " q rows" + who);
+    if (x[4] < 0 || x[5] < x[4] || x[5] > kv_entries)
+      throw invalid_input(at + "/" + (x[4] < 0 ? "4" : "5"), "KV range [" + std::to_string(x[4]) + ", " + std::to_string(x[5]) + ") is not inside the " +
+                                                               std::to_string(kv_entries) + " KV index entries of this batch" + who);
+    if (x[6] < 0 || x[6] > kv_entries)
+      throw invalid_input(at + "/6", "kv_offset " + std::to_string(x[6]) + " is not a KV token count of this batch (0.." + std::to_string(kv_entries) + ")" + who);
+    if (x[1] < -1 || (x[1] >= 0 && x[1] + (x[3] - x[2]) > partial_rows))
+      throw invalid_input(at + "/1", "partial_qo_loc " + std::to_string(x[1]) + " is neither -1 (final output) nor a partial row range inside the " +
+                                         std::to_string(partial_rows) + " fp32 partial rows" + who);
+  }
+  if (cap.reduce_indptr) {
+    const auto& ri = *cap.reduce_indptr;
+    if (capa) no_longer_than(ri.size(), capa->reduce_indptr, "reduce_indptr", "of the reduce_indptr buffer");
+    if (capa && cap.reduce_final_map) no_longer_than(cap.reduce_final_map->size(), capa->reduce_final_map, "reduce_final_map", "rows of the reduce_final_map buffer");
+    if (capa && cap.reduce_partial_map) no_longer_than(cap.reduce_partial_map->size(), capa->reduce_partial_map, "reduce_partial_map", "entries of the reduce_partial_map buffer");
+    for (size_t t = 0; t + 1 < ri.size(); ++t) {
+      if (ri[t + 1] - ri[t] <= 1) continue;  // unsplit: the reduce skips it
+      const auto& fm = (*cap.reduce_final_map)[t];
+      const std::string at = p + "/reduce_final_map/" + std::to_string(t);
+      if (fm[0] == -1 && fm[1] == -1) continue;
+      if (fm[0] < 0 || fm[1] <= fm[0] || fm[1] > q_rows)
+        throw invalid_input(at, "output rows [" + std::to_string(fm[0]) + ", " + std::to_string(fm[1]) + ") of split q tile " + std::to_string(t) +
+                                    " are neither {-1, -1} nor a range of the view's " + std::to_string(q_rows) + " q rows");
+      for (int64_t k = ri[t]; k < ri[t + 1]; ++k) {
+        const int64_t pr = (*cap.reduce_partial_map)[(size_t)k];
+        if (pr < 0 || pr + (fm[1] - fm[0]) > partial_rows)
+          throw invalid_input(p + "/reduce_partial_map/" + std::to_string(k), "partial row " + std::to_string(pr) + " of q tile " + std::to_string(t) +
+                                                                                 " is outside the " + std::to_string(partial_rows) + " fp32 partial rows");
+      }
+    }
+  }
+}
+
+RoutePlan plan_captured(const Batch& b, const RoutedBatch& rb, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
+                        std::optional<PlannerId> planner) {
+  RoutedBatch replay = rb;
+  replay.metadata = metadata_with_captured(rb.metadata, cap);
+  RoutePlan plan = plan_batch(b, replay, rows, planner);
+  validate_captured_work(cap, plan, rb.metadata.max_qo_len);
+  apply_captured_work(plan, cap);
+  return plan;
 }
 
 }  // namespace mlactl

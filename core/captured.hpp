@@ -12,6 +12,7 @@
 #include "core/batch.hpp"
 #include "core/decode_metadata.hpp"
 #include "core/plan.hpp"
+#include "core/routed.hpp"
 #include "core/semantics.hpp"
 
 namespace mlactl {
@@ -56,5 +57,20 @@ std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowW
 // the real stack produced.
 DecodeMetadata metadata_with_captured(const DecodeMetadata& md, const CapturedMetadata& cap);
 void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap);
+
+// The captured work list validated as a plan of this batch, under `replay` (the route's
+// plan over the captured index arrays, before apply_captured_work): every used work's
+// batch, q rows, KV range, partial rows and kv_offset inside what the batch and its view
+// have; the arrays no longer than the stack's buffers (get_mla_metadata_info_v1) and
+// workgroups past the kernel's grid empty; every reduce tile's output rows and partial
+// entries in range. Throws invalid_input (exit 3) naming /captured/<field>/<index> and
+// the work or tile it hurts: such arrays cannot be a plan of this batch, so nothing runs.
+void validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay, int64_t max_qo_len);
+
+// What `run` executes for a batch with captured arrays (docs/design.md §2 captured): the
+// route's planner over the captured index arrays, the captured work list in its place
+// when one was captured, validated first (validate_captured_work).
+RoutePlan plan_captured(const Batch& b, const RoutedBatch& rb, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
+                        std::optional<PlannerId> planner = std::nullopt);
 
 }  // namespace mlactl
