@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -52,6 +53,13 @@ nlohmann::json batch_document(const BatchOptions& o) {
     if (!inline_given) throw Error(kExitUsage, "", "no batch: give a batch file, or --heads and --context for an inline batch");
     if (!o.heads) throw Error(kExitUsage, "", "an inline batch needs --heads");
     if (o.context.empty()) throw Error(kExitUsage, "", "an inline batch needs --context (e.g. --context 0,1,37,512)");
+    // bounded before built (docs/design.md §9): --padding 100000000 was 10^8 JSON objects
+    // (minutes, gigabytes) before the parser's request limit saw them
+    const int64_t n_context = 1 + (int64_t)std::count(o.context.begin(), o.context.end(), ',');
+    if (o.padding < 0) throw Error(kExitUsage, "", "--padding: must be >= 0, got " + std::to_string(o.padding));
+    if (n_context + o.padding > kMaxBatchRequests)
+      throw invalid_input("/requests", "has " + std::to_string(n_context + o.padding) + " requests (--context and --padding), more than " +
+                                           std::to_string(kMaxBatchRequests));
     doc = {{"schema", 1}, {"name", "inline"}, {"model", {{"num_heads", *o.heads}}}};
     nlohmann::json reqs = nlohmann::json::array();
     std::stringstream ss(o.context);
@@ -121,6 +129,19 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CLI::App app{"mlactl"};
   build_app(app, ctx);
   std::vector<std::string> rev(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  // An error goes to stderr (escaped: messages quote file-supplied strings) and, with
+  // --format json, also as a JSON object on stdout (docs/design.md §6), so a machine
+  // reading stdout always gets one document.
+  auto fail = [&](int code, const std::string& kind, const std::string& message, const std::string& where) {
+    err << "mlactl: " << (kind == "usage" ? "" : kind == "internal" ? "internal error: " : "error: ") << terminal_safe(message) << "\n";
+    if (ctx.global.format == "json") {
+      auto j = json_envelope(app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name());
+      j["error"] = {{"exit_code", code}, {"kind", kind}, {"message", message}};
+      if (!where.empty()) j["error"]["pointer"] = where;
+      out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+    }
+    return code;
+  };
   try {
     app.parse(rev);
   } catch (const CLI::CallForHelp& e) {
@@ -134,19 +155,16 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 0;
   } catch (const CLI::ParseError& e) {
     // CLI11's own codes (100-127) are remapped to 2 (docs/design.md §6)
-    err << "mlactl: " << e.what() << "\n";
+    fail(kExitUsage, "usage", e.what(), "");
     if (app.get_subcommands().empty()) err << "Run 'mlactl --help' for the commands.\n";
     else err << "Run 'mlactl " << app.get_subcommands().front()->get_name() << " --help' for its options.\n";
     return kExitUsage;
   } catch (const Error& e) {
-    err << "mlactl: error: " << e.what() << "\n";
-    return e.exit_code();
+    return fail(e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input" : "error", e.what(), e.where());
   } catch (const std::bad_alloc&) {
-    err << "mlactl: error: out of memory (raise --max-memory only if the machine has it)\n";
-    return kExitInvalidInput;
+    return fail(kExitInvalidInput, "out of memory", "out of memory (raise --max-memory only if the machine has it)", "");
   } catch (const std::exception& e) {
-    err << "mlactl: internal error: " << e.what() << "\n";
-    return kExitDevice;
+    return fail(kExitDevice, "internal", e.what(), "");
   }
   return ctx.exit_code;
 }

@@ -434,7 +434,7 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
                                  to_string(b.kv_cache.dtype) + ", block_size " + std::to_string(b.kv_cache.block_size) + " (" +
                                  to_string(b.kv_cache.layout) + ")" + (b.decode.causal ? ", causal" : ", non-causal");
   std::vector<std::pair<std::string, std::string>> kv;
-  kv.push_back({"case", b.name.empty() ? "(unnamed)" : b.name});
+  kv.push_back({"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)});
   kv.push_back({"shape", shape_text});
   kv.push_back({"device", r.device.empty() ? "(none)" : r.device});
   if (r.have_gpu) {

@@ -64,7 +64,7 @@ void setup_metadata(CLI::App& app, Context& ctx) {
       return;
     }
     std::vector<std::pair<std::string, std::string>> kv = {
-        {"case", b.name.empty() ? "(unnamed)" : b.name},
+        {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
         {"builder", "vLLM R1 _build_decode (page size 1 for AITER; Kb = " + std::to_string(b.kv_cache.block_size) + ")"},
         {"max_qo_len", std::to_string(md.max_qo_len) + (md.uniform_pad ? " (uniform-MTP padded)" : "")},
         {"uni_seqlen_qo", std::to_string(md.uni_seqlen ? md.max_qo_len : -1)},

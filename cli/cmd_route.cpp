@@ -45,7 +45,7 @@ void setup_route(CLI::App& app, Context& ctx) {
     const Style st = ctx.global.style();
     if (ctx.global.fmt() == Format::table) {
       std::vector<std::pair<std::string, std::string>> kv = {
-          {"case", b.name.empty() ? "(unnamed)" : b.name},
+          {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
           {"route", rd.route == Route::refused ? st.red("refused") : st.bold(to_string(rd.route))},
       };
       if (rd.route == Route::refused) kv.push_back({"error", rd.error_type + ": " + rd.error});

@@ -22,7 +22,7 @@ void setup_validate(CLI::App& app, Context& ctx) {
     int64_t rows = 0;
     for (const auto& w : oracle_windows(b)) rows += w.kind == MaskKind::padding ? 0 : 1;
     std::vector<std::pair<std::string, std::string>> kv = {
-        {"case", b.name.empty() ? "(unnamed)" : b.name},
+        {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
         {"status", "valid"},
         {"platform", std::string(to_string(b.platform.arch)) + ", " + std::to_string(b.platform.num_cu) + " CUs, aiter " + b.platform.aiter +
                          (b.platform.aiter_has_causal_arg ? "" : " (no causal= argument)")},

@@ -8,6 +8,13 @@
 #include <fstream>
 #include <cstdio>
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "core/types.hpp"
 
 
@@ -74,22 +81,94 @@ nlohmann::ordered_json json_envelope(const std::string& command) {
 
 void print_json(std::ostream& os, const nlohmann::ordered_json& j) { os << j.dump(2) << "\n"; }
 
-void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw Error(kExitDevice, "", "cannot write " + tmp);
-    f.write(content.data(), (std::streamsize)content.size());
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw Error(kExitDevice, "", "writing " + tmp + " failed (disk full?)");
+void write_file_atomic(const std::string& path, const std::string& content, Symlinks links) {
+  // Only a regular file is ever replaced: as root, renaming over a device node or a
+  // symlink replaced it with a regular file. A symlink is written through (the file it
+  // names is replaced, the link stays) or refused; anything else that exists is refused.
+  std::string target = path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      if (links == Symlinks::refuse) throw Error(kExitUsage, "", path + ": is a symbolic link; mlactl writes no file through a link here");
+      char* real = ::realpath(path.c_str(), nullptr);
+      if (!real) throw Error(kExitUsage, "", path + ": is a symbolic link to a missing file");
+      target = real;
+      std::free(real);
+      if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw Error(kExitUsage, "", path + ": links to " + target + ", which is not a regular file");
+    } else if (!S_ISREG(st.st_mode)) {
+      throw Error(kExitUsage, "", path + ": exists and is not a regular file (a directory, device, FIFO or socket); mlactl replaces only regular files");
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(kExitDevice, "", "cannot move " + tmp + " to " + path);
+  // a unique temporary file in the same folder (rename is atomic only within a file
+  // system; two runs writing one path no longer share a temp name)
+  const auto slash = target.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  std::string tmpl = dir + "/." + base + ".tmp.XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) throw Error(kExitDevice, "", "cannot write " + path + ": " + std::strerror(errno));
+  const std::string tmp(name.data());
+  auto fail = [&](const std::string& what) {
+    const int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(kExitDevice, "", what + " " + path + " failed: " + std::strerror(e));
+  };
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("writing");
+    done += (size_t)n;
   }
+  // the mode a plain create would give (mkstemp's is 0600), or the replaced file's
+  mode_t mode = 0666;
+  if (::stat(target.c_str(), &st) == 0) mode = st.st_mode & 07777;
+  else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode &= ~mask;
+  }
+  if (::fchmod(fd, mode) != 0) fail("setting the mode of");
+  if (::fsync(fd) != 0) fail("flushing");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw Error(kExitDevice, "", "writing " + path + " failed: " + std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw Error(kExitDevice, "", "cannot move the new file over " + path + ": " + std::strerror(e));
+  }
+}
+
+std::string path_component(const std::string& name) {
+  std::string o;
+  for (char c : name.substr(0, 100)) o += (std::isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.') ? c : '_';
+  if (!o.empty() && o[0] == '.') o[0] = '_';  // no "..", no hidden file
+  return o.empty() ? "case" : o;
+}
+
+std::string terminal_safe(const std::string& s) {
+  std::string o;
+  o.reserve(s.size());
+  for (char ch : s) {
+    const unsigned char c = (unsigned char)ch;
+    if (c == '\n') o += "\\n";
+    else if (c == '\t') o += "\\t";
+    else if (c == '\r') o += "\\r";
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      o += buf;
+    } else {
+      o += ch;
+    }
+  }
+  return o;
 }
 
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items) {

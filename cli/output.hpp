@@ -26,10 +26,24 @@ void print_kv(std::ostream& os, const std::vector<std::pair<std::string, std::st
 nlohmann::ordered_json json_envelope(const std::string& command);
 void print_json(std::ostream& os, const nlohmann::ordered_json& j);
 
-// Writes `content` to `path` through a temporary file and a rename, so an
-// interrupted run never leaves a partial file that looks complete (docs/design.md §9).
-// Throws Error(kExitDevice) naming the path when it cannot.
-void write_file_atomic(const std::string& path, const std::string& content);
+// Writes `content` to `path` through a unique temporary file in the same folder and a
+// rename, so an interrupted run never leaves a partial file that looks complete
+// (docs/design.md §9). Replaces only a regular file: a symlink is written through
+// (Symlinks::follow) or refused (Symlinks::refuse, for paths made inside a folder the
+// user gave); a directory, device, FIFO or socket is refused (Error(kExitUsage)). A
+// failed write throws Error(kExitDevice) naming the path and the reason.
+enum class Symlinks { follow, refuse };
+void write_file_atomic(const std::string& path, const std::string& content, Symlinks links = Symlinks::follow);
+
+// A name from a batch file made safe as one path component: letters, digits, '-', '_',
+// '.' kept, everything else '_', no leading dot (no "..", no hidden file), at most 100
+// bytes, "case" when empty. `--dump-dir` joins only such names.
+std::string path_component(const std::string& name);
+
+// A string from a file (a case name, a message quoting one) made safe for a terminal:
+// control bytes become visible escapes (\n, \t, \x1b), so a name cannot move the cursor,
+// colour the line or forge another line of the report.
+std::string terminal_safe(const std::string& s);
 
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items = 32);
 std::string fmt_double(double v, int prec = 4);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -22,10 +23,11 @@ namespace {
 
 // Hard bounds that keep every later array within int32 (AITER's index type) and
 // reject absurd inputs up front (docs/design.md §9). The memory budget proper lives in the CLI.
-constexpr int64_t kMaxRequests = 1 << 22;
+constexpr int64_t kMaxRequests = kMaxBatchRequests;
 constexpr int64_t kMaxLen = std::numeric_limits<int32_t>::max();
 constexpr int kMaxHeads = 1024;
 constexpr int kMaxBlockSize = 1 << 16;
+constexpr double kMaxSoftmaxScale = 1e4;
 constexpr size_t kMaxJsonDepth = 64;  // a batch document needs 5 levels; expect/captured a few more
 
 std::string child(const std::string& ptr, const std::string& key) {
@@ -224,6 +226,23 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
           throw invalid_input(child(child(child(ptr, "block_table"), r), j),
                               "block id " + std::to_string(kv.block_table[r][j]) + " is out of range [0, " +
                                   std::to_string(kv.num_blocks) + ") (kv_cache.num_blocks)");
+    // A block used twice by one request puts two KV positions in one slot: no cache does
+    // that (blocks shared *between* requests are prefix caching, and fine). Only the blocks
+    // the request reads count; one stamp per block id, so linear in the table.
+    std::vector<int32_t> owner((size_t)kv.num_blocks, -1);
+    std::vector<int32_t> first((size_t)kv.num_blocks, 0);
+    for (size_t r = 0; r < b.requests.size(); ++r) {
+      const int64_t need = needed_blocks(b.requests[r]);
+      for (int64_t j = 0; j < need; ++j) {
+        const int32_t id = kv.block_table[r][(size_t)j];
+        if (owner[(size_t)id] == (int32_t)r)
+          throw invalid_input(child(child(child(ptr, "block_table"), r), (size_t)j),
+                              "block id " + std::to_string(id) + " repeats entry " + std::to_string(first[(size_t)id]) + " of request " + std::to_string(r) +
+                                  ": two KV positions of one request would share a slot");
+        owner[(size_t)id] = (int32_t)r;
+        first[(size_t)id] = (int32_t)j;
+      }
+    }
     return;
   }
   kv.block_table.assign(b.requests.size(), {});
@@ -370,9 +389,12 @@ Batch parse_batch(const json& doc) {
     require_object(*m, "/model");
     check_keys(*m, "/model", {"num_heads", "kv_lora_rank", "qk_rope_head_dim", "dtype", "softmax_scale"});
     if (const json* v = find(*m, "num_heads")) {
-      const int64_t n = get_int(*v, "/model/num_heads", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+      // the limit a message states is mlactl's own (1024), not int32's: a huge count is
+      // refused as "more than 1024" before vLLM's rule would see it
+      if (v->is_number() && v->get<double>() > kMaxHeads) throw invalid_input("/model/num_heads", "must be <= " + std::to_string(kMaxHeads));
+      if (v->is_number() && v->get<double>() < -kMaxHeads) throw invalid_input("/model/num_heads", "must be > 0");
+      const int64_t n = get_int(*v, "/model/num_heads", -kMaxHeads, kMaxHeads);
       if (!vllm::num_heads_valid(n)) throw invalid_input("/model/num_heads", vllm::num_heads_error(n));
-      if (n > kMaxHeads) throw invalid_input("/model/num_heads", "must be <= " + std::to_string(kMaxHeads));
       b.model.num_heads = (int)n;
     } else {
       throw invalid_input("/model/num_heads", "is required");
@@ -383,6 +405,11 @@ Batch parse_batch(const json& doc) {
     if (const json* v = find(*m, "softmax_scale")) {
       b.model.softmax_scale = get_number(*v, "/model/softmax_scale");
       if (b.model.softmax_scale <= 0) throw invalid_input("/model/softmax_scale", "must be > 0");
+      // the kernels take the scale as fp32 and multiply q·k by it: 1e308 became inf and every
+      // row NaN ("unwritten"). 1e4 keeps scale·|q·k| finite in fp32 for every input mlactl
+      // generates (|q·k| <= 448·448·576 with fp8 q and KV: 1.2e12 at 1e4); vLLM's is 1/sqrt(192)
+      if (b.model.softmax_scale > kMaxSoftmaxScale)
+        throw invalid_input("/model/softmax_scale", "must be <= 10000 (vLLM uses 1/sqrt(qk head dim), about 0.072), got " + v->dump());
     }
   } else {
     throw invalid_input("/model", "is required (at least model.num_heads)");
@@ -432,6 +459,10 @@ Batch parse_batch(const json& doc) {
     }
     b.requests.push_back(q);
   }
+  // A step with no real request has nothing to attend, verify or compare: every verb
+  // would end in an executor or invariant error about nothing (docs/design.md §9).
+  if (std::none_of(b.requests.begin(), b.requests.end(), [](const Request& r) { return !r.padding; }))
+    throw invalid_input("/requests", b.requests.empty() ? "must hold at least one request" : "holds only padding slots; a decode step needs at least one real request");
 
   // kv_cache
   bool kv_fp8 = false;
@@ -565,85 +596,145 @@ Batch parse_batch(const json& doc) {
   return b;
 }
 
-json parse_json_document(const std::string& text, const std::string& source) {
-  // nlohmann's parser is iterative, but copying a parsed value is recursive: a
-  // 10 MB file of nested brackets under /captured overflowed the stack in
-  // parse_batch. Bound the depth while parsing (and reject duplicate keys: strict JSON).
-  struct Frame {
-    bool object = false;
-    int64_t index = -1;      // arrays: current element
-    std::string key;         // objects: current key
-    std::set<std::string> keys;
-  };
-  std::vector<Frame> stack;
-  auto pointer = [&stack](size_t levels) {
-    std::string ptr;
-    for (size_t i = 0; i < levels && i < stack.size(); ++i)
-      ptr = stack[i].object ? child(ptr, stack[i].key) : child(ptr, (size_t)stack[i].index);
-    return ptr;
-  };
-  auto element = [&stack]() {
-    if (!stack.empty() && !stack.back().object) ++stack.back().index;
-  };
-  json::parser_callback_t cb = [&](int /*depth*/, json::parse_event_t ev, json& parsed) -> bool {
-    switch (ev) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        element();
-        if (stack.size() >= kMaxJsonDepth) {
-          std::string at = pointer(8);
-          if (stack.size() > 8) at += "/...";
-          throw Error(kExitInvalidInput, "", source + ": malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                                 " levels (at " + (at.empty() ? "/" : at) + ")");
-        }
-        stack.push_back(Frame{ev == json::parse_event_t::object_start, -1, {}, {}});
-        break;
-      case json::parse_event_t::key:
-        if (!stack.empty() && stack.back().object) {
-          stack.back().key = parsed.get<std::string>();
-          if (!stack.back().keys.insert(stack.back().key).second)
-            throw invalid_input(pointer(stack.size()), "duplicate key (each key may appear once)");
-        }
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!stack.empty()) stack.pop_back();
-        break;
-      case json::parse_event_t::value:
-        element();
-        break;
+namespace {
+
+// The batch parser's DOM builder: nlohmann's SAX interface, with the depth bound and the
+// duplicate-key check done as the tree is built. Why not json::parse with a callback:
+// nlohmann's callback DOM parser scans the parent container for a discarded value after
+// every object or array it closes (json_sax_dom_callback_parser::end_object/end_array), so
+// an array of N request objects cost O(N^2): 10^5 requests took 21 s, 10^6 more than a
+// minute. Here every event is O(1) (a key check is O(log keys)), so parsing is linear.
+// And copying a parsed value is recursive: a 10 MB file of nested brackets under
+// /captured overflowed the stack in parse_batch, hence the depth bound while parsing.
+class DomBuilder : public nlohmann::json_sax<json> {
+ public:
+  explicit DomBuilder(const std::string& source) : source_(source) {}
+  json root;
+
+  bool null() override { return add(json(nullptr)); }
+  bool boolean(bool v) override { return add(json(v)); }
+  bool number_integer(number_integer_t v) override { return add(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return add(json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return add(json(v)); }
+  bool string(string_t& v) override { return add(json(std::move(v))); }
+  bool binary(binary_t& v) override { return add(json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(json::object(), true); }
+  bool start_array(std::size_t) override { return open(json::array(), false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    Frame& f = stack_.back();
+    if (f.ref->contains(k)) {
+      f.key = std::move(k);
+      throw invalid_input(pointer(stack_.size()), "duplicate key (each key may appear once)");
     }
+    f.key = std::move(k);
     return true;
-  };
-  auto strip = [](const std::string& what) {
-    // nlohmann's message carries the line and column; strip its "[json.exception...] " prefix
-    auto p = what.find("] ");
-    return p == std::string::npos ? what : what.substr(p + 2);
-  };
-  try {
-    return json::parse(text, cb);
-  } catch (const json::parse_error& e) {
-    throw Error(kExitInvalidInput, "", source + ": malformed JSON: " + strip(e.what()));
-  } catch (const json::out_of_range& e) {
-    // a number beyond double's range (1e309): nlohmann throws out_of_range.406, not a
-    // parse error. The value being parsed is the next element of the innermost container.
-    std::string at;
-    if (!stack.empty()) {
-      if (!stack.back().object) ++stack.back().index;
-      at = pointer(stack.size());
-    }
-    throw Error(kExitInvalidInput, at.empty() ? "/" : at, strip(e.what()) + " (not a finite number)");
   }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    if (e.id == 406) {
+      // a number beyond double's range (1e309): the value being parsed is the next element
+      // of the innermost container
+      std::string at;
+      if (!stack_.empty()) {
+        if (!stack_.back().object) ++stack_.back().index;
+        at = pointer(stack_.size());
+      }
+      throw Error(kExitInvalidInput, at.empty() ? "/" : at, strip(e.what()) + " (not a finite number)");
+    }
+    throw Error(kExitInvalidInput, "", source_ + ": malformed JSON: " + strip(e.what()));
+  }
+
+ private:
+  struct Frame {
+    json* ref = nullptr;
+    bool object = false;
+    int64_t index = -1;  // arrays: the element last added
+    std::string key;     // objects: the current key
+  };
+  static std::string strip(const std::string& what) {
+    // nlohmann's message carries the line and column; strip its "[json.exception...] " prefix
+    const auto p = what.find("] ");
+    return p == std::string::npos ? what : what.substr(p + 2);
+  }
+  std::string pointer(size_t levels) const {
+    std::string ptr;
+    for (size_t i = 0; i < levels && i < stack_.size(); ++i)
+      ptr = stack_[i].object ? child(ptr, stack_[i].key) : child(ptr, (size_t)stack_[i].index);
+    return ptr;
+  }
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Frame& f = stack_.back();
+    if (f.object) {
+      json& slot = (*f.ref)[f.key];
+      slot = std::move(v);
+      return &slot;
+    }
+    auto& arr = f.ref->get_ref<json::array_t&>();
+    arr.push_back(std::move(v));
+    ++f.index;
+    return &arr.back();
+  }
+  bool add(json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(json&& v, bool object) {
+    if (stack_.size() >= kMaxJsonDepth) {
+      if (!stack_.empty() && !stack_.back().object) ++stack_.back().index;
+      std::string at = pointer(8);
+      if (stack_.size() > 8) at += "/...";
+      throw Error(kExitInvalidInput, "", source_ + ": malformed JSON: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (at " +
+                                             (at.empty() ? "/" : at) + ")");
+    }
+    json* ref = place(std::move(v));
+    stack_.push_back(Frame{ref, object, -1, {}});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+  const std::string& source_;
+  std::vector<Frame> stack_;
+};
+
+}  // namespace
+
+json parse_json_document(const std::string& text, const std::string& source) {
+  DomBuilder dom(source);
+  json::sax_parse(text, &dom);
+  return std::move(dom.root);
 }
 
 Batch parse_batch_text(const std::string& text, const std::string& source) { return parse_batch(parse_json_document(text, source)); }
 
+int64_t max_document_bytes() { return memory_budget() / kDomBytesPerTextByte; }
+
 json load_json_document(const std::string& path) {
+  // Bounded before read (docs/design.md §9): `validate /dev/zero` read without end. The
+  // text and its DOM must fit the budget, so the file may be at most budget / the DOM's
+  // measured bytes per text byte; reading stops one byte past that.
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(kExitInvalidInput, "", path + ": cannot open batch file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_json_document(ss.str(), path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw Error(kExitInvalidInput, "", path + ": is a directory, not a batch file");
+  const int64_t limit = max_document_bytes();
+  std::string text;
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), (std::streamsize)buf.size());
+    text.append(buf.data(), (size_t)in.gcount());
+    if ((int64_t)text.size() > limit)
+      throw Error(kExitInvalidInput, "", path + ": the file is larger than " + format_bytes(limit) + ", the most a memory budget of " +
+                                             format_bytes(memory_budget()) + " parses (its JSON tree takes about " + std::to_string(kDomBytesPerTextByte) +
+                                             " bytes per byte of text; raise it with --max-memory if the machine has the memory)");
+  }
+  return parse_json_document(text, path);
 }
 
 Batch load_batch_file(const std::string& path) { return parse_batch(load_json_document(path)); }

@@ -106,13 +106,21 @@ struct Batch {
   int64_t kv_cache_bytes() const;
 };
 
+// At most this many requests (docs/design.md §2): every array stays within int32.
+constexpr int64_t kMaxBatchRequests = 1 << 22;
+
 // Parse a batch document. `source` names the file in messages. Throws
 // mlactl::Error (exit 3) naming the JSON pointer of the offending field.
 Batch parse_batch(const nlohmann::json& doc);
 // Strict JSON text -> document: malformed JSON, nesting deeper than 64 levels and
 // duplicate keys throw mlactl::Error (exit 3). Every batch file goes through this.
 nlohmann::json parse_json_document(const std::string& text, const std::string& source);
-// Reads a file and parses it as above; a missing file is exit 3 ("cannot open batch file").
+// Peak bytes of a parsed document per byte of its text (nlohmann::json DOM + the text),
+// measured on a 10^6-request batch (docs/bench_notes.md "Reliability (issue 15)").
+constexpr int64_t kDomBytesPerTextByte = 8;
+// The largest batch file the memory budget admits: budget / kDomBytesPerTextByte.
+int64_t max_document_bytes();
+// Reads a file and parses it as above; larger than max_document_bytes() is exit 3; a missing file is exit 3 ("cannot open batch file").
 nlohmann::json load_json_document(const std::string& path);
 Batch parse_batch_text(const std::string& text, const std::string& source);
 Batch load_batch_file(const std::string& path);

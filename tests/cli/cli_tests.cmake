@@ -5,9 +5,12 @@ target_link_libraries(json_golden PRIVATE nlohmann_json::nlohmann_json)
 set(MLACTL_FIXTURES ${CMAKE_SOURCE_DIR}/fixtures)
 set(MLACTL_GOLDEN ${CMAKE_CURRENT_LIST_DIR}/golden)
 
-# mlactl_cli_test(NAME RC <rc> ARGS <args...> [STDOUT <regex>] [STDERR <regex>] [GOLDEN <file>] [ENV VAR=value])
+# mlactl_cli_test(NAME RC <rc> ARGS <args...> [STDOUT <regex>] [STDERR <regex>] [GOLDEN <file>] [ENV VAR=value]
+#                 [TIMEOUT <seconds>] [FILE <path> FILE_RE <regex>])
+# TIMEOUT: the time bound the test asserts (ctest fails it when exceeded); FILE/FILE_RE: a
+# file the command wrote must match the regex.
 function(mlactl_cli_test name)
-  cmake_parse_arguments(T "" "RC;STDOUT;STDERR;GOLDEN;ENV" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "RC;STDOUT;STDERR;GOLDEN;ENV;TIMEOUT;FILE;FILE_RE" "ARGS" ${ARGN})
   string(REPLACE ";" " " args_str "${T_ARGS}")
   set(golden_args "")
   if(T_GOLDEN)
@@ -17,8 +20,12 @@ function(mlactl_cli_test name)
   add_test(NAME "cli: ${name}"
            COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> "-DARGS=${args_str}" -DRC=${T_RC}
                    "-DSTDOUT_RE=${T_STDOUT}" "-DSTDERR_RE=${T_STDERR}" ${golden_args} -DWORKDIR=${CMAKE_SOURCE_DIR}
+                   "-DFILE=${T_FILE}" "-DFILE_RE=${T_FILE_RE}"
                    -P ${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
   set_tests_properties("cli: ${name}" PROPERTIES LABELS cli)
+  if(T_TIMEOUT)
+    set_tests_properties("cli: ${name}" PROPERTIES TIMEOUT ${T_TIMEOUT})
+  endif()
   if(T_ENV)
     set_tests_properties("cli: ${name}" PROPERTIES ENVIRONMENT "${T_ENV}")
   endif()

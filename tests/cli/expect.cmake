@@ -2,6 +2,9 @@
 # a golden JSON file (compared by json_golden, ignoring "argv" and "tool").
 #   -DMLACTL=... -DARGS="a;b;c" -DRC=N [-DSTDOUT_RE=...] [-DSTDERR_RE=...] [-DGOLDEN=file -DJSON_GOLDEN=tool]
 separate_arguments(ARGS_LIST NATIVE_COMMAND "${ARGS}")
+if(DEFINED FILE AND NOT "${FILE}" STREQUAL "")
+  file(REMOVE "${FILE}")  # a stale file from an earlier run must not pass
+endif()
 execute_process(COMMAND ${MLACTL} ${ARGS_LIST} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 WORKING_DIRECTORY ${WORKDIR})
 if(NOT "${rc}" STREQUAL "${RC}")
@@ -22,5 +25,14 @@ if(DEFINED GOLDEN AND NOT "${GOLDEN}" STREQUAL "")
   execute_process(COMMAND ${JSON_GOLDEN} ${GOLDEN} ${OUTFILE} RESULT_VARIABLE grc OUTPUT_VARIABLE gout ERROR_VARIABLE gerr)
   if(NOT grc EQUAL 0)
     message(FATAL_ERROR "mlactl ${ARGS}: output differs from ${GOLDEN}\n${gout}${gerr}")
+  endif()
+endif()
+if(DEFINED FILE AND NOT "${FILE}" STREQUAL "")
+  if(NOT EXISTS "${FILE}")
+    message(FATAL_ERROR "mlactl ${ARGS}: wrote no ${FILE}")
+  endif()
+  file(READ "${FILE}" content)
+  if(NOT content MATCHES "${FILE_RE}")
+    message(FATAL_ERROR "mlactl ${ARGS}: ${FILE} does not match /${FILE_RE}/\n${content}")
   endif()
 endif()
