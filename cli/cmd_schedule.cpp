@@ -74,7 +74,8 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
   std::vector<std::pair<std::string, std::string>> kv = {
       {"case", b.name.empty() ? "(unnamed)" : b.name},
       {"route", to_string(c.plan.route)},
-      {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
+      {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner +
+                      (is_nvidia(b.platform.arch) ? ")" : ", aiter rules " + b.platform.aiter + ")")},
       {"planned view", view_text(w.planned_view)},
       {"kernel view", view_text(c.plan.kernel_view)},
       {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +
@@ -96,8 +97,32 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
   kv.push_back({"reduce_indptr", join_ints(w.reduce_indptr)});
   kv.push_back({"reduce_partial_map", join_ints(w.reduce_partial_map)});
   kv.push_back({"invariants", c.inv.ok ? st.green("ok") : st.red("BROKEN: " + std::to_string(c.inv.total_violations) + " violations")});
+  for (const auto& a : c.plan.stack_arrays)
+    if (a.row_width <= 0) {
+      std::vector<int32_t> v(a.values.begin(), a.values.end());
+      kv.push_back({a.name, join_ints(v, 48)});
+    }
   for (const auto& n : c.plan.notes) kv.push_back({"note", n});
   print_kv(os, kv);
+  // the stack's own scheduler rows in words (FlashMLA: one line per tile_scheduler_metadata row)
+  if (!c.plan.schedule_words.empty()) {
+    const StackArray* rows = nullptr;
+    for (const auto& a : c.plan.stack_arrays)
+      if (a.row_width > 0) rows = &a;
+    os << "\n" << (rows ? rows->name : std::string("scheduler rows")) << " (half-open ranges; blocks of 64 KV tokens):\n";
+    for (size_t i = 0; i < c.plan.schedule_words.size(); ++i) {
+      if (max_works > 0 && (int64_t)i >= max_works) {
+        os << "  ... " << (c.plan.schedule_words.size() - i) << " more rows (--max-works 0 lists all)\n";
+        break;
+      }
+      std::string raw;
+      if (rows && (i + 1) * rows->row_width <= rows->values.size()) {
+        std::vector<int32_t> r(rows->values.begin() + i * rows->row_width, rows->values.begin() + (i + 1) * rows->row_width);
+        raw = "[" + join_ints(r) + "]  ";
+      }
+      os << "  " << raw << c.plan.schedule_words[i] << "\n";
+    }
+  }
   os << "\nworks (ranges half-open [begin, end); kv in index-list entries):\n";
   Table t;
   t.header = {"wg", "work", "batch", "partial_qo_loc", "qo", "kv", "kv_len", "kv_offset"};
