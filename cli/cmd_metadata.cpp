@@ -88,7 +88,7 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     for (const auto& a : md.stack_arrays) {
       if (a.row_width > 0) continue;  // rows: printed below
       std::vector<int32_t> v(a.values.begin(), a.values.end());
-      kv.push_back({a.name, join_ints(v, 48)});
+      kv.push_back({a.name, a.scalar && v.size() == 1 ? std::to_string(v[0]) : join_ints(v, 48)});
     }
     for (const auto& n : md.notes) kv.push_back({"note", n});
     print_kv(os, kv);
