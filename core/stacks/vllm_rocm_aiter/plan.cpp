@@ -32,7 +32,8 @@ Route aiter_route_for_planner(PlannerId p, bool sparse, int64_t max_qo_len) {
     case PlannerId::triton: return Route::triton_mla;
     case PlannerId::sparse_rows: return Route::sparse_triton;
     case PlannerId::gluon:
-    case PlannerId::gluon_split: break;
+    case PlannerId::gluon_split:
+    case PlannerId::captured: break;  // captured is never a --planner choice
   }
   return max_qo_len > 1 ? Route::gluon_verify : Route::gluon_decode;
 }
