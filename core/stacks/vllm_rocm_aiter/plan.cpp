@@ -33,9 +33,9 @@ Route aiter_route_for_planner(PlannerId p, bool sparse, int64_t max_qo_len) {
     case PlannerId::sparse_rows: return Route::sparse_triton;
     case PlannerId::gluon:
     case PlannerId::gluon_split:
-    case PlannerId::flashmla:  // not planners of this stack: plan_route refuses them
+    case PlannerId::flashmla:  // planners of the vllm-cuda stack: plan_route refuses them
     case PlannerId::fa3:
-    case PlannerId::captured: break;
+    case PlannerId::captured: break;  // captured is never a --planner choice
   }
   return max_qo_len > 1 ? Route::gluon_verify : Route::gluon_decode;
 }
