@@ -162,29 +162,30 @@ __attribute__((target("avx512f"))) void pack_transposed(const float* src, Index 
     for (int r = 0; r < W; ++r) dst[k * W + r] = r < nrows ? src[r * ld + k] : 0.0f;
 }
 
-// dst[k*W + c] = src[k*ld + c] for c < ncols, 0 up to W.
-void pack_rows(const float* src, Index ld, Index ncols, Index kc, float* dst, int W) {
-  for (Index k = 0; k < kc; ++k) {
-    std::memcpy(dst + k * W, src + k * ld, (size_t)ncols * sizeof(float));
-    std::fill(dst + k * W + ncols, dst + k * W + W, 0.0f);
-  }
-}
+// A' as the micro kernel reads it: RZ panels of 16 rows, panel r at base + r*panel,
+// depth k at + k*stride; lanes past `valid` rows of the last panel read as 0.
+struct PanelView {
+  const float* base;
+  Index stride, panel;
+  int valid;  // rows of the RZ panels that exist (1 .. 16*RZ)
+};
 
 // C'[rows, NC columns] += A'·B' over one depth panel: per element a sequential fp32
-// sum from 0 (mul, then add, never fused), added to C' at the end. A: RZ panels of
-// 16 rows (k-major, kPanel*kc apart); B: k-major, kColTile floats per k.
+// sum from 0 (mul, then add, never fused), added to C' at the end. B: k-major,
+// kColTile floats per k. Only the `valid` rows are stored.
 template <int RZ, int NC>
-__attribute__((target("avx512f"))) void micro(const float* A, Index kc, const float* B, float* res, Index ldr,
-                                               int valid_rows) {
+__attribute__((target("avx512f"))) void micro(PanelView A, Index kc, const float* B, float* res, Index ldr) {
   __m512 acc[RZ][NC];
   for (int r = 0; r < RZ; ++r)
     for (int j = 0; j < NC; ++j) acc[r][j] = _mm512_setzero_ps();
-  const float* a0 = A;
-  const float* a1 = A + (RZ > 1 ? kPanel * kc : 0);
+  const int last_valid = A.valid - (RZ - 1) * kPanel;
+  const __mmask16 last_mask = last_valid >= kPanel ? (__mmask16)0xFFFF : (__mmask16)((1u << last_valid) - 1u);
+  const float* a0 = A.base;
+  const float* a1 = A.base + (RZ > 1 ? A.panel : 0);
   for (Index k = 0; k < kc; ++k) {
     __m512 a[RZ];
-    a[0] = _mm512_loadu_ps(a0 + k * kPanel);
-    if (RZ > 1) a[RZ - 1] = _mm512_loadu_ps(a1 + k * kPanel);
+    if (RZ > 1) a[0] = _mm512_loadu_ps(a0 + k * A.stride);
+    a[RZ - 1] = _mm512_maskz_loadu_ps(last_mask, (RZ > 1 ? a1 : a0) + k * A.stride);
     for (int j = 0; j < NC; ++j) {
       const __m512 bj = _mm512_set1_ps(B[k * kColTile + j]);
       for (int r = 0; r < RZ; ++r) {
@@ -197,7 +198,7 @@ __attribute__((target("avx512f"))) void micro(const float* A, Index kc, const fl
   for (int j = 0; j < NC; ++j) {
     float* rj = res + j * ldr;
     for (int r = 0; r < RZ; ++r) {
-      const int v = valid_rows - r * kPanel;
+      const int v = A.valid - r * kPanel;
       if (v >= kPanel) {
         _mm512_storeu_ps(rj + r * kPanel, _mm512_add_ps(acc[r][j], _mm512_loadu_ps(rj + r * kPanel)));
       } else {
@@ -209,10 +210,10 @@ __attribute__((target("avx512f"))) void micro(const float* A, Index kc, const fl
 }
 
 template <int RZ>
-void micro_cols(int nc, const float* A, Index kc, const float* B, float* res, Index ldr, int valid_rows) {
+void micro_cols(int nc, PanelView A, Index kc, const float* B, float* res, Index ldr) {
   switch (nc) {
 #define MLACTL_MICRO(N) \
-  case N: micro<RZ, N>(A, kc, B, res, ldr, valid_rows); break;
+  case N: micro<RZ, N>(A, kc, B, res, ldr); break;
     MLACTL_MICRO(1) MLACTL_MICRO(2) MLACTL_MICRO(3) MLACTL_MICRO(4) MLACTL_MICRO(5) MLACTL_MICRO(6)
     MLACTL_MICRO(7) MLACTL_MICRO(8) MLACTL_MICRO(9) MLACTL_MICRO(10) MLACTL_MICRO(11) MLACTL_MICRO(12)
 #undef MLACTL_MICRO
@@ -221,14 +222,16 @@ void micro_cols(int nc, const float* A, Index kc, const float* B, float* res, In
 
 // res (col-major C', ld ldr) += A'·B' for rows [0, rows_main), all columns, in depth
 // panels of kc:  A'(i, k) = BT ? b[i*ldb + k] : b[k*ldb + i],  B'(k, j) = a[j*lda + k].
+// BT's A' is packed (transposed) 16 rows at a time; otherwise it is read in place.
 template <bool BT>
 void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
                Index depth, Index kc, Scratch& s) {
-  constexpr Index kRowBlock = 256;  // rows of A' packed at a time (stays in L2)
+  constexpr Index kRowBlock = 256;  // rows of A' at a time (stay in L2)
   const Index col_tiles = (cols + kColTile - 1) / kColTile;
   // B' for every depth panel, panel k2 at col_tiles * kColTile * k2
   float* const bfull = s.b.get((size_t)(col_tiles * kColTile * depth));
-  const bool reuse = s.keep_b && s.b_valid && s.b_src == a && s.b_ld == lda && s.b_cols == cols && s.b_depth == depth && s.b_kc == kc;
+  const bool reuse = s.keep_b && s.b_valid && s.b_src == a && s.b_ld == lda && s.b_cols == cols && s.b_depth == depth &&
+                     s.b_kc == kc;
   if (!reuse) {
     for (Index k2 = 0; k2 < depth; k2 += kc) {
       const Index akc = std::min(k2 + kc, depth) - k2;
@@ -249,13 +252,22 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
     for (Index i0 = 0; i0 < rows_main; i0 += kRowBlock) {
       const Index nrows = std::min(kRowBlock, rows_main - i0);
       const Index panels = (nrows + kPanel - 1) / kPanel;
-      float* const ap = s.a.get((size_t)(panels * kPanel * akc));
-      for (Index p = 0; p < panels; ++p) {
-        const Index r0 = i0 + p * kPanel, nr = std::min<Index>(kPanel, rows_main - r0);
-        if (BT)
-          pack_transposed(b + r0 * ldb + k2, ldb, nr, akc, ap + p * kPanel * akc, kPanel);
-        else
-          pack_rows(b + k2 * ldb + r0, ldb, nr, akc, ap + p * kPanel * akc, kPanel);
+      const float* abase;
+      Index astride, apanel;
+      if (BT) {
+        float* const ap = s.a.get((size_t)(panels * kPanel * akc));
+        for (Index p = 0; p < panels; ++p) {
+          const Index r0 = i0 + p * kPanel;
+          pack_transposed(b + r0 * ldb + k2, ldb, std::min<Index>(kPanel, rows_main - r0), akc, ap + p * kPanel * akc,
+                          kPanel);
+        }
+        abase = ap;
+        astride = kPanel;
+        apanel = kPanel * akc;
+      } else {
+        abase = b + k2 * ldb + i0;
+        astride = ldb;
+        apanel = kPanel;
       }
       for (Index t = 0; t < col_tiles; ++t) {
         const int nc = (int)std::min<Index>(kColTile, cols - t * kColTile);
@@ -263,9 +275,11 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
         float* r = res + t * kColTile * ldr + i0;
         Index p = 0;
         for (; p + 2 <= panels; p += 2)
-          micro_cols<2>(nc, ap + p * kPanel * akc, akc, B, r + p * kPanel, ldr,
-                        (int)std::min<Index>(2 * kPanel, nrows - p * kPanel));
-        if (p < panels) micro_cols<1>(nc, ap + p * kPanel * akc, akc, B, r + p * kPanel, ldr, (int)(nrows - p * kPanel));
+          micro_cols<2>(nc, PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(2 * kPanel, nrows - p * kPanel)},
+                        akc, B, r + p * kPanel, ldr);
+        if (p < panels)
+          micro_cols<1>(nc, PanelView{abase + p * apanel, astride, apanel, (int)(nrows - p * kPanel)}, akc, B, r + p * kPanel,
+                        ldr);
       }
     }
   }
@@ -399,9 +413,22 @@ void run_work(const ExecArgs& a, int64_t workgroup, int64_t w, Stage1Scratch& s)
     float* const keys = s.keys.get((size_t)(kKvTile * D));
     float* const scores = s.scores.get((size_t)(M * kKvTile));
     float* const probs = s.probs.get((size_t)(M * kKvTile));
+    // KV rows are scattered over the cache: rows a few entries ahead are prefetched
+    // (only those inside the buffer; the bounds check below stays the one that counts)
+    constexpr int64_t kAhead = 8;
+    const int64_t row_bytes = D * dtype_bytes(v.kv_dtype);
+    const char* const kv_bytes = static_cast<const char*>(a.kv);
+    auto prefetch = [&](int64_t e) {
+      const int64_t slot = a.kv_indices[e];
+      if (slot < 0 || slot * D + D > kv_elems) return;
+      const char* p = kv_bytes + slot * row_bytes;
+      for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(p + o, 0, 2);
+    };
+    for (int64_t e = ks; e < std::min(chunk_end, ks + kAhead); ++e) prefetch(e);
     for (int64_t e0 = ks; e0 < chunk_end; e0 += kKvTile) {
       const int64_t e1 = std::min(chunk_end, e0 + kKvTile), n = e1 - e0;
       for (int64_t e = e0; e < e1; ++e) {
+        if (e + kAhead < chunk_end) prefetch(e + kAhead);
         const int64_t slot = a.kv_indices[e];
         // the kernel reads slot at slot * head_dim with its own stride (SPEC §5)
         if (slot < 0 || slot * D + D > kv_elems)
