@@ -177,6 +177,73 @@ TEST_CASE("inputs: deterministic per seed and thread count", "[inputs]") {
   CHECK(a.q.bytes != d.q.bytes);
 }
 
+TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "[inputs]") {
+  // q and KV as first written: per chunk an Rng(seed ^ C*(chunk+1), stream), one
+  // uniform_pm1() per value in order, KV slots of 256 and q rows of 64 per chunk
+  auto chunk_rng = [](uint64_t seed, RngStream stream, int64_t chunk) {
+    return Rng(seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(chunk + 1)), stream);
+  };
+  BatchShape s;
+  s.context_query = {{5, 2}, {400, 2}, {0, 2}, {1000, 3}};
+  s.block_size = 4;
+  s.spare_blocks = 70;  // unused slots: NaN
+  s.heads = 16;
+  SECTION("bf16") {}
+  SECTION("fp16") { s.model_dtype = s.kv_dtype = s.q_dtype = DType::fp16; }
+  SECTION("fp8 KV e4m3fn") {
+    s.kv_dtype = DType::fp8;
+    s.kv_scale = 0.5;
+  }
+  SECTION("fp8 q and KV e4m3fnuz") {
+    s.arch = Arch::gfx942;
+    s.kv_dtype = s.q_dtype = DType::fp8;
+    s.kv_scale = 0.25;
+  }
+  s.seed = 12345;
+  const Batch b = make_batch(s);
+  const auto rows = oracle_windows(b);
+  const Inputs in = generate_inputs(b, rows, 2);
+  const int64_t D = in.head_dim, H = in.num_heads, Q = in.num_rows * H * D;
+  const Fp8Flavor fl = b.fp8_flavor();
+  // q
+  std::vector<float> qv((size_t)Q);
+  for (int64_t c = 0; c * 64 < in.num_rows; ++c) {
+    Rng rng = chunk_rng(b.seed, kStreamQ, c);
+    for (int64_t e = c * 64 * H * D; e < std::min(Q, (c + 1) * 64 * H * D); ++e)
+      qv[(size_t)e] = round_to_dtype(kQAmplitude * rng.uniform_pm1(), b.model.dtype);
+  }
+  std::vector<uint8_t> qbytes((size_t)(Q * dtype_bytes(in.q.dtype)));
+  float qscale = 1.0f;
+  if (in.q.dtype == DType::fp8) {
+    float amax = 0;
+    for (float v : qv) amax = std::max(amax, std::fabs(v));
+    qscale = amax > 0 ? amax / fp8_max(fl) : 1.0f;
+    for (int64_t e = 0; e < Q; ++e) qbytes[(size_t)e] = float_to_fp8_bits(qv[(size_t)e] * (1.0f / qscale), fl);
+  } else {
+    encode_elements(in.q.dtype, fl, qv.data(), Q, qbytes.data(), 0);
+  }
+  CHECK(in.q.scale == qscale);
+  CHECK((in.q.bytes == qbytes));
+  // KV
+  std::vector<uint8_t> used((size_t)in.num_slots, 0);
+  for (const RowWindow& w : rows)
+    if (w.kind != MaskKind::padding)
+      for (int64_t p = 0; p < b.requests[w.request].seq_len(); ++p) used[(size_t)kv_slot_of(b, w.request, p)] = 1;
+  std::vector<uint8_t> kvbytes((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));
+  std::vector<float> vals((size_t)D);
+  for (int64_t c = 0; c * 256 < in.num_slots; ++c) {
+    Rng rng = chunk_rng(b.seed, kStreamKv, c);
+    for (int64_t slot = c * 256; slot < std::min(in.num_slots, (c + 1) * 256); ++slot) {
+      for (float& v : vals) v = kKvAmplitude * rng.uniform_pm1();
+      if (!used[(size_t)slot]) std::fill(vals.begin(), vals.end(), std::nanf(""));
+      else if (in.kv.dtype == DType::fp8)
+        for (float& v : vals) v *= 1.0f / (float)b.kv_cache.scale;
+      encode_elements(in.kv.dtype, fl, vals.data(), D, kvbytes.data(), slot * D);
+    }
+  }
+  CHECK((in.kv.bytes == kvbytes));
+}
+
 TEST_CASE("inputs: shapes, row map, NaN in unused slots, poisoned block table", "[inputs]") {
   BatchShape s;
   s.context_query = {{5, 2}, {40, 2}, {0, 2}};
