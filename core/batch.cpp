@@ -572,7 +572,8 @@ Batch parse_batch(const json& doc) {
   if (const json* v = find(doc, "captured")) {
     require_object(*v, "/captured");
     check_keys(*v, "/captured", {"qo_indptr", "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "min_kv_seq_len", "work_indptr",
-                                 "work_info_set", "reduce_indptr", "reduce_final_map", "reduce_partial_map"});
+                                 "work_info_set", "reduce_indptr", "reduce_final_map", "reduce_partial_map", "tile_scheduler_metadata",
+                                 "num_splits", "seq_lens"});
     // captured tensors: an integer, a list of integers, or (work_info_set) a list of rows
     for (auto it = v->begin(); it != v->end(); ++it) {
       const std::string cp = child("/captured", it.key());
