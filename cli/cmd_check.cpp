@@ -245,7 +245,8 @@ void expect_captured(CaseContext& c, const nlohmann::json& want) {
   CapturedMetadata cap = parse_captured(c.b, c.b.captured, (int64_t)c.rows.size());
   // a captured work list must be a plan of this batch before it is compared (exit 3 otherwise)
   if (!c.rb.refused() && cap.work_indptr) (void)plan_captured(c.b, c.rb, c.rows, cap);
-  const RoutePlan* plan = !c.rb.refused() && cap.work_indptr ? &c.own_plan() : nullptr;
+  // a captured work list or a stack's own schedule arrays (FlashMLA's) compare with the route's plan
+  const RoutePlan* plan = !c.rb.refused() && (cap.work_indptr || !cap.stack_arrays.empty()) ? &c.own_plan() : nullptr;
   CapturedDiff cd = diff_captured(c.b, c.rb.metadata, c.rows, cap, plan);
   if (want.is_string() && want.get<std::string>() == "matches") {
     if (!cd.same) c.fail("captured: expected to match, " + cd.message);
@@ -392,7 +393,9 @@ void validate_object(const nlohmann::json& v, const std::string& ptr) {
 void validate_invariants(const nlohmann::json& v, const std::string& ptr) { want_one_of(v, ptr, {"ok", "broken"}); }
 const std::vector<std::string> kCapturedFields = {"qo_indptr",     "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len",
                                                   "min_kv_seq_len", "work_indptr",     "work_info_set",    "reduce_indptr",
-                                                  "reduce_final_map", "reduce_partial_map"};
+                                                  "reduce_final_map", "reduce_partial_map",
+                                                  // the vllm-cuda stack's (FlashMLA's) arrays, docs/stacks/vllm-cuda.md
+                                                  "tile_scheduler_metadata", "num_splits", "seq_lens"};
 void validate_captured(const nlohmann::json& v, const std::string& ptr) {
   if (v.is_string()) return want_one_of(v, ptr, {"matches"});
   if (!v.is_object()) throw invalid_input(ptr, std::string("must be \"matches\" or {\"field\", \"index\"}, got ") + v.type_name());

@@ -190,11 +190,26 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     o.captured = diff_captured(b, rb.metadata, rows, cap, &own);
   }
   if (opt.use_captured && cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
-  if (!cap.empty() && !opt.own_metadata) {
-    // the kernel runs exactly what the real stack produced, validated as a plan of this batch first
-    o.plan = plan_captured(b, rb, rows, cap, opt.planner);
-  } else {
-    o.plan = plan_batch(b, rb, rows, opt.planner);
+  // a FlashMLA schedule (vllm-cuda) is diffed, not executed: running it is not modelled yet
+  const bool flashmla_schedule = !cap.stack_arrays.empty() && !cap.work_info_set;
+  if (opt.use_captured && flashmla_schedule)
+    throw Error(kExitUsage, "", "--use-captured: executing a captured FlashMLA schedule (tile_scheduler_metadata, num_splits) is not modelled yet; "
+                                "`run` without it diffs the captured arrays and runs mlactl's own plan");
+  const bool replay = !cap.empty() && !opt.own_metadata && !flashmla_schedule;
+  {
+    try {
+      // the kernel runs exactly what the real stack produced, validated as a plan of this
+      // batch first (docs/design.md §2 captured); else mlactl's own plan
+      o.plan = replay ? plan_captured(b, rb, rows, cap, opt.planner) : plan_batch(b, rb, rows, opt.planner);
+    } catch (const Error& e) {
+      // a route the stack models only up to routing (vllm-cuda flashmla_sparse, FA3's
+      // scheduler): refused with the reason, exit 5, never a guessed schedule
+      if (e.exit_code() != kExitRefused) throw;
+      o.status = RunStatus::refused;
+      o.exit_code = kExitRefused;
+      o.message = e.what();
+      return o;
+    }
   }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   o.ms_plan = ms_since(t0);
