@@ -40,7 +40,7 @@ mlactl_cli_test(captured-min-kv-negative RC 3 ARGS run ${BAD}/captured-min-kv-ne
 mlactl_cli_test(bound-padding-1e8 RC 3 ARGS route --heads 16 --context 10 --padding 100000000 TIMEOUT 5
                 STDERR "/requests: has 100000001 requests \\(--context and --padding\\), more than 4194304")
 mlactl_cli_test(bound-dev-zero RC 3 ARGS --max-memory 64M validate /dev/zero TIMEOUT 10
-                STDERR "/dev/zero: the file is larger than 8.0 MiB, the most a memory budget of 64.0 MiB parses")
+                STDERR "/dev/zero: the file is larger than 6.4 MiB, the most a memory budget of 64.0 MiB parses")
 mlactl_cli_test(bound-directory RC 3 ARGS validate tests/cli/bad STDERR "tests/cli/bad: is a directory, not a batch file")
 
 # ---- 4. linear JSON: 10^6 requests (37 MB) parse in seconds -------------------------------
@@ -73,7 +73,7 @@ mlactl_cli_test(check-bad-case-others-run RC 3 ARGS check ${BAD}/check-run-typo.
                 STDOUT "passed +seed000-verify-causal.*invalid_input +check-run-typo.*1 passed, 1 failed")
 mlactl_cli_test(check-filter-nested RC 0 ARGS check fixtures --filter "^(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*zzz|^seed000-verify-causal$" --list
                 TIMEOUT 5 STDOUT "^seed000-verify-causal  fixtures/seed000-verify-causal.json\n$")
-mlactl_cli_test(check-filter-none RC 2 ARGS check fixtures --filter nothing-matches-this STDERR "check: no case selected \\(59 files, none selected by --filter\\)")
+mlactl_cli_test(check-filter-none RC 2 ARGS check fixtures --filter nothing-matches-this STDERR "check: no case selected \\([0-9]+ files, none selected by --filter\\)")
 mlactl_cli_test(check-filter-bad RC 2 ARGS check fixtures --filter "(unclosed" STDERR "--filter: bad pattern \"\\(unclosed\" at offset 9: missing '\\)'")
 mlactl_cli_test(check-exclude RC 0 ARGS check fixtures --filter "^seed00[01]" --exclude "captured|fixed|002" --list
                 STDOUT "^seed000-verify-causal  [^\n]*\n(seed001-[^\n]*\n)+$")
