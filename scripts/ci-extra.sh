@@ -6,8 +6,12 @@
 #      (clang's warnings, as the README build has gcc's);
 #   2. the unit tests and the CLI tests (labels unit, cli) under the sanitizers;
 #   3. the CPU run grid, fewer cases, under the sanitizers;
-#   4. fuzz_batch: the regression inputs (fuzz/regressions/) once each, then
-#      FUZZ_SECONDS of fuzzing from fixtures/*.json + fuzz/corpus/ (copied at run time).
+#   4. the fuzzers, each: its regression inputs once, then FUZZ_SECONDS of fuzzing
+#      (FUZZ_SECONDS_EXTRA for the three newer ones) from its corpus (copied at run time):
+#      fuzz_batch (fixtures/*.json + fuzz/corpus/, regressions fuzz/regressions/),
+#      fuzz_captured (fuzz/corpus_captured/, fuzz/regressions_captured/),
+#      fuzz_expect (fuzz/corpus_expect/, fuzz/regressions_expect/),
+#      fuzz_argv (fuzz/corpus_argv/, fuzz/regressions_argv/).
 # Any crash, sanitizer report, leak, timeout or test failure fails the script.
 # Prints one "ci-extra: <step> ... <s> s" line per step and "ci-extra: passed" or
 # "ci-extra: FAILED" at the end.
@@ -18,6 +22,7 @@ ROOT="$(pwd)"
 JOBS="${JOBS:-$(nproc)}"
 BUILD="${ASAN_BUILD:-build-asan}"
 FUZZ_SECONDS="${FUZZ_SECONDS:-90}"
+FUZZ_SECONDS_EXTRA="${FUZZ_SECONDS_EXTRA:-60}"
 GRID_CASES="${GRID_CASES:-40}"
 CXX_CLANG="${CXX_CLANG:-clang++}"
 TMP="$(mktemp -d)"
@@ -55,7 +60,7 @@ configure() {
 }
 
 build() {
-  cmake --build "$BUILD" -j "$JOBS" --target unit_tests mlactl run_grid json_golden fuzz_batch
+  cmake --build "$BUILD" -j "$JOBS" --target unit_tests mlactl run_grid json_golden fuzz_batch fuzz_captured fuzz_expect fuzz_argv
 }
 
 tests() {
@@ -80,30 +85,44 @@ grid() {
   return $rc
 }
 
-fuzz() {
-  fz="$BUILD/fuzz/fuzz_batch"
-  mkdir -p "$TMP/corpus" "$TMP/artifacts"
-  cp fixtures/*.json fuzz/corpus/* "$TMP/corpus/"
+# fuzz_one TARGET SECONDS CORPUS_DIR... : regressions/<suffix> once, then bounded fuzzing
+fuzz_one() {
+  name="$1"; secs="$2"; regs="$3"; shift 3
+  fz="$BUILD/fuzz/$name"
+  corpus="$TMP/corpus-$name"
+  mkdir -p "$corpus" "$TMP/artifacts-$name"
+  for d in "$@"; do cp $d "$corpus/" 2>/dev/null; done
   # 1. every kept regression input once (the crashes fuzzing found, fixed since)
-  set -- fuzz/regressions/*
-  if [ -e "$1" ]; then
-    "$fz" -runs=1 "$@" >"$TMP/regressions.log" 2>&1 || { cat "$TMP/regressions.log"; return 1; }
-    echo "ci-extra: fuzz regressions: $# inputs ok"
+  if [ -d "$regs" ] && [ -n "$(ls "$regs")" ]; then
+    "$fz" -runs=1 "$regs"/* >"$TMP/regressions-$name.log" 2>&1 || { cat "$TMP/regressions-$name.log"; return 1; }
+    echo "ci-extra: $name regressions: $(ls "$regs" | wc -l) inputs ok"
   fi
   # 2. bounded fuzzing: small inputs, 10 s per input, 2 GB RSS, 1 GB per malloc
-  "$fz" -max_total_time="$FUZZ_SECONDS" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
-    -dict=fuzz/batch.dict -print_final_stats=1 -artifact_prefix="$TMP/artifacts/" "$TMP/corpus" >"$TMP/fuzz.log" 2>&1
+  dict=""
+  [ "$name" = fuzz_batch ] && dict="-dict=fuzz/batch.dict"
+  "$fz" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
+    $dict -print_final_stats=1 -artifact_prefix="$TMP/artifacts-$name/" "$corpus" >"$TMP/fuzz-$name.log" 2>&1
   rc=$?
-  grep -E "^Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|stat::peak_rss_mb" "$TMP/fuzz.log"
+  echo "ci-extra: $name:"
+  grep -E "^Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added|stat::peak_rss_mb" "$TMP/fuzz-$name.log"
   if [ $rc -ne 0 ]; then
-    grep -A60 -E "ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz_batch: unexpected|ALARM|out-of-memory" "$TMP/fuzz.log" | head -150
-    for a in "$TMP"/artifacts/*; do
+    grep -A60 -E "ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz_[a-z]*: |ALARM|out-of-memory" "$TMP/fuzz-$name.log" | head -150
+    for a in "$TMP"/artifacts-$name/*; do
       [ -e "$a" ] || continue
-      echo "---- reproducer $(basename "$a") ($(wc -c <"$a") bytes; keep it under fuzz/regressions/):"
+      echo "---- reproducer $(basename "$a") ($(wc -c <"$a") bytes; keep it under $regs/):"
       head -c 4096 "$a" | od -An -c | head -60
     done
   fi
   return $rc
+}
+
+fuzz() {
+  r=0
+  fuzz_one fuzz_batch "$FUZZ_SECONDS" fuzz/regressions "fixtures/*.json" "fuzz/corpus/*" || r=1
+  fuzz_one fuzz_captured "$FUZZ_SECONDS_EXTRA" fuzz/regressions_captured "fuzz/corpus_captured/*" || r=1
+  fuzz_one fuzz_expect "$FUZZ_SECONDS_EXTRA" fuzz/regressions_expect "fuzz/corpus_expect/*" || r=1
+  fuzz_one fuzz_argv "$FUZZ_SECONDS_EXTRA" fuzz/regressions_argv "fuzz/corpus_argv/*" || r=1
+  return $r
 }
 
 start=$(date +%s)
