@@ -293,6 +293,10 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
   if (st.spawn_failed) return fail(st.spawn_error);
   if (st.timed_out) return fail(with_tail("timed out after " + fmt_double(spec_.timeout_s) + " s (--executor-timeout) and was killed"));
   if (st.signal) return fail(with_tail("was killed by signal " + std::to_string(st.signal) + " (" + strsignal(st.signal) + ")"));
+  // sh reports a child killed by signal N as status 128 + N
+  if (st.exit_status > 128 && st.exit_status < 128 + 65)
+    return fail(with_tail("was killed by signal " + std::to_string(st.exit_status - 128) + " (" + strsignal(st.exit_status - 128) +
+                          "; exit status " + std::to_string(st.exit_status) + " from the shell)"));
   if (st.exit_status != 0) return fail(with_tail("exited with status " + std::to_string(st.exit_status)));
 
   // ---- result.json (optional): its name, or that it does not run this route

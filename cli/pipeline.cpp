@@ -423,6 +423,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     kv.push_back({"position probe", o.probe->ok ? "ok (" + std::to_string(o.probe->heads_probed) + " heads of " + std::to_string(o.probe->rows_probed) + " rows)"
                                                 : st.red(std::to_string(o.probe->findings) + " findings in " + std::to_string(o.probe->bad_rows) + " of " +
                                                          std::to_string(o.probe->rows_probed) + " rows")});
+  if (o.probe && !o.probe->ok) kv.push_back({"probe rows", summarize_positions(o.probe->bad_row_ids, 12)});
   if (o.compare) {
     const auto& c = *o.compare;
     kv.push_back({"tolerance", "atol " + fmt_double(c.tol.atol) + ", rtol " + fmt_double(c.tol.rtol) + ", cos " + fmt_double(c.tol.cos_tol) + " (" +
