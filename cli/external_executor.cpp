@@ -269,6 +269,17 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
         values["num_kv_splits"] = triton_num_kv_splits(max_len, b.platform.num_cu);
       }
     }
+    // the stack's own arrays under their upstream names (vllm-cuda FlashMLA: num_sm_parts,
+    // tile_scheduler_metadata, num_splits; core/stack_arrays.hpp): a stack that has them gets them
+    for (const StackArray& sa : plan.stack_arrays) {
+      if (sa.scalar && sa.values.size() == 1) {
+        values[sa.name] = sa.values.front();
+        continue;
+      }
+      std::vector<int64_t> shape = {(int64_t)sa.values.size()};
+      if (sa.row_width > 0) shape = {(int64_t)sa.values.size() / sa.row_width, (int64_t)sa.row_width};
+      arrays[sa.name] = put_array(dir, "meta_" + sa.name, "<i8", shape, sa.values.data(), size_t(shape[0] * (sa.row_width > 0 ? sa.row_width : 1)) * 8);
+    }
     meta["arrays"] = arrays;
     meta["values"] = values;
     m["metadata"] = meta;

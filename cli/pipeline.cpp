@@ -177,13 +177,26 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   }
   if (opt.use_captured) {
     if (cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
+    if (!cap.stack_arrays.empty() && !cap.work_info_set)
+      throw Error(kExitUsage, "", "--use-captured: executing a captured FlashMLA schedule (tile_scheduler_metadata, num_splits) is not modelled yet; "
+                                  "`run` without it diffs the captured arrays and runs mlactl's own plan");
     // the kernel runs exactly what the real stack produced (docs/design.md §2 captured)
     RoutedBatch replay = rb;
     replay.metadata = metadata_with_captured(rb.metadata, cap);
     o.plan = plan_batch(b, replay, rows, opt.planner);
     apply_captured_work(*o.plan, cap);
   } else {
-    o.plan = plan_batch(b, rb, rows, opt.planner);
+    try {
+      o.plan = plan_batch(b, rb, rows, opt.planner);
+    } catch (const Error& e) {
+      // a route the stack models only up to routing (vllm-cuda flashmla_sparse, FA3's
+      // scheduler): refused with the reason, exit 5, never a guessed schedule
+      if (e.exit_code() != kExitRefused) throw;
+      o.status = RunStatus::refused;
+      o.exit_code = kExitRefused;
+      o.message = e.what();
+      return o;
+    }
   }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   o.ms_plan = ms_since(t0);
