@@ -14,7 +14,7 @@ def main(argv):
         return 2
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(argv[0])
-    s.sendall((os.path.abspath(argv[1]) + "\n").encode())
+    s.sendall(((argv[1] if argv[1] == "QUIT" else os.path.abspath(argv[1])) + "\n").encode())
     reply = s.makefile("r").readline().strip()
     if reply == "ok":
         return 0

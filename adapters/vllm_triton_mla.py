@@ -39,6 +39,15 @@ PEER = os.path.join(os.path.dirname(HERE), "peer")
 
 def load_kernel():
     try:
+        import packaging.version  # noqa: F401  (the vLLM file compares triton versions with it)
+    except ImportError:  # a bare torch install: a minimal stand-in
+        import types
+        pv = types.ModuleType("packaging.version")
+        pv.parse = lambda s: tuple(int(x) for x in s.split("+")[0].split(".")[:3] if x.isdigit())
+        pk = types.ModuleType("packaging")
+        pk.version = pv
+        sys.modules["packaging"], sys.modules["packaging.version"] = pk, pv
+    try:
         from vllm.v1.attention.ops import triton_decode_attention as tda  # the user's vLLM
         return tda
     except Exception:
