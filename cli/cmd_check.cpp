@@ -179,15 +179,15 @@ int severity(int code) {
 struct CaseContext {
   const Batch& b;
   const nlohmann::json& expect;
-  Backend backend;
+  const RunOptions& base;  // backend, --executor
   CaseResult& cr;
   RoutedBatch rb;
   std::vector<RowWindow> rows;
   std::optional<RoutePlan> plan;          // the route's own plan, made when a key needs it
   std::optional<InvariantReport> inv;
   bool schedule_refusal_reported = false;
-  CaseContext(const Batch& batch, const nlohmann::json& e, Backend be, CaseResult& result)
-      : b(batch), expect(e), backend(be), cr(result), rb(route_batch(batch)), rows(oracle_windows(batch)) {}
+  CaseContext(const Batch& batch, const nlohmann::json& e, const RunOptions& bo, CaseResult& result)
+      : b(batch), expect(e), base(bo), cr(result), rb(route_batch(batch)), rows(oracle_windows(batch)) {}
   void fail(const std::string& what) { cr.failures.push_back(what); }
   void pass(const std::string& what) { cr.checks.push_back(what); }
   const RoutePlan& own_plan() {
@@ -307,8 +307,7 @@ void expect_run(CaseContext& c, const nlohmann::json& want) {
   } else {
     want_status = want.get<std::string>();
   }
-  RunOptions ro;
-  ro.backend = c.backend;
+  RunOptions ro = c.base;
   ro.use_captured = !c.b.captured.is_null();  // a fixture that carries captured arrays is about them
   if (c.expect.contains("tolerance")) {
     const auto& t = c.expect["tolerance"];
@@ -458,7 +457,7 @@ void validate_expect(const nlohmann::json& expect, const Batch& b) {
     throw invalid_input("/expect/captured", "the batch has no `captured` block to compare");
 }
 
-CaseResult run_case(const std::string& file, Backend backend) {
+CaseResult run_case(const std::string& file, const RunOptions& base) {
   CaseResult cr;
   cr.file = file;
   cr.id = fs::path(file).stem().string();
@@ -507,7 +506,7 @@ CaseResult run_case(const std::string& file, Backend backend) {
     return cr;
   }
 
-  CaseContext c(b, expect, backend, cr);
+  CaseContext c(b, expect, base, cr);
   for (const Expectation& e : kExpectations) {
     if (!e.check || !expect.contains(e.key)) continue;
     try {
@@ -659,10 +658,10 @@ std::string junit_xml(const CheckReport& r) {
 }
 
 // ---- running a case -------------------------------------------------------------------
-CaseResult run_case_caught(const std::string& f, Backend backend) {
+CaseResult run_case_caught(const std::string& f, const RunOptions& base) {
   CaseResult cr;
   try {
-    cr = run_case(f, backend);
+    cr = run_case(f, base);
   } catch (const Error& e) {
     cr.file = f;
     const bool bad_input = e.exit_code() == kExitInvalidInput;
@@ -714,7 +713,7 @@ struct SignalScope {
 // --timeout: the case runs in a child process; the parent waits at most `seconds`, then
 // kills it (SIGKILL: a case stuck in a loop cannot be asked to stop). The child sends its
 // result through a pipe; a child that dies without one crashed.
-CaseResult run_case_isolated(const std::string& f, Backend backend, double seconds, const std::string& id) {
+CaseResult run_case_isolated(const std::string& f, const RunOptions& base, double seconds, const std::string& id) {
   CaseResult cr;
   cr.file = f;
   cr.id = id;
@@ -732,7 +731,7 @@ CaseResult run_case_isolated(const std::string& f, Backend backend, double secon
     ::close(fds[0]);
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
-    const std::string out = serialise(run_case_caught(f, backend));
+    const std::string out = serialise(run_case_caught(f, base));
     size_t done = 0;
     while (done < out.size()) {
       const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
@@ -800,6 +799,8 @@ void setup_check(CLI::App& app, Context& ctx) {
     std::string junit, shard, filter, exclude, backend = "auto";
     bool list = false, fail_fast = false;
     std::optional<double> timeout;
+    ExecutorArgs exec;
+    std::string probe;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("check", "run every fixture's expect block; one line per case as it finishes, a summary, the worst status as exit code");
@@ -812,6 +813,9 @@ void setup_check(CLI::App& app, Context& ctx) {
   sub->add_flag("--fail-fast", o->fail_fast, "stop after the first case that does not pass");
   sub->add_option("--timeout", o->timeout, "seconds per case: each case runs in a child process, killed when it takes longer");
   sub->add_option("--backend", o->backend, "executor for `run` expectations: auto, cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  add_executor_options(sub, o->exec);
+  sub->add_option("--probe", o->probe, "windows: run `run` expectations with the position probe (see `mlactl run --probe`)")
+      ->check(CLI::IsMember({"windows"}));
   sub->callback([o, &ctx]() {
     int shard_k = 1, shard_n = 1;
     if (!o->shard.empty()) {
@@ -825,7 +829,10 @@ void setup_check(CLI::App& app, Context& ctx) {
     std::optional<Pattern> filter, exclude;
     if (!o->filter.empty()) filter.emplace(o->filter, "--filter");
     if (!o->exclude.empty()) exclude.emplace(o->exclude, "--exclude");
-    const Backend backend = *backend_from_string(o->backend);
+    RunOptions base;
+    base.backend = *backend_from_string(o->backend);
+    base.external = o->exec.spec();
+    if (!o->probe.empty()) base.probe = probe_kind_from_string(o->probe);
     const auto files = collect(o->paths);
 
     // ---- select ----
@@ -873,7 +880,7 @@ void setup_check(CLI::App& app, Context& ctx) {
       const auto& sc = cases[i];
       if (progress) *ctx.err << "\r[" << i + 1 << "/" << cases.size() << "] " << terminal_safe(sc.id) << "\033[K" << std::flush;
       const auto t0 = std::chrono::steady_clock::now();
-      CaseResult cr = o->timeout ? run_case_isolated(sc.file, backend, *o->timeout, sc.id) : run_case_caught(sc.file, backend);
+      CaseResult cr = o->timeout ? run_case_isolated(sc.file, base, *o->timeout, sc.id) : run_case_caught(sc.file, base);
       cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       cr.id = sc.id;
       cr.file = sc.file;
