@@ -5,6 +5,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/schedule_svg.hpp"
 #include <algorithm>
 
 #include "core/invariants.hpp"
@@ -55,9 +56,8 @@ void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& 
   print_json(os, j);
 }
 
-// several planners side by side (and the CSV of any schedule: one record per plan)
-void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>& cases, Format fmt) {
-  // side-by-side comparison
+// several planners side by side (the table format with --planner a,b)
+void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>& cases) {
   Table t;
   t.header = {"planner", "route", "workgroups", "works", "split_tiles", "partial_rows", "max_load", "efficiency", "invariants", "plan_ms"};
   t.right_align = {false, false, true, true, true, true, true, true, false, true};
@@ -66,7 +66,32 @@ void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>&
            std::to_string(c.inv.balance.split_tiles), std::to_string(c.plan.work.num_partial_rows), fmt_double(c.inv.balance.max_load, 6),
            fmt_double(c.inv.balance.efficiency, 4), c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + ")",
            fmt_double(c.plan_ms, 3)});
-  t.print(os, fmt);
+  t.print(os, Format::table);
+}
+
+// The CSV: one record per work of every plan (the JSON's work_info_set, with the
+// workgroup each work runs on and the plan it belongs to).
+void print_schedule_csv(std::ostream& os, const std::vector<PlannedCase>& cases) {
+  Table t;
+  t.header = {"planner", "kernel_route", "workgroup", "work", "batch_idx", "partial_qo_loc", "qo_start", "qo_end", "kv_start", "kv_end", "kv_offset"};
+  for (const auto& c : cases) {
+    const WorkList& w = c.plan.work;
+    for (int g = 0; g < w.num_workgroups; ++g)
+      for (int32_t i = w.work_indptr[g]; i < w.work_indptr[g + 1] && i < (int32_t)w.work_info.size(); ++i) {
+        const auto& x = w.work_info[i];
+        t.add({to_string(c.plan.planner), to_string(c.plan.route), std::to_string(g), std::to_string(i), std::to_string(x.batch_idx),
+               std::to_string(x.partial_qo_loc), std::to_string(x.qo_start), std::to_string(x.qo_end), std::to_string(x.kv_start),
+               std::to_string(x.kv_end), std::to_string(x.kv_offset)});
+      }
+  }
+  t.print(os, Format::csv);
+}
+
+// -q: one verdict line per plan
+void print_schedule_verdict(std::ostream& os, const std::vector<PlannedCase>& cases) {
+  for (const auto& c : cases)
+    os << to_string(c.plan.planner) << ": " << c.plan.work.work_info.size() << " works on " << c.plan.work.num_workgroups << " workgroups, invariants "
+       << (c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + " violations)") << "\n";
 }
 
 void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c, int max_works, const Style& st) {
@@ -132,8 +157,9 @@ void setup_schedule(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand("schedule", "the split-KV work list a route's planner builds, reduce maps, buffer sizes, balance, invariants");
   add_batch_options(sub, *opts);
   add_kernel_option(sub, *kernel);
-  sub->add_option("--planner", *planners, "plan with these planners instead of the route's (comma-separated to compare)")
+  sub->add_option("--planner", *planners, "plan with these planners instead of the route's (comma-separated to compare, or repeat the flag)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::IsMember(planner_names()));
   sub->add_option("--max-works", *max_works, "works listed in the table output (0 = all)")->capture_default_str();
   sub->callback([opts, kernel, planners, max_works, &ctx]() {
@@ -168,8 +194,15 @@ void setup_schedule(CLI::App& app, Context& ctx) {
         *ctx.err << "schedule: " << to_string(c.plan.planner) << " planner " << fmt_double(c.plan.planner_ms, 3) << " ms (plan with index lists "
                  << fmt_double(c.plan_ms, 3) << " ms), invariants checked in " << fmt_double(c.check_ms, 3) << " ms\n";
 
-    if (ctx.global.fmt() == Format::json) print_schedule_json(*ctx.out, b, rd, cases);
-    else if (cases.size() > 1 || ctx.global.fmt() == Format::csv) print_schedule_comparison(*ctx.out, cases, ctx.global.fmt());
+    const Format fmt = ctx.global.fmt();
+    if (fmt == Format::json) print_schedule_json(*ctx.out, b, rd, cases);
+    else if (fmt == Format::csv) print_schedule_csv(*ctx.out, cases);
+    else if (fmt == Format::svg) {
+      std::vector<SchedulePanel> panels;
+      for (const auto& c : cases) panels.push_back({&c.plan, &c.inv});
+      *ctx.out << schedule_svg(b.name, panels);
+    } else if (ctx.global.quiet) print_schedule_verdict(*ctx.out, cases);
+    else if (cases.size() > 1) print_schedule_comparison(*ctx.out, cases);
     else print_schedule_table(*ctx.out, b, cases.front(), *max_works, ctx.global.style());
     ctx.exit_code = worst;
   });
