@@ -30,7 +30,7 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
   g->add_option("--qlen", o.qlen, "query_len of every request")->capture_default_str();
   g->add_option("--context", o.context, "context lengths, comma-separated (one request each)");
   g->add_option("--padding", o.padding, "cudagraph padding slots appended");
-  g->add_option("--arch", o.arch, "platform.arch")->check(CLI::IsMember({"gfx942", "gfx950"}));
+  g->add_option("--arch", o.arch, "platform.arch (sm90 selects vLLM's CUDA stack)")->check(CLI::IsMember({"gfx942", "gfx950", "sm90"}));
   g->add_option("--dtype", o.dtype, "model.dtype")->check(CLI::IsMember({"bf16", "fp16"}));
   g->add_option("--kv-dtype", o.kv_dtype, "kv_cache.dtype")->check(CLI::IsMember({"auto", "bf16", "fp16", "fp8"}));
   g->add_option("--block-size", o.block_size, "kv_cache.block_size");
@@ -39,6 +39,9 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
   g->add_option("--mtp-qlen", o.mtp_qlen, "decode.mtp_qlen (K)");
   g->add_option("--small-head-mode", o.small_head_mode, "decode.small_head_mode")->check(CLI::IsMember({"auto", "gluon", "asm"}));
   g->add_flag("--non-causal", o.non_causal, "decode.causal = false (a draft block)");
+  // vLLM's own flag and names; the batch parser refuses it off sm90 naming the field
+  sub->add_option("--attention-backend", o.attention_backend, "decode.attention_backend: force a vLLM CUDA backend (sm90)")
+      ->check(CLI::IsMember({"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"}));
   sub->add_option("--seed", o.seed, "data.seed");
   // One value per flag (repeat the flag for more): `--inject ID fixtures/a.json` must
   // leave the batch path to the positional, not swallow it as a second defect id.
@@ -80,6 +83,7 @@ nlohmann::json batch_document(const BatchOptions& o) {
   if (o.mtp_qlen) set("decode", "mtp_qlen", *o.mtp_qlen);
   if (!o.small_head_mode.empty()) set("decode", "small_head_mode", o.small_head_mode);
   if (o.non_causal) set("decode", "causal", false);
+  if (!o.attention_backend.empty()) set("decode", "attention_backend", o.attention_backend);
   if (o.seed) doc["data"]["seed"] = *o.seed;
   for (const auto& s : o.sets) apply_set(doc, s);
   if (!o.inject.empty()) {
@@ -192,7 +196,7 @@ bool json_requested(const std::vector<std::string>& args) {
 
 void build_app(CLI::App& app, Context& ctx) {
   app.description(
-      "mlactl: MLA decode metadata, routing and kernel checker (models vLLM's ROCm AITER MLA backend).\n"
+      "mlactl: MLA decode metadata, routing and kernel checker (models vLLM's ROCm AITER MLA backend, and vLLM's CUDA MLA backends on sm90).\n"
       "Every printed range is half-open [begin, end).");
   app.set_version_flag("--version", version_text());
   app.require_subcommand(1);

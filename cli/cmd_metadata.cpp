@@ -12,7 +12,7 @@ nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, b
   (void)b;
   const auto& hp = md.heads;
   nlohmann::ordered_json j;
-  j["builder"] = "vllm R1 _build_decode";
+  j["builder"] = md.builder;
   j["num_requests"] = md.num_requests;
   j["max_qo_len"] = md.max_qo_len;
   j["uniform_padded_mtp_qo_len"] = md.uniform_pad;
@@ -26,6 +26,7 @@ nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, b
   if (with_flatten) j["r0_verify_flatten"] = {{"indptr", md.flat_indptr}, {"indices", md.flat_indices}};
   j["head_padding"] = {{"num_heads", hp.num_heads}, {"padded_heads", hp.padded_heads}, {"method", hp.method}, {"source", hp.source}, {"unpad", hp.unpad}};
   j["notes"] = md.notes;
+  for (const auto& a : md.stack_arrays) j[a.name] = stack_array_json(a);
   return j;
 }
 
@@ -67,7 +68,8 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     }
     std::vector<std::pair<std::string, std::string>> kv = {
         {"case", b.name.empty() ? "(unnamed)" : b.name},
-        {"builder", "vLLM R1 _build_decode (page size 1 for AITER; Kb = " + std::to_string(b.kv_cache.block_size) + ")"},
+        {"builder", md.builder == "vllm R1 _build_decode" ? "vLLM R1 _build_decode (page size 1 for AITER; Kb = " + std::to_string(b.kv_cache.block_size) + ")"
+                                                          : md.builder + " (Kb = " + std::to_string(b.kv_cache.block_size) + ")"},
         {"max_qo_len", std::to_string(md.max_qo_len) + (md.uniform_pad ? " (uniform-MTP padded)" : "")},
         {"uni_seqlen_qo", std::to_string(md.uni_seqlen ? md.max_qo_len : -1)},
         {"qo_indptr", join_ints(md.qo_indptr)},
@@ -85,8 +87,21 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     if (want_flatten) {
       kv.push_back({"R0 flatten indptr", join_ints(md.flat_indptr, 48)});
     }
+    for (const auto& a : md.stack_arrays) {
+      if (a.row_width > 0) continue;  // rows: printed below
+      std::vector<int32_t> v(a.values.begin(), a.values.end());
+      kv.push_back({a.name, a.scalar && v.size() == 1 ? std::to_string(v[0]) : join_ints(v, 48)});
+    }
     for (const auto& n : md.notes) kv.push_back({"note", n});
     print_kv(os, kv);
+    for (const auto& a : md.stack_arrays) {
+      if (a.row_width <= 0) continue;
+      os << "\n" << a.name << " (rows of " << a.row_width << "):\n";
+      for (size_t i = 0; i + a.row_width <= a.values.size(); i += a.row_width) {
+        std::vector<int32_t> row(a.values.begin() + i, a.values.begin() + i + a.row_width);
+        os << "  " << i / a.row_width << ": " << join_ints(row) << "\n";
+      }
+    }
   });
 }
 

@@ -10,8 +10,12 @@ nlohmann::ordered_json route_json(const RouteDecision& rd) {
   j["route"] = to_string(rd.route);
   j["persistent_schedule"] = rd.persistent_schedule;
   j["padded_heads"] = rd.padded_heads;
-  j["aiter_rules"] = rd.aiter_rules;
-  j["aiter_kernel"] = rd.aiter_kernel;
+  if (rd.backend.empty()) {
+    j["aiter_rules"] = rd.aiter_rules;
+    j["aiter_kernel"] = rd.aiter_kernel;
+  } else {
+    j["backend"] = rd.backend;  // vllm-cuda: vLLM's attention backend name
+  }
   if (rd.route == Route::refused) {
     j["error_type"] = rd.error_type;
     j["error"] = rd.error;
@@ -26,7 +30,7 @@ nlohmann::ordered_json route_json(const RouteDecision& rd) {
 void setup_route(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<BatchOptions>();
   auto kernel = std::make_shared<std::string>();
-  auto* sub = app.add_subcommand("route", "which kernel vLLM's ROCm AITER MLA backend routes the batch to, and why (or the error it raises)");
+  auto* sub = app.add_subcommand("route", "which kernel the modelled stack routes the batch to, and why (or the error it raises): vLLM ROCm AITER, or vLLM CUDA on sm90");
   add_batch_options(sub, *opts);
   add_kernel_option(sub, *kernel);
   sub->callback([opts, kernel, &ctx]() {
@@ -45,10 +49,10 @@ void setup_route(CLI::App& app, Context& ctx) {
     if (ctx.global.fmt() == Format::csv) {
       // one record per predicate of the chain, with the decision on every record
       Table t;
-      t.header = {"case", "route", "error_type", "error", "padded_heads", "aiter_kernel", "step", "name", "value", "why"};
+      t.header = {"case", "route", "error_type", "error", "padded_heads", "aiter_kernel", "backend", "step", "name", "value", "why"};
       for (size_t i = 0; i < rd.chain.size(); ++i)
-        t.add({b.name, to_string(rd.route), rd.error_type, rd.error, std::to_string(rd.padded_heads), rd.aiter_kernel, std::to_string(i + 1),
-               rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
+        t.add({b.name, to_string(rd.route), rd.error_type, rd.error, std::to_string(rd.padded_heads), rd.aiter_kernel, rd.backend,
+               std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
       t.print(os, Format::csv);
       return;
     }
@@ -64,8 +68,9 @@ void setup_route(CLI::App& app, Context& ctx) {
     if (rd.route == Route::refused) kv.push_back({"error", rd.error_type + ": " + rd.error});
     kv.push_back({"persistent schedule", rd.persistent_schedule ? "yes" : "no"});
     kv.push_back({"padded heads", std::to_string(rd.padded_heads)});
-    kv.push_back({"aiter rules", rd.aiter_rules});
+    if (!rd.aiter_rules.empty()) kv.push_back({"aiter rules", rd.aiter_rules});
     if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
+    if (!rd.backend.empty()) kv.push_back({"vLLM backend", rd.backend});
     for (const auto& f : rd.findings) kv.push_back({"finding", st.yellow(f)});
     print_kv(os, kv);
     os << "\n";

@@ -99,7 +99,8 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
   std::vector<std::pair<std::string, std::string>> kv = {
       {"case", b.name.empty() ? "(unnamed)" : b.name},
       {"route", to_string(c.plan.route)},
-      {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner + ", aiter rules " + b.platform.aiter + ")"},
+      {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner +
+                      (is_nvidia(b.platform.arch) ? ")" : ", aiter rules " + b.platform.aiter + ")")},
       {"planned view", view_text(w.planned_view)},
       {"kernel view", view_text(c.plan.kernel_view)},
       {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +
@@ -121,8 +122,32 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
   kv.push_back({"reduce_indptr", join_ints(w.reduce_indptr)});
   kv.push_back({"reduce_partial_map", join_ints(w.reduce_partial_map)});
   kv.push_back({"invariants", c.inv.ok ? st.green("ok") : st.red("BROKEN: " + std::to_string(c.inv.total_violations) + " violations")});
+  for (const auto& a : c.plan.stack_arrays)
+    if (a.row_width <= 0) {
+      std::vector<int32_t> v(a.values.begin(), a.values.end());
+      kv.push_back({a.name, a.scalar && v.size() == 1 ? std::to_string(v[0]) : join_ints(v, 48)});
+    }
   for (const auto& n : c.plan.notes) kv.push_back({"note", n});
   print_kv(os, kv);
+  // the stack's own scheduler rows in words (FlashMLA: one line per tile_scheduler_metadata row)
+  if (!c.plan.schedule_words.empty()) {
+    const StackArray* rows = nullptr;
+    for (const auto& a : c.plan.stack_arrays)
+      if (a.row_width > 0) rows = &a;
+    os << "\n" << (rows ? rows->name : std::string("scheduler rows")) << " (half-open ranges; blocks of 64 KV tokens):\n";
+    for (size_t i = 0; i < c.plan.schedule_words.size(); ++i) {
+      if (max_works > 0 && (int64_t)i >= max_works) {
+        os << "  ... " << (c.plan.schedule_words.size() - i) << " more rows (--max-works 0 lists all)\n";
+        break;
+      }
+      std::string raw;
+      if (rows && (i + 1) * rows->row_width <= rows->values.size()) {
+        std::vector<int32_t> r(rows->values.begin() + i * rows->row_width, rows->values.begin() + (i + 1) * rows->row_width);
+        raw = join_ints(r) + "  ";
+      }
+      os << "  " << raw << c.plan.schedule_words[i] << "\n";
+    }
+  }
   os << "\nworks (ranges half-open [begin, end); kv in index-list entries):\n";
   Table t;
   t.header = {"wg", "work", "batch", "partial_qo_loc", "qo", "kv", "kv_len", "kv_offset"};
@@ -147,6 +172,131 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
   }
 }
 
+// `schedule --stack a,b`: one batch planned under each stack (docs/design.md §1.3), its
+// arch switched to the stack's where it belongs to another one.
+struct StackCase {
+  std::string stack, arch, route, planner, refusal, case_name;
+  RouteDecision decision;  // the JSON's route object
+  int num_cu = 0;
+  std::optional<PlannedCase> pc;
+  std::vector<int64_t> splits;  // per request: distinct KV fragments (empty when the layout does not map rows to requests)
+};
+
+std::vector<int64_t> splits_per_request(const RoutePlan& p, const DecodeMetadata& md) {
+  const std::vector<int32_t>* indptr = nullptr;
+  if (p.kernel_view.q_layout == QLayout::per_request) indptr = &md.paged_kv_indptr;
+  else if (p.kernel_view.q_layout == QLayout::flattened_rows && (int64_t)p.row_indptr.size() == md.num_requests + 1) indptr = &p.row_indptr;
+  if (!indptr) return {};
+  std::vector<std::vector<int32_t>> starts((size_t)md.num_requests);
+  for (const auto& w : p.work.work_info) {
+    auto it = std::upper_bound(indptr->begin(), indptr->end(), w.kv_start);
+    const int64_t r = (int64_t)(it - indptr->begin()) - 1;
+    if (r >= 0 && r < md.num_requests && w.kv_end > w.kv_start) starts[r].push_back(w.kv_start);
+  }
+  std::vector<int64_t> out;
+  for (auto& v : starts) {
+    std::sort(v.begin(), v.end());
+    out.push_back((int64_t)(std::unique(v.begin(), v.end()) - v.begin()));
+  }
+  return out;
+}
+
+std::string c_name(const std::vector<StackCase>& cs) { return cs.empty() ? "" : cs.front().case_name; }
+
+StackCase plan_under_stack(const BatchOptions& opts, const std::string& stack) {
+  nlohmann::json doc = batch_document(opts);
+  std::string arch = "gfx950";
+  if (doc.contains("platform") && doc["platform"].is_object() && doc["platform"].contains("arch") && doc["platform"]["arch"].is_string())
+    arch = doc["platform"]["arch"].get<std::string>();
+  const bool cuda = stack == "vllm-cuda";
+  const std::string target = cuda ? "sm90" : (arch == "gfx942" || arch == "gfx950" ? arch : "gfx950");
+  doc["platform"]["arch"] = target;
+  if (!cuda && doc.contains("decode") && doc["decode"].is_object()) doc["decode"].erase("attention_backend");
+  StackCase sc;
+  sc.stack = stack;
+  sc.arch = target;
+  const Batch b = parse_batch(doc);
+  sc.num_cu = b.platform.num_cu;
+  sc.case_name = b.name;
+  const RoutedBatch rb = route_batch(b);
+  sc.route = to_string(rb.decision.route);
+  sc.decision = rb.decision;
+  if (rb.refused()) {
+    sc.refusal = rb.refusal();
+    return sc;
+  }
+  try {
+    sc.pc = plan_and_check(b, rb, oracle_windows(b), std::nullopt);
+    sc.planner = to_string(sc.pc->plan.planner);
+    sc.splits = splits_per_request(sc.pc->plan, rb.metadata);
+  } catch (const Error& e) {
+    if (e.exit_code() != kExitRefused) throw;
+    sc.refusal = e.what();
+  }
+  return sc;
+}
+
+void print_stack_comparison(std::ostream& os, const std::vector<StackCase>& cs, Format fmt) {
+  auto splits_text = [](const std::vector<int64_t>& v) {
+    if (v.empty()) return std::string("-");
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 16; ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    return v.size() > 16 ? s + ",..." : s;
+  };
+  if (fmt == Format::svg) {
+    // one panel per stack that planned the batch
+    std::vector<SchedulePanel> panels;
+    for (const auto& c : cs)
+      if (c.pc) panels.push_back({&c.pc->plan, &c.pc->inv});
+    os << schedule_svg(c_name(cs), panels);
+    return;
+  }
+  if (fmt == Format::json) {
+    auto j = json_envelope("schedule");
+    auto arr = nlohmann::ordered_json::array();
+    for (const auto& c : cs) {
+      nlohmann::ordered_json o;
+      o["stack"] = c.stack;
+      o["arch"] = c.arch;
+      o["num_cu"] = c.num_cu;
+      o["route"] = route_json(c.decision);  // the one route object (docs/design.md §6)
+      if (!c.pc) {
+        o["refused"] = c.refusal;
+      } else {
+        o["splits_per_request"] = c.splits;
+        o["plan"] = plan_json(c.pc->plan, c.pc->inv);
+      }
+      arr.push_back(o);
+    }
+    j["stacks"] = arr;
+    print_json(os, j);
+    return;
+  }
+  Table t;
+  t.header = {"stack", "arch", "cus", "route", "planner", "workgroups", "works", "split_tiles", "max_load", "efficiency", "invariants", "splits per request"};
+  t.right_align = {false, false, true, false, false, true, true, true, true, true, false, false};
+  for (const auto& c : cs) {
+    if (!c.pc) {
+      t.add({c.stack, c.arch, std::to_string(c.num_cu), c.route, "-", "-", "-", "-", "-", "-", "-", "refused: " + c.refusal});
+      continue;
+    }
+    const auto& inv = c.pc->inv;
+    t.add({c.stack, c.arch, std::to_string(c.num_cu), c.route, c.planner, std::to_string(inv.balance.workgroups), std::to_string(inv.balance.works),
+           std::to_string(inv.balance.split_tiles), fmt_double(inv.balance.max_load, 6), fmt_double(inv.balance.efficiency, 4),
+           inv.ok ? "ok" : "broken (" + std::to_string(inv.total_violations) + ")", splits_text(c.splits)});
+  }
+  t.print(os, fmt);
+  if (fmt != Format::table || cs.size() < 2 || cs[0].splits.empty() || cs[1].splits.size() != cs[0].splits.size()) return;
+  std::string diff;
+  int64_t n = 0;
+  for (size_t r = 0; r < cs[0].splits.size(); ++r)
+    if (cs[0].splits[r] != cs[1].splits[r]) {
+      if (n++ < 12) diff += std::string(diff.empty() ? "" : ", ") + "request " + std::to_string(r) + " (" + std::to_string(cs[0].splits[r]) + " vs " + std::to_string(cs[1].splits[r]) + ")";
+    }
+  os << "\nsplits per request differ on " << n << " of " << cs[0].splits.size() << " requests" << (diff.empty() ? "" : ": " + diff) << (n > 12 ? ", ..." : "") << "\n";
+  os << "(max_load and efficiency: the invariant checker's one cost model for both, per workgroup the sum of ceil(kv_len / 16) + 16 over its works)\n";
+}
+
 }  // namespace
 
 void setup_schedule(CLI::App& app, Context& ctx) {
@@ -162,7 +312,23 @@ void setup_schedule(CLI::App& app, Context& ctx) {
       ->allow_extra_args(false)
       ->check(CLI::IsMember(planner_names()));
   sub->add_option("--max-works", *max_works, "works listed in the table output (0 = all)")->capture_default_str();
-  sub->callback([opts, kernel, planners, max_works, &ctx]() {
+  auto stacks = std::make_shared<std::vector<std::string>>();
+  sub->add_option("--stack", *stacks,
+                  "plan the batch under these stacks and compare them (vllm-rocm-aiter,vllm-cuda): platform.arch becomes the stack's "
+                  "(gfx950, or the batch's gfx arch; sm90), each with its own defaults")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->check(CLI::IsMember({"vllm-rocm-aiter", "vllm-cuda"}));
+  sub->callback([opts, kernel, planners, max_works, stacks, &ctx]() {
+    if (!stacks->empty()) {
+      if (!planners->empty() || !kernel->empty()) throw Error(kExitUsage, "", "--stack compares each stack's own route and planner: give it without --planner/--kernel");
+      std::vector<StackCase> cs;
+      for (const auto& s : *stacks) cs.push_back(plan_under_stack(*opts, s));
+      print_stack_comparison(*ctx.out, cs, ctx.global.fmt());
+      for (const auto& c : cs)
+        if (c.pc && !c.pc->inv.ok) ctx.exit_code = kExitVerifyFailed;
+      return;
+    }
     Batch b = load_batch(*opts);
     const RoutedBatch routed = route_batch(b, forced_route(*kernel));
     const RouteDecision& rd = routed.decision;

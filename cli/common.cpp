@@ -64,7 +64,20 @@ nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& i
     viol.push_back({{"kind", v.kind}, {"q_row", v.q_row}, {"kv_begin", v.kv_begin}, {"kv_end", v.kv_end}, {"work", v.work}, {"message", v.message}});
   o["invariants"] = {{"ok", inv.ok}, {"total_violations", inv.total_violations}, {"violations", viol}};
   o["notes"] = plan.notes;
+  // the stack's own arrays under their upstream names (vllm-cuda FlashMLA: num_sm_parts,
+  // tile_scheduler_metadata rows of 8, num_splits); absent for AITER plans
+  for (const auto& a : plan.stack_arrays) o[a.name] = stack_array_json(a);
+  if (!plan.schedule_words.empty()) o["schedule_words"] = plan.schedule_words;
   return o;
+}
+
+nlohmann::ordered_json stack_array_json(const StackArray& a) {
+  if (a.scalar && a.values.size() == 1) return a.values.front();
+  if (a.row_width <= 0) return a.values;
+  auto rows = nlohmann::ordered_json::array();
+  for (size_t i = 0; i + a.row_width <= a.values.size(); i += a.row_width)
+    rows.push_back(std::vector<int64_t>(a.values.begin() + i, a.values.begin() + i + a.row_width));
+  return rows;
 }
 
 }  // namespace mlactl::cli

@@ -25,6 +25,8 @@ nlohmann::ordered_json route_json(const RouteDecision& rd);
 nlohmann::ordered_json view_json(const KernelView& v);
 // The plan as `schedule --format json` prints it (expect.schedule in `check` is a subset).
 nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& inv);
+// A stack array as JSON: a scalar, a flat list, or rows of row_width.
+nlohmann::ordered_json stack_array_json(const StackArray& a);
 nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten);
 
 }  // namespace mlactl::cli

@@ -207,7 +207,17 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     o.plan = plan_batch(b, replay, rows, opt.planner);
     apply_captured_work(*o.plan, cap);
   } else {
-    o.plan = plan_batch(b, rb, rows, opt.planner);
+    try {
+      o.plan = plan_batch(b, rb, rows, opt.planner);
+    } catch (const Error& e) {
+      // a route the stack models only up to routing (vllm-cuda flashmla_sparse, FA3's
+      // scheduler): refused with the reason, exit 5, never a guessed schedule
+      if (e.exit_code() != kExitRefused) throw;
+      o.status = RunStatus::refused;
+      o.exit_code = kExitRefused;
+      o.message = e.what();
+      return o;
+    }
   }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   o.ms_plan = ms_since(t0);

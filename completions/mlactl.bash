@@ -15,7 +15,7 @@ _mlactl() {
     --format) COMPREPLY=($(compgen -W "table json csv svg" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W "auto cpu gpu" -- "$cur")); return ;;
-    --arch) COMPREPLY=($(compgen -W "gfx942 gfx950" -- "$cur")); return ;;
+    --arch) COMPREPLY=($(compgen -W "gfx942 gfx950 sm90" -- "$cur")); return ;;
     --kv-dtype) COMPREPLY=($(compgen -W "auto bf16 fp16 fp8" -- "$cur")); return ;;
     --inject)
       COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" defects --format csv 2>/dev/null | tail -n +2 | cut -d, -f1)" -- "$cur"))

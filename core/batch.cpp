@@ -143,6 +143,25 @@ DType parse_dtype(const json& v, const std::string& ptr) {
 }  // namespace
 
 
+const char* to_string(AttentionBackend a) {
+  switch (a) {
+    case AttentionBackend::flash_attn_mla: return "FLASH_ATTN_MLA";
+    case AttentionBackend::flashmla: return "FLASHMLA";
+    case AttentionBackend::flashinfer_mla: return "FLASHINFER_MLA";
+    case AttentionBackend::triton_mla: return "TRITON_MLA";
+    case AttentionBackend::flashmla_sparse: return "FLASHMLA_SPARSE";
+    case AttentionBackend::cutlass_mla: return "CUTLASS_MLA";
+  }
+  return "?";
+}
+
+std::optional<AttentionBackend> attention_backend_from_string(const std::string& s) {
+  for (AttentionBackend a : {AttentionBackend::flash_attn_mla, AttentionBackend::flashmla, AttentionBackend::flashinfer_mla,
+                             AttentionBackend::triton_mla, AttentionBackend::flashmla_sparse, AttentionBackend::cutlass_mla})
+    if (s == to_string(a)) return a;
+  return std::nullopt;
+}
+
 // vLLM's uniform-MTP padding decides how many rows (and R1 KV entries) a padding slot
 // gets (core/vllm_common.hpp); the placement, the oracle and the builder all ask here.
 int64_t Batch::rows_per_padding_request() const {
@@ -355,7 +374,10 @@ Batch parse_batch(const json& doc) {
   if (const json* p = find(doc, "platform")) {
     require_object(*p, "/platform");
     check_keys(*p, "/platform", {"arch", "num_cu", "aiter", "aiter_has_causal_arg"});
-    if (const json* v = find(*p, "arch")) b.platform.arch = get_enum(*v, "/platform/arch", {"gfx942", "gfx950"}) == "gfx942" ? Arch::gfx942 : Arch::gfx950;
+    if (const json* v = find(*p, "arch")) {
+      const std::string a = get_enum(*v, "/platform/arch", {"gfx942", "gfx950", "sm90"});
+      b.platform.arch = a == "gfx942" ? Arch::gfx942 : a == "sm90" ? Arch::sm90 : Arch::gfx950;
+    }
     if (const json* v = find(*p, "num_cu")) {
       b.platform.num_cu = (int)get_int(*v, "/platform/num_cu", 1, 4096);
       num_cu_given = true;
@@ -363,7 +385,8 @@ Batch parse_batch(const json& doc) {
     if (const json* v = find(*p, "aiter")) b.platform.aiter = get_enum(*v, "/platform/aiter", {"2026.08"});
     if (const json* v = find(*p, "aiter_has_causal_arg")) b.platform.aiter_has_causal_arg = get_bool(*v, "/platform/aiter_has_causal_arg");
   }
-  if (!num_cu_given) b.platform.num_cu = b.platform.arch == Arch::gfx942 ? 304 : 256;
+  // CUs of MI300X/MI325X (gfx942), MI355X (gfx950); SMs of H100/H200/H800 (sm90)
+  if (!num_cu_given) b.platform.num_cu = b.platform.arch == Arch::gfx942 ? 304 : b.platform.arch == Arch::sm90 ? 132 : 256;
 
   // model
   if (const json* m = find(doc, "model")) {
@@ -435,6 +458,7 @@ Batch parse_batch(const json& doc) {
 
   // kv_cache
   bool kv_fp8 = false;
+  bool block_size_given = false;
   b.kv_cache.dtype = b.model.dtype;
   if (const json* k = find(doc, "kv_cache")) {
     require_object(*k, "/kv_cache");
@@ -450,7 +474,10 @@ Batch parse_batch(const json& doc) {
       b.kv_cache.scale = get_number(*v, "/kv_cache/scale");
       if (b.kv_cache.scale <= 0) throw invalid_input("/kv_cache/scale", "must be > 0");
     }
-    if (const json* v = find(*k, "block_size")) b.kv_cache.block_size = (int)get_int(*v, "/kv_cache/block_size", 1, kMaxBlockSize);
+    if (const json* v = find(*k, "block_size")) {
+      b.kv_cache.block_size = (int)get_int(*v, "/kv_cache/block_size", 1, kMaxBlockSize);
+      block_size_given = true;
+    }
     if (const json* v = find(*k, "layout")) b.kv_cache.layout = get_enum(*v, "/kv_cache/layout", {"sequential", "shuffled"}) == "sequential" ? KvLayout::sequential : KvLayout::shuffled;
     if (const json* v = find(*k, "num_blocks")) b.kv_cache.num_blocks = get_int(*v, "/kv_cache/num_blocks", 1, kMaxLen);
     if (const json* v = find(*k, "block_table")) {
@@ -468,6 +495,10 @@ Batch parse_batch(const json& doc) {
     }
   }
 
+  // sm90: vLLM's CUDA platform runs MLA with kernel block size 64 unless told otherwise
+  // (FlashMLA accepts only 64; FA3 MLA any multiple of 16), docs/stacks/vllm-cuda.md §C2.
+  if (!block_size_given && b.platform.arch == Arch::sm90) b.kv_cache.block_size = 64;
+
   // decode
   const int64_t maxq = b.max_query_len();
   b.decode.mtp_qlen = std::max<int64_t>(1, maxq);
@@ -476,7 +507,15 @@ Batch parse_batch(const json& doc) {
   bool ndt_given = false, mns_given = false;
   if (const json* d = find(doc, "decode")) {
     require_object(*d, "/decode");
-    check_keys(*d, "/decode", {"causal", "small_head_mode", "mtp_qlen", "q_dtype", "num_decode_tokens", "max_num_seqs"});
+    check_keys(*d, "/decode", {"causal", "small_head_mode", "mtp_qlen", "q_dtype", "num_decode_tokens", "max_num_seqs", "attention_backend"});
+    if (const json* v = find(*d, "attention_backend")) {
+      const std::string s = get_enum(*v, "/decode/attention_backend",
+                                     {"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"});
+      if (b.platform.arch != Arch::sm90)
+        throw invalid_input("/decode/attention_backend", "names a vLLM CUDA backend; it applies to platform.arch \"sm90\" only (this batch is " +
+                                                            std::string(to_string(b.platform.arch)) + ")");
+      b.decode.attention_backend = attention_backend_from_string(s);
+    }
     if (const json* v = find(*d, "causal")) b.decode.causal = get_bool(*v, "/decode/causal");
     if (const json* v = find(*d, "small_head_mode")) {
       std::string s = get_enum(*v, "/decode/small_head_mode", {"auto", "gluon", "asm"});

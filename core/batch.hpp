@@ -14,6 +14,11 @@ namespace mlactl {
 enum class KvLayout { sequential, shuffled };
 enum class SmallHeadMode { auto_mode, gluon, asm_mode };  // VLLM_ROCM_AITER_MLA_ASM_PADDING
 enum class SparseGeometry { rope, rope_free };
+// vLLM's CUDA attention backend names (--attention-backend / decode.attention_backend),
+// docs/stacks/vllm-cuda.md §C1.
+enum class AttentionBackend { flash_attn_mla, flashmla, flashinfer_mla, triton_mla, flashmla_sparse, cutlass_mla };
+const char* to_string(AttentionBackend a);  // vLLM's spelling: "FLASH_ATTN_MLA", ...
+std::optional<AttentionBackend> attention_backend_from_string(const std::string& s);
 
 inline const char* to_string(SmallHeadMode m) {
   return m == SmallHeadMode::auto_mode ? "auto" : m == SmallHeadMode::gluon ? "gluon" : "asm";
@@ -78,6 +83,8 @@ struct Batch {
     bool q_dtype_is_model = true;  // "model" was chosen (explicitly or by default)
     int64_t num_decode_tokens = 0; // resolved (default Σ query_len + K·#padding)
     int64_t max_num_seqs = 0;      // resolved (default number of requests)
+    // sm90 only: the backend forced by vLLM's --attention-backend (unset = vLLM's priority list)
+    std::optional<AttentionBackend> attention_backend;
   } decode;
 
   std::vector<Request> requests;

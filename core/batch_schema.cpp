@@ -62,8 +62,9 @@ ojson batch_json_schema() {
       {"schema", ojson{{"const", 1}}},
       {"name", str("case id")},
       {"description", str("free text")},
-      {"platform", obj({{"arch", en({"gfx942", "gfx950"}, "gfx950", "the modelled AMD target")},
-                        {"num_cu", integer(1, "CU count for planners [304 on gfx942, 256 on gfx950]")},
+      {"platform", obj({{"arch", en({"gfx942", "gfx950", "sm90"}, "gfx950",
+                                    "the modelled target: gfx942/gfx950 select vLLM ROCm AITER, sm90 (H100/H200/H800) vLLM CUDA")},
+                        {"num_cu", integer(1, "CUs (SMs on sm90) the planners plan for [304 on gfx942, 256 on gfx950, 132 on sm90]")},
                         {"aiter", en({"2026.08"}, "2026.08", "AITER rule set (commit e4048607)")},
                         {"aiter_has_causal_arg", boolean(true, "mla_decode_fwd takes causal=")}})},
       {"model", obj({{"num_heads", integer(1, "query heads per rank (1..128, or a multiple of 16)")},
@@ -74,7 +75,7 @@ ojson batch_json_schema() {
                     {"num_heads"})},
       {"kv_cache", obj({{"dtype", en({"auto", "bf16", "fp16", "fp8"}, "auto", "fp8 flavour follows the arch")},
                         {"scale", ojson{{"type", "number"}, {"exclusiveMinimum", 0}, {"default", 1.0}}},
-                        {"block_size", integer(1, "vLLM kernel block size Kb", 1)},
+                        {"block_size", integer(1, "vLLM kernel block size Kb [1; 64 on sm90]", 1)},
                         {"layout", en({"sequential", "shuffled"}, "shuffled", "block placement when no block_table is given")},
                         {"block_table", ojson{{"type", "array"}, {"items", ojson{{"type", "array"}, {"items", ojson{{"type", "integer"}, {"minimum", 0}}}}}}},
                         {"num_blocks", integer(1, "blocks allocated per layer")}})},
@@ -83,7 +84,9 @@ ojson batch_json_schema() {
                       {"mtp_qlen", integer(1, "K, the reorder threshold [max query_len]")},
                       {"q_dtype", en({"fp8", "model"}, nullptr, "[fp8 when the KV cache is fp8, else model]")},
                       {"num_decode_tokens", integer(0, "tokens of the (cudagraph-padded) step")},
-                      {"max_num_seqs", integer(1, "sizes the AITER buffers")}})},
+                      {"max_num_seqs", integer(1, "sizes the AITER buffers")},
+                      {"attention_backend", en({"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"}, nullptr,
+                                               "sm90 only: force vLLM's attention backend (--attention-backend); unset = vLLM's priority list")}})},
       {"requests", ojson{{"type", "array"}, {"items", request}}},
       {"sparse", obj({{"topk", integer(1, "top-k KV positions per token")},
                       {"geometry", en({"rope", "rope_free"}, "rope", "rope_free: head_size 512")},
@@ -132,6 +135,7 @@ ojson batch_to_json(const Batch& b) {
   o["decode"] = {{"causal", b.decode.causal}, {"small_head_mode", to_string(b.decode.small_head_mode)}, {"mtp_qlen", b.decode.mtp_qlen},
                  {"q_dtype", b.decode.q_dtype_is_model ? "model" : "fp8"}, {"num_decode_tokens", b.decode.num_decode_tokens},
                  {"max_num_seqs", b.decode.max_num_seqs}};
+  if (b.decode.attention_backend) o["decode"]["attention_backend"] = to_string(*b.decode.attention_backend);
   ojson reqs = ojson::array();
   for (const auto& r : b.requests) {
     if (r.padding) reqs.push_back({{"padding", true}});

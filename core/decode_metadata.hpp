@@ -9,6 +9,7 @@
 
 #include "core/batch.hpp"
 #include "core/heads.hpp"
+#include "core/stack_arrays.hpp"
 
 namespace mlactl {
 
@@ -30,6 +31,8 @@ struct DecodeMetadata {
   std::vector<int32_t> flat_indices;
   HeadPadding heads;
   std::vector<std::string> notes;
+  std::string builder = "vllm R1 _build_decode";  // which builder made it (`metadata` prints it)
+  std::vector<StackArray> stack_arrays;           // the stack's own arrays (FlashMLA's schedule), printed by `metadata`
 };
 
 // Token slot of KV position j of request r: block_table[r][j / Kb] * Kb + j % Kb, vLLM's

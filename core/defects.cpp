@@ -158,6 +158,45 @@ const std::vector<DefectInfo>& defect_catalog() {
           "reports the fold mismatch, the broken invariants under the kernel's view, and a failed run.",
           {"seed004-gfx942-fp8-h128-omitted", "seed004-gfx942-fp8-h128", "seed004-gfx950-fp8-h32-fp8q-omitted"},
       },
+      // vLLM CUDA stack (docs/stacks/vllm-cuda.md §C11): no seed investigation, "-"
+      {
+          "flashmla-qlen-planned-as-one",
+          "-",
+          "#27368",
+          "FlashMLAMetadataBuilder._build_decode calling get_mla_metadata with num_heads tokens per KV head (q_len 1) for MTP decode",
+          "planner",
+          "core/stacks/vllm_cuda/plan.cpp, core/stacks/vllm_cuda/builder.cpp (get_mla_metadata's num_q_tokens_per_head_k)",
+          "get_mla_metadata told q_len 1 while the kernel runs q_len > 1: num_sm_parts from the wrong token count",
+          "`schedule` shows num_sm_parts and split_kernel_ctas of the q_len-1 plan (128 heads, q_len 2: 66 parts x 4 q tiles = 264 CTAs, 2 waves on 132 SMs); `run` still passes",
+          "FlashMLA sizes its split-KV grid from the schedule: num_sm_parts = SMs / ceil(q rows per KV head / 64), and the "
+          "kernel runs tile_scheduler_metadata.size(0) parts times the q tiles of the call. vLLM's FlashMLA builder passed "
+          "num_heads as the token count, as if every decode had one query token, so with multi-token decode (MTP, "
+          "speculative verify) the schedule had the parts of a q_len-1 batch: with 128 heads and q_len 2 it planned 66 parts "
+          "where 33 fill the 132 SMs, and the kernel ran 66 x 4 = 264 CTAs, two waves, each part with half the KV it should "
+          "have had. The output stays right (the partial buffers follow the schedule's size), so nothing fails; the step is "
+          "slower (the PR reports up to ~10x on some shapes). #27368 passes max_query_len * num_heads. mlactl shows the "
+          "part count and the CTA count of both plans.",
+          {},
+      },
+      {
+          "flashmla-stale-schedule",
+          "-",
+          "#35175",
+          "the FlashMLA fp8 decode path under full cudagraph: fresh get_mla_metadata_dense_fp8 output not copied into the captured buffers (issue #33638)",
+          "planner",
+          "core/stacks/vllm_cuda/plan.cpp (the schedule the kernel executes)",
+          "the kernel executes a schedule planned for other seq_lens (the previous decode step's) against this step's seq_lens",
+          "`schedule`: invariants broken (KV uncovered where a request crossed a 64-token block since the schedule was planned); `run` fails the position audit naming the never-read positions",
+          "Under full cudagraph the replayed kernel reads tile_scheduler_metadata and num_splits from buffers captured "
+          "with the graph; the builder must copy each step's fresh schedule into them. On the fp8 path vLLM built the "
+          "fresh schedule but kept handing the kernel the captured one, so every replay walked a schedule planned for "
+          "other sequence lengths. The kernel takes each part's last block from the schedule, so whenever a request "
+          "grew past a 64-token block boundary since, its newest block was never read; elsewhere splits and the "
+          "combine disagree. Users saw output degrade after some tens of tokens. #35175 copies the fresh metadata "
+          "into the persistent buffers. mlactl models the stale schedule as the one planned for the previous decode "
+          "step (every seq_len q_len shorter) and shows the uncovered KV.",
+          {},
+      },
   };
   return catalog;
 }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/dtype.hpp"
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
+
 
 namespace mlactl {
 
@@ -17,8 +19,49 @@ namespace {
 constexpr int64_t kQRowsPerChunk = 64;
 constexpr int64_t kKvSlotsPerChunk = 256;
 
-Rng chunk_rng(uint64_t seed, RngStream stream, int64_t chunk) {
-  return Rng(seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(chunk + 1)), stream);
+// Each chunk's generator: Rng(chunk_seed(seed, chunk), stream).
+uint64_t chunk_seed(uint64_t seed, int64_t chunk) { return seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(chunk + 1)); }
+
+// Rng(seed, stream).uniform_pm1() `count` times into dst, the same values (checked
+// against Rng in test_numerics.cpp): SplitMix64's i-th output depends only on the
+// start state plus i steps, so eight lanes of AVX-512 run eight calls at once.
+// This mirrors core/rng.hpp (state seed ^ golden*(stream+1), += golden per call).
+constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+typedef uint64_t U64x8 __attribute__((vector_size(64)));
+typedef int32_t I32x8 __attribute__((vector_size(32)));
+typedef float F32x8 __attribute__((vector_size(32)));
+
+__attribute__((target("avx512f,avx512dq"))) void uniform_pm1_avx512(uint64_t seed, RngStream stream, int64_t count,
+                                                                      float* dst) {
+  const uint64_t s0 = seed ^ (kGolden * ((uint64_t)stream + 1));
+  U64x8 state;
+  for (int l = 0; l < 8; ++l) state[l] = s0 + kGolden * (uint64_t)(l + 1);
+  for (int64_t i = 0; i < count; i += 8) {
+    U64x8 z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z = z ^ (z >> 31);
+    const I32x8 top = __builtin_convertvector(z >> 40, I32x8) - (1 << 23);  // 24 bits, centred
+    // (x - 2^23) / 2^23: exact in float, as uniform_pm1's division
+    const F32x8 v = __builtin_convertvector(top, F32x8) * (1.0f / (float)(1 << 23));
+    if (i + 8 <= count)
+      std::memcpy(dst + i, &v, sizeof v);
+    else
+      for (int64_t l = 0; l < count - i; ++l) dst[i + l] = v[l];
+    state += kGolden * 8;
+  }
+}
+#endif
+
+void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  if (avx512) return uniform_pm1_avx512(seed, stream, count, dst);
+#endif
+  Rng rng(seed, stream);
+  for (int64_t i = 0; i < count; ++i) dst[i] = rng.uniform_pm1();
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -79,10 +122,10 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   if (q_is_fp8) q_model.resize((size_t)q_elems);
   const int64_t q_chunks = ceil_div(in.num_rows, kQRowsPerChunk);
   parallel_for(q_chunks, threads, [&](int64_t chunk) {
-    Rng rng = chunk_rng(b.seed, kStreamQ, chunk);
     const int64_t r0 = chunk * kQRowsPerChunk, r1 = std::min(in.num_rows, r0 + kQRowsPerChunk);
     std::vector<float> vals((size_t)((r1 - r0) * q_row_elems));
-    for (float& v : vals) v = round_to_dtype(kQAmplitude * rng.uniform_pm1(), b.model.dtype);
+    uniform_pm1_fill(chunk_seed(b.seed, chunk), kStreamQ, (int64_t)vals.size(), vals.data());
+    for (float& v : vals) v = round_to_dtype(kQAmplitude * v, b.model.dtype);
     if (q_is_fp8)
       std::copy(vals.begin(), vals.end(), q_model.begin() + r0 * q_row_elems);
     else
@@ -135,18 +178,20 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   in.kv.bytes.assign((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)), 0);
   const float kv_inv_scale = 1.0f / in.kv.scale;
   parallel_for(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](int64_t chunk) {
-    Rng rng = chunk_rng(b.seed, kStreamKv, chunk);
     const int64_t s0 = chunk * kKvSlotsPerChunk, s1 = std::min(in.num_slots, s0 + kKvSlotsPerChunk);
-    std::vector<float> vals((size_t)D);
+    // the chunk's generator runs through every slot, used or not, D values each
+    std::vector<float> all((size_t)((s1 - s0) * D));
+    uniform_pm1_fill(chunk_seed(b.seed, chunk), kStreamKv, (int64_t)all.size(), all.data());
     for (int64_t s = s0; s < s1; ++s) {
-      for (float& v : vals) v = kKvAmplitude * rng.uniform_pm1();
+      float* vals = all.data() + (s - s0) * D;
+      for (int64_t d = 0; d < D; ++d) vals[d] = kKvAmplitude * vals[d];
       if (!slot_used[s]) {
-        std::fill(vals.begin(), vals.end(), std::nanf(""));
+        std::fill(vals, vals + D, std::nanf(""));
       } else if (in.kv.dtype == DType::fp8) {
-        for (float& v : vals) v *= kv_inv_scale;
+        for (int64_t d = 0; d < D; ++d) vals[d] *= kv_inv_scale;
       }
-      encode_elements(in.kv.dtype, flavor, vals.data(), D, in.kv.data(), s * D);
     }
+    encode_elements(in.kv.dtype, flavor, all.data(), (s1 - s0) * D, in.kv.data(), s0 * D);
   });
   return in;
 }

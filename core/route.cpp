@@ -14,6 +14,9 @@ const char* to_string(Route r) {
     case Route::triton_mla: return "triton_mla";
     case Route::sparse_triton: return "sparse_triton";
     case Route::aiter_sparse: return "aiter_sparse";
+    case Route::flash_attn_mla: return "flash_attn_mla";
+    case Route::flashmla: return "flashmla";
+    case Route::flashmla_sparse: return "flashmla_sparse";
     case Route::refused: return "refused";
   }
   return "?";
@@ -24,7 +27,8 @@ std::optional<Route> route_from_string(const std::string& s) {
   std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return std::tolower(c); });
   std::replace(id.begin(), id.end(), '-', '_');
   for (Route r : {Route::gluon_decode, Route::gluon_verify, Route::asm_persistent, Route::asm_nonpersistent,
-                  Route::triton_mla, Route::sparse_triton, Route::aiter_sparse, Route::refused}) {
+                  Route::triton_mla, Route::sparse_triton, Route::aiter_sparse, Route::flash_attn_mla, Route::flashmla,
+                  Route::flashmla_sparse, Route::refused}) {
     if (id == to_string(r)) return r;
   }
   return std::nullopt;

@@ -17,6 +17,10 @@ enum class Route {
   triton_mla,
   sparse_triton,
   aiter_sparse,
+  // vLLM CUDA (sm90), docs/stacks/vllm-cuda.md
+  flash_attn_mla,
+  flashmla,
+  flashmla_sparse,
   refused,
 };
 const char* to_string(Route r);
@@ -38,6 +42,7 @@ struct RouteDecision {
   std::string error_type;         // "ValueError", "RuntimeError", "AssertionError", ...
   std::vector<Predicate> chain;   // predicates with values, in evaluation order
   std::vector<std::string> findings;  // e.g. "silent fallback"
+  std::string backend;            // vLLM CUDA: the attention backend's name (FLASHMLA, ...), "" elsewhere
 };
 
 // "ErrorType: error" of a refused decision ("" otherwise): the one text every verb shows.

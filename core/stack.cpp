@@ -7,8 +7,15 @@ namespace mlactl {
 const char* to_string(StackId s) {
   switch (s) {
     case StackId::vllm_rocm_aiter: return "vllm-rocm-aiter";
+    case StackId::vllm_cuda: return "vllm-cuda";
   }
   return "?";
+}
+
+std::optional<StackId> stack_id_from_string(const std::string& s) {
+  for (StackId id : {StackId::vllm_rocm_aiter, StackId::vllm_cuda})
+    if (s == to_string(id)) return id;
+  return std::nullopt;
 }
 
 const PlannerEntry* find_planner(const Stack& s, PlannerId p) {

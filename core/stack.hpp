@@ -17,8 +17,9 @@
 
 namespace mlactl {
 
-enum class StackId { vllm_rocm_aiter };
-const char* to_string(StackId s);  // "vllm-rocm-aiter"
+enum class StackId { vllm_rocm_aiter, vllm_cuda };
+const char* to_string(StackId s);  // "vllm-rocm-aiter", "vllm-cuda"
+std::optional<StackId> stack_id_from_string(const std::string& s);
 
 // One planner of a stack's registry: the routes whose own planner it is, and the
 // routes `--planner` may run it on.

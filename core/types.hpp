@@ -38,12 +38,22 @@ inline Error invalid_input(const std::string& where, const std::string& msg) {
   return Error(kExitInvalidInput, where, msg);
 }
 
-enum class Arch { gfx942, gfx950 };
+// gfx942/gfx950: AMD targets (the vLLM ROCm AITER stack); sm90: NVIDIA Hopper
+// (H100/H200/H800, the vLLM CUDA stack, docs/stacks/vllm-cuda.md).
+enum class Arch { gfx942, gfx950, sm90 };
 enum class DType { bf16, fp16, fp8 };
 // fp8 flavour follows the arch (docs/design.md §2): e4m3fnuz on gfx942, OCP e4m3fn elsewhere.
 enum class Fp8Flavor { e4m3fn, e4m3fnuz };
 
-inline const char* to_string(Arch a) { return a == Arch::gfx942 ? "gfx942" : "gfx950"; }
+inline const char* to_string(Arch a) {
+  switch (a) {
+    case Arch::gfx942: return "gfx942";
+    case Arch::gfx950: return "gfx950";
+    case Arch::sm90: return "sm90";
+  }
+  return "?";
+}
+inline bool is_nvidia(Arch a) { return a == Arch::sm90; }
 inline const char* to_string(DType d) {
   switch (d) {
     case DType::bf16: return "bf16";

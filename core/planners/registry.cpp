@@ -10,6 +10,8 @@ const char* to_string(PlannerId p) {
     case PlannerId::triton: return "triton";
     case PlannerId::nonpersistent: return "nonpersistent";
     case PlannerId::sparse_rows: return "sparse-rows";
+    case PlannerId::flashmla: return "flashmla";
+    case PlannerId::fa3: return "fa3";
     case PlannerId::captured: return "captured";
   }
   return "?";
@@ -17,7 +19,8 @@ const char* to_string(PlannerId p) {
 
 const std::vector<PlannerId>& all_planners() {
   static const std::vector<PlannerId> ids = {PlannerId::aiter,  PlannerId::gluon,         PlannerId::gluon_split,
-                                             PlannerId::triton, PlannerId::nonpersistent, PlannerId::sparse_rows};
+                                             PlannerId::triton, PlannerId::nonpersistent, PlannerId::sparse_rows,
+                                             PlannerId::flashmla, PlannerId::fa3};
   return ids;
 }
 

@@ -16,10 +16,12 @@ enum class PlannerId {
   triton,
   nonpersistent,
   sparse_rows,
+  flashmla,  // FlashMLA's get_mla_metadata (docs/stacks/vllm-cuda.md §C4)
+  fa3,       // FA3's scheduler for FLASH_ATTN_MLA (docs/stacks/vllm-cuda.md §C5)
   captured,  // the work list came from the batch's `captured` arrays (run --use-captured); not a --planner choice
 };
 
-// The --planner spelling: aiter, gluon, gluon-split, triton, nonpersistent, sparse-rows.
+// The --planner spelling: aiter, gluon, gluon-split, triton, nonpersistent, sparse-rows, flashmla, fa3.
 const char* to_string(PlannerId p);
 std::optional<PlannerId> planner_from_string(const std::string& s);
 const std::vector<PlannerId>& all_planners();  // the --planner choices (no `captured`)

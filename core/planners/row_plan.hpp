@@ -22,6 +22,9 @@ struct RowPlanInput {
 
 // TRITON_MLA: min(next_pow2(max(1, max_seq_len // 512)), 2·CU) equal chunks, empty chunks dropped.
 WorkList plan_triton(const RowPlanInput& in, int64_t max_seq_len);
+// The same chunking with a given split count: vLLM's CUDA TRITON_MLA passes a fixed
+// num_kv_splits = 4 (docs/stacks/vllm-cuda.md §C5).
+WorkList plan_triton_splits(const RowPlanInput& in, int64_t num_kv_splits);
 int triton_num_kv_splits(int64_t max_seq_len, int num_cu);
 
 }  // namespace mlactl

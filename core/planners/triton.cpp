@@ -16,6 +16,10 @@ int triton_num_kv_splits(int64_t max_seq_len, int num_cu) {
 }
 
 WorkList plan_triton(const RowPlanInput& in, int64_t max_seq_len) {
+  return plan_triton_splits(in, triton_num_kv_splits(max_seq_len, in.num_cu));
+}
+
+WorkList plan_triton_splits(const RowPlanInput& in, int64_t num_kv_splits) {
   if (in.row_indptr.empty()) throw invalid_input("", "triton planner: row_indptr needs rows + 1 entries");
   WorkList wl;
   wl.planner = "triton";
@@ -28,7 +32,7 @@ WorkList plan_triton(const RowPlanInput& in, int64_t max_seq_len) {
   v.q_tokens_per_tile = 1;
   v.causal = false;  // the flatten already shortened each row to its causal window
   v.page_size = in.page_size;
-  const int64_t splits = triton_num_kv_splits(max_seq_len, in.num_cu);
+  const int64_t splits = std::max<int64_t>(1, num_kv_splits);
   int64_t next_partial = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t base = in.row_indptr[r];

@@ -1,5 +1,5 @@
-// Which modelled stack a batch runs on. Today every platform.arch is an AMD gfx one and
-// selects vLLM ROCm AITER; a second stack adds its arches here and nowhere else.
+// Which modelled stack a batch runs on: platform.arch gfx942/gfx950 select vLLM ROCm
+// AITER, sm90 selects vLLM CUDA (docs/design.md §1.3).
 #pragma once
 #include <vector>
 

@@ -39,7 +39,7 @@ mlactl_cli_test(bad-deep-100k-unclosed RC 3 ARGS validate ${BADGEN}/deep-100k-un
 mlactl_cli_test(bad-deep-1m-captured RC 3 ARGS validate ${BADGEN}/deep-1m-captured.json STDERR "nested deeper than 64 levels \\(at /captured/qo_indptr/0/0/0/0/0/0/\\.\\.\\.\\)")
 mlactl_cli_test(bad-deep-1m-captured-check RC 3 ARGS check ${BADGEN}/deep-1m-captured.json STDOUT "nested deeper than 64 levels")
 mlactl_cli_test(bad-string-10mb-arch RC 3 ARGS validate ${BADGEN}/string-10mb-arch.json
-                STDERR "/platform/arch: must be one of gfx942, gfx950, got .x+\\.\\.\\.. \\(10485760 bytes\\)")
+                STDERR "/platform/arch: must be one of gfx942, gfx950, sm90, got .x+\\.\\.\\.. \\(10485760 bytes\\)")
 mlactl_cli_test(bad-string-10mb-key RC 3 ARGS validate ${BADGEN}/string-10mb-key.json STDERR "error: /x+\\.\\.\\.: unknown key")
 mlactl_cli_test(bad-string-10mb-context RC 3 ARGS validate ${BADGEN}/string-10mb-context.json
                 STDERR "/requests/0/context_len: must be an integer, got a string")

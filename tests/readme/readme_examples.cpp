@@ -3,7 +3,7 @@
 //   readme_examples README.md path/to/mlactl WORKDIR [scripts/deps.sh]
 // A README line matches an output line when they are equal after trailing blanks, or,
 // where the line contains `...`, when the output line matches it as a pattern with
-// `...` standing for any text. A line that is only `...` stands for any number of
+// `...` standing for any text. A line that is only `...` (indented or not) stands for any number of
 // output lines (zero included): the README elides on purpose, and says so.
 // With deps.sh, the README's list of Debian packages must be deps.sh's PKGS, in order.
 #include <cstdio>
@@ -52,7 +52,7 @@ bool block_matches(const std::vector<std::string>& want, const std::vector<std::
     if (c) return c == 2;
     bool r;
     if (i == want.size()) r = j == got.size();
-    else if (want[i] == "...") {
+    else if (ltrim(want[i]) == "...") {
       r = false;
       for (size_t k = j; k <= got.size() && !r; ++k) r = m(i + 1, k);
     } else r = j < got.size() && line_matches(want[i], got[j]) && m(i + 1, j + 1);

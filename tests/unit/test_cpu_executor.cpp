@@ -2,11 +2,15 @@
 // docs/stacks/vllm-rocm-aiter.md §A7.1), and corrupted work lists that compare must catch.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
+
+#include <Eigen/Dense>
 
 #include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
 #include "core/compare.hpp"
@@ -187,6 +191,137 @@ BatchShape small_shape() {
   s.block_size = 16;
   s.spare_blocks = 5;
   return s;
+}
+
+
+// Stage 1 as it was first written: Eigen GEMMs on RowMatrix operands per KV tile
+// of 128. The optimised executor must write exactly these bits (outputs, LSE,
+// partials) for a well-formed work list.
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct Buffers {
+  std::vector<uint16_t> out;
+  std::vector<float> lse, pout, plse;
+};
+
+void eigen_stage1(const ExecArgs& a, Buffers& o) {
+  const KernelView& v = a.view;
+  const int64_t H = v.heads, D = v.head_dim, V = v.v_dim;
+  const float q_scale = v.q_dtype == DType::fp8 ? a.q_scale : 1.0f;
+  const float kv_scale = v.kv_dtype == DType::fp8 ? a.kv_scale : 1.0f;
+  for (const WorkInfo& wi : a.work->work_info) {
+    const int64_t qs = wi.qo_start, Qn = wi.qo_end - wi.qo_start, ks = wi.kv_start, ke = wi.kv_end;
+    if (Qn <= 0) continue;
+    const int64_t rows_per_chunk = std::max<int64_t>(1, 1024 / H);
+    for (int64_t i0 = 0; i0 < Qn; i0 += rows_per_chunk) {
+      const int64_t i1 = std::min(Qn, i0 + rows_per_chunk), nr = i1 - i0, M = nr * H;
+      std::vector<int64_t> limit(nr);
+      for (int64_t i = i0; i < i1; ++i)
+        limit[i - i0] = std::max(ks, v.causal ? ke - std::max<int64_t>(0, (Qn - 1 - i) - wi.kv_offset) : ke);
+      const int64_t chunk_end = ke > ks ? limit[nr - 1] : ks;
+      RowMatrix q(M, D), keys, scores, probs, acc = RowMatrix::Zero(M, V);
+      decode_elements(v.q_dtype, a.fp8_flavor, a.q, (qs + i0) * H * D, M * D, q_scale, q.data());
+      std::vector<float> row_max(M, -std::numeric_limits<float>::infinity()), row_sum(M, 0.0f);
+      for (int64_t e0 = ks; e0 < chunk_end; e0 += 128) {
+        const int64_t e1 = std::min(chunk_end, e0 + 128), n = e1 - e0;
+        keys.resize(n, D);
+        for (int64_t e = e0; e < e1; ++e)
+          decode_elements(v.kv_dtype, a.fp8_flavor, a.kv, a.kv_indices[e] * D, D, kv_scale, keys.row(e - e0).data());
+        scores.noalias() = q * keys.transpose();
+        probs.resize(M, n);
+        for (int64_t r = 0; r < M; ++r) {
+          const int64_t visible = std::min(e1, limit[r / H]) - e0;
+          float* p = probs.row(r).data();
+          if (visible <= 0) {
+            std::fill(p, p + n, 0.0f);
+            continue;
+          }
+          const float* sc = scores.row(r).data();
+          float tile_max = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < visible; ++j) tile_max = std::max(tile_max, a.softmax_scale * sc[j]);
+          const float m_new = std::max(row_max[r], tile_max);
+          const float alpha = std::exp(row_max[r] - m_new);
+          float sum = 0;
+          for (int64_t j = 0; j < visible; ++j) {
+            p[j] = std::exp(a.softmax_scale * sc[j] - m_new);
+            sum += p[j];
+          }
+          std::fill(p + visible, p + n, 0.0f);
+          row_sum[r] = row_sum[r] * alpha + sum;
+          row_max[r] = m_new;
+          if (alpha != 1.0f) acc.row(r) *= alpha;
+        }
+        acc.noalias() += probs * keys.leftCols(V);
+      }
+      for (int64_t r = 0; r < M; ++r) {
+        const int64_t qrow = i0 + r / H, h = r % H;
+        const float l = row_sum[r];
+        const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+        const float lse = l == 0.0f ? -std::numeric_limits<float>::infinity() : row_max[r] + std::log(l);
+        if (wi.partial_qo_loc < 0) {
+          for (int64_t d = 0; d < V; ++d)
+            o.out[((qs + qrow) * H + h) * V + d] =
+                a.out_dtype == DType::fp16 ? float_to_fp16_bits(acc(r, d) * inv) : float_to_bf16_bits(acc(r, d) * inv);
+          o.lse[(qs + qrow) * H + h] = lse;
+        } else {
+          for (int64_t d = 0; d < V; ++d) o.pout[((wi.partial_qo_loc + qrow) * H + h) * V + d] = acc(r, d) * inv;
+          o.plse[(wi.partial_qo_loc + qrow) * H + h] = lse;
+        }
+      }
+    }
+  }
+}
+
+// Runs the CPU executor and the formulation above on the same poisoned buffers.
+// With `with_reduce` false the tiles that merge partials are left out of the final
+// output comparison (the reduce is the same code either way); partials always count.
+void expect_same_bits_as_eigen(const Case& c, const WorkList& wl, const KernelView& view,
+                               const std::vector<int32_t>& kv_indices, int64_t uniform_qlen, int threads) {
+  const HeadPadding hp = head_padding(c.in.num_heads);
+  const ViewLayout layout = make_view_layout(c.in.num_rows, view, hp, uniform_qlen);
+  const EncodedTensor kq = build_kernel_q(c.in, layout, view);
+  const DType out_dtype = c.b.model.dtype;
+  Buffers got, want;
+  got.out.assign((size_t)(layout.view_rows * view.heads * view.v_dim), nan_bits16(out_dtype));
+  got.lse.assign((size_t)(layout.view_rows * view.heads), std::numeric_limits<float>::quiet_NaN());
+  got.pout.assign((size_t)(std::max<int64_t>(1, wl.num_partial_rows) * view.heads * view.v_dim), NAN);
+  got.plse.assign((size_t)(std::max<int64_t>(1, wl.num_partial_rows) * view.heads), NAN);
+  want = got;
+  ExecArgs a;
+  a.work = &wl;
+  a.view = view;
+  a.kv_indices = kv_indices.data();
+  a.num_kv_indices = (int64_t)kv_indices.size();
+  a.q = kq.data();
+  a.num_q_rows = layout.view_rows;
+  a.q_scale = kq.scale;
+  a.kv = c.in.kv.data();
+  a.num_slots = c.in.num_slots;
+  a.kv_row_stride = c.in.head_dim;
+  a.kv_scale = c.in.kv.scale;
+  a.fp8_flavor = c.b.fp8_flavor();
+  a.softmax_scale = c.in.softmax_scale;
+  a.out_dtype = out_dtype;
+  a.out = got.out.data();
+  a.lse = got.lse.data();
+  a.partial_out = got.pout.data();
+  a.partial_lse = got.plse.data();
+  CpuExecutor exec(threads);
+  REQUIRE(exec.run(a).ok);
+  eigen_stage1(a, want);
+  // rows the reduce rewrote (tiles of more than one partial) are the reduce's, not stage 1's
+  for (size_t t = 0; t + 1 < wl.reduce_indptr.size(); ++t) {
+    if (wl.reduce_indptr[t + 1] - wl.reduce_indptr[t] <= 1) continue;
+    for (int64_t r = wl.reduce_final_map[t][0]; r < wl.reduce_final_map[t][1]; ++r) {
+      std::copy_n(got.out.begin() + r * view.heads * view.v_dim, view.heads * view.v_dim,
+                  want.out.begin() + r * view.heads * view.v_dim);
+      std::copy_n(got.lse.begin() + r * view.heads, view.heads, want.lse.begin() + r * view.heads);
+    }
+  }
+  CHECK(std::memcmp(got.out.data(), want.out.data(), got.out.size() * sizeof(uint16_t)) == 0);
+  CHECK(std::memcmp(got.lse.data(), want.lse.data(), got.lse.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(got.pout.data(), want.pout.data(), got.pout.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(got.plse.data(), want.plse.data(), got.plse.size() * sizeof(float)) == 0);
 }
 
 }  // namespace
@@ -380,6 +515,64 @@ TEST_CASE("cpu executor: a KV stride mismatch reads the wrong rows", "[executor]
     CHECK(o.exec.error.find("slot " + std::to_string(c.in.num_slots - 1)) != std::string::npos);
     CHECK(o.exec.error.find("work 0") != std::string::npos);
   }
+}
+
+TEST_CASE("cpu executor: bit for bit the plain Eigen formulation", "[executor]") {
+  BatchShape s;
+  // windows of 1..a few keys and tiles whose last piece has every length mod 8
+  s.context_query = {{0, 1}, {2, 2}, {6, 3}, {9, 1}, {13, 4}, {130, 8}, {381, 5}, {1003, 8}};
+  s.num_padding = 1;
+  s.heads = 16;
+  s.block_size = 16;
+  s.spare_blocks = 3;
+  int view_heads = 16;
+  SECTION("bf16") {}
+  SECTION("fp16, non-causal") {
+    s.model_dtype = s.kv_dtype = s.q_dtype = DType::fp16;
+    s.causal = false;
+  }
+  SECTION("fp8 q and KV (e4m3fnuz)") {
+    s.arch = Arch::gfx942;
+    s.kv_dtype = s.q_dtype = DType::fp8;
+    s.kv_scale = 0.5;
+  }
+  SECTION("128 heads (1024 rows per GEMM)") {
+    s.heads = view_heads = 128;
+    s.context_query = {{300, 8}, {77, 2}, {1, 1}};
+  }
+  SECTION("12 heads padded to 16") { s.heads = 12; }
+  const Case c(s);
+  KernelView view = view_for(c.in, view_heads, 1);
+  view.causal = s.causal;
+  for (int threads : {1, 2}) {
+    INFO("threads " << threads);
+    expect_same_bits_as_eigen(c, single_work_list(c), view, c.slots.indices, 1, threads);
+    expect_same_bits_as_eigen(c, split_work_list(c, 3, 5), view, c.slots.indices, 1, threads);
+    if (s.causal) expect_same_bits_as_eigen(c, per_token_work_list(c), view, c.slots.indices, 1, threads);
+  }
+}
+
+TEST_CASE("cpu executor: bit for bit the plain Eigen formulation, NaN from poisoned slots", "[executor]") {
+  // every work reads one unused (NaN) slot too: NaN scores, probabilities and outputs
+  BatchShape s = small_shape();
+  const Case c(s);
+  std::vector<int32_t> indices = c.slots.indices;
+  int32_t unused = -1;
+  {
+    std::vector<uint8_t> used((size_t)c.in.num_slots, 0);
+    for (int32_t i : indices) used[(size_t)i] = 1;
+    for (int64_t i = 0; i < c.in.num_slots && unused < 0; ++i)
+      if (!used[(size_t)i]) unused = (int32_t)i;
+  }
+  REQUIRE(unused >= 0);
+  WorkList wl = single_work_list(c);
+  indices.push_back(unused);
+  wl.work_info[1].kv_end = wl.work_info[1].kv_start + 1;  // request 1 reads its first key...
+  wl.work_info.push_back(make_work(1, -1, wl.work_info[1].qo_start, wl.work_info[1].qo_end, (int64_t)indices.size() - 1,
+                                   (int64_t)indices.size(), 0));  // ...and, in a second work, the NaN slot
+  wl.work_indptr.push_back((int32_t)wl.work_info.size());
+  wl.num_workgroups += 1;
+  expect_same_bits_as_eigen(c, wl, view_for(c.in, 16, 1), indices, 1, 2);
 }
 
 // Timing of the acceptance shape (64 requests x 16 heads x 8192 context): hidden,

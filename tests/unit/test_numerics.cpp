@@ -1,8 +1,13 @@
 // Inputs, layouts, the Eigen reference and compare (core/inputs, layout, reference, compare).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <utility>
+
+#include <Eigen/Dense>
 
 #include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
 #include "core/compare.hpp"
@@ -71,6 +76,87 @@ std::pair<double, double> reference_vs_naive(const Batch& b) {
   return {max_out, max_lse};
 }
 
+// The reference as it was first written: one Eigen GEMM per request chunk on
+// RowMatrix operands, each exponential computed twice, one thread. The optimised
+// reference must give exactly these bits (the reports built on it must not move).
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+double eigen_softmax_row(const float* s, float* p, int64_t n, int64_t c0, int64_t c1, double scale) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t j = c0; j < c1; ++j) m = std::max(m, scale * (double)s[j]);
+  double sum = 0;
+  for (int64_t j = c0; j < c1; ++j) sum += std::exp(scale * (double)s[j] - m);
+  const double inv = 1.0 / sum;
+  std::fill(p, p + c0, 0.0f);
+  for (int64_t j = c0; j < c1; ++j) p[j] = (float)(std::exp(scale * (double)s[j] - m) * inv);
+  std::fill(p + c1, p + n, 0.0f);
+  return m + std::log(sum);
+}
+
+void eigen_rows(const Batch& b, const Inputs& in, const RowMatrix& keys, int64_t r0, int64_t nr,
+                const std::vector<std::pair<int64_t, int64_t>>& win, ReferenceOutput& ref) {
+  const int H = in.num_heads;
+  const int64_t D = in.head_dim, n = keys.rows();
+  RowMatrix q(nr * H, D), scores, probs(nr * H, n), values;
+  in.q.decode(r0 * H * D, nr * H * D, q.data());
+  scores.noalias() = q * keys.transpose();
+  for (int64_t t = 0; t < nr; ++t)
+    for (int h = 0; h < H; ++h) {
+      const int64_t i = t * H + h;
+      ref.lse[(r0 + t) * H + h] = (float)eigen_softmax_row(scores.row(i).data(), probs.row(i).data(), n, win[t].first,
+                                                           win[t].second, b.model.softmax_scale);
+    }
+  values.noalias() = probs * keys.leftCols(in.v_dim);
+  for (int64_t i = 0; i < nr * H; ++i)
+    std::copy(values.row(i).data(), values.row(i).data() + in.v_dim, ref.out.data() + (r0 * H + i) * in.v_dim);
+}
+
+ReferenceOutput eigen_reference(const Batch& b, const std::vector<RowWindow>& rows, const Inputs& in) {
+  ReferenceOutput ref;
+  const int H = in.num_heads;
+  const int64_t D = in.head_dim;
+  ref.out.assign(rows.size() * H * in.v_dim, std::numeric_limits<float>::quiet_NaN());
+  ref.lse.assign(rows.size() * H, std::numeric_limits<float>::quiet_NaN());
+  auto empty = [](const RowWindow& w) { return w.kind == MaskKind::sparse ? w.sparse_positions.empty() : w.length() <= 0; };
+  for (size_t i = 0; i < rows.size();) {
+    const RowWindow& w = rows[i];
+    if (w.kind == MaskKind::padding || empty(w)) {
+      ++i;
+      continue;
+    }
+    if (w.kind == MaskKind::sparse) {
+      const int64_t n = (int64_t)w.sparse_positions.size();
+      RowMatrix keys(n, D);
+      for (int64_t j = 0; j < n; ++j) in.kv.decode(kv_slot_of(b, w.request, w.sparse_positions[j]) * D, D, keys.row(j).data());
+      eigen_rows(b, in, keys, w.row, 1, {{0, n}}, ref);
+      ++i;
+      continue;
+    }
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j].request == w.request && rows[j].kind != MaskKind::padding && !empty(rows[j])) ++j;
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (size_t k = i; k < j; ++k) {
+      lo = std::min(lo, rows[k].begin);
+      hi = std::max(hi, rows[k].end);
+    }
+    RowMatrix keys(hi - lo, D);
+    for (int64_t k = 0; k < hi - lo; ++k) in.kv.decode(kv_slot_of(b, w.request, lo + k) * D, D, keys.row(k).data());
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 24) / std::max<int64_t>(1, (hi - lo) * H));
+    for (size_t r0 = i; r0 < j; r0 += chunk) {
+      const int64_t nr = std::min<int64_t>(chunk, (int64_t)(j - r0));
+      std::vector<std::pair<int64_t, int64_t>> win;
+      for (int64_t t = 0; t < nr; ++t) win.push_back({rows[r0 + t].begin - lo, rows[r0 + t].end - lo});
+      eigen_rows(b, in, keys, (int64_t)r0, nr, win, ref);
+    }
+    i = j;
+  }
+  return ref;
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
 }  // namespace
 
 TEST_CASE("inputs: deterministic per seed and thread count", "[inputs]") {
@@ -89,6 +175,73 @@ TEST_CASE("inputs: deterministic per seed and thread count", "[inputs]") {
   const Batch b2 = make_batch(s2);
   const Inputs d = generate_inputs(b2, oracle_windows(b2));
   CHECK(a.q.bytes != d.q.bytes);
+}
+
+TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "[inputs]") {
+  // q and KV as first written: per chunk an Rng(seed ^ C*(chunk+1), stream), one
+  // uniform_pm1() per value in order, KV slots of 256 and q rows of 64 per chunk
+  auto chunk_rng = [](uint64_t seed, RngStream stream, int64_t chunk) {
+    return Rng(seed ^ (0xD1B54A32D192ED03ull * (uint64_t)(chunk + 1)), stream);
+  };
+  BatchShape s;
+  s.context_query = {{5, 2}, {400, 2}, {0, 2}, {1000, 3}};
+  s.block_size = 4;
+  s.spare_blocks = 70;  // unused slots: NaN
+  s.heads = 16;
+  SECTION("bf16") {}
+  SECTION("fp16") { s.model_dtype = s.kv_dtype = s.q_dtype = DType::fp16; }
+  SECTION("fp8 KV e4m3fn") {
+    s.kv_dtype = DType::fp8;
+    s.kv_scale = 0.5;
+  }
+  SECTION("fp8 q and KV e4m3fnuz") {
+    s.arch = Arch::gfx942;
+    s.kv_dtype = s.q_dtype = DType::fp8;
+    s.kv_scale = 0.25;
+  }
+  s.seed = 12345;
+  const Batch b = make_batch(s);
+  const auto rows = oracle_windows(b);
+  const Inputs in = generate_inputs(b, rows, 2);
+  const int64_t D = in.head_dim, H = in.num_heads, Q = in.num_rows * H * D;
+  const Fp8Flavor fl = b.fp8_flavor();
+  // q
+  std::vector<float> qv((size_t)Q);
+  for (int64_t c = 0; c * 64 < in.num_rows; ++c) {
+    Rng rng = chunk_rng(b.seed, kStreamQ, c);
+    for (int64_t e = c * 64 * H * D; e < std::min(Q, (c + 1) * 64 * H * D); ++e)
+      qv[(size_t)e] = round_to_dtype(kQAmplitude * rng.uniform_pm1(), b.model.dtype);
+  }
+  std::vector<uint8_t> qbytes((size_t)(Q * dtype_bytes(in.q.dtype)));
+  float qscale = 1.0f;
+  if (in.q.dtype == DType::fp8) {
+    float amax = 0;
+    for (float v : qv) amax = std::max(amax, std::fabs(v));
+    qscale = amax > 0 ? amax / fp8_max(fl) : 1.0f;
+    for (int64_t e = 0; e < Q; ++e) qbytes[(size_t)e] = float_to_fp8_bits(qv[(size_t)e] * (1.0f / qscale), fl);
+  } else {
+    encode_elements(in.q.dtype, fl, qv.data(), Q, qbytes.data(), 0);
+  }
+  CHECK(in.q.scale == qscale);
+  CHECK((in.q.bytes == qbytes));
+  // KV
+  std::vector<uint8_t> used((size_t)in.num_slots, 0);
+  for (const RowWindow& w : rows)
+    if (w.kind != MaskKind::padding)
+      for (int64_t p = 0; p < b.requests[w.request].seq_len(); ++p) used[(size_t)kv_slot_of(b, w.request, p)] = 1;
+  std::vector<uint8_t> kvbytes((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));
+  std::vector<float> vals((size_t)D);
+  for (int64_t c = 0; c * 256 < in.num_slots; ++c) {
+    Rng rng = chunk_rng(b.seed, kStreamKv, c);
+    for (int64_t slot = c * 256; slot < std::min(in.num_slots, (c + 1) * 256); ++slot) {
+      for (float& v : vals) v = kKvAmplitude * rng.uniform_pm1();
+      if (!used[(size_t)slot]) std::fill(vals.begin(), vals.end(), std::nanf(""));
+      else if (in.kv.dtype == DType::fp8)
+        for (float& v : vals) v *= 1.0f / (float)b.kv_cache.scale;
+      encode_elements(in.kv.dtype, fl, vals.data(), D, kvbytes.data(), slot * D);
+    }
+  }
+  CHECK((in.kv.bytes == kvbytes));
 }
 
 TEST_CASE("inputs: shapes, row map, NaN in unused slots, poisoned block table", "[inputs]") {
@@ -233,6 +386,80 @@ TEST_CASE("reference equals a naive double implementation: sparse, rope-free", "
   const auto [max_out, max_lse] = reference_vs_naive(b);
   CHECK(max_out < 2e-6);
   CHECK(max_lse < 2e-5);
+}
+
+TEST_CASE("reference: bit for bit the plain Eigen formulation (GEMM tails, GEMV shapes, threads)", "[reference]") {
+  struct Variant {
+    const char* name;
+    BatchShape s;
+  };
+  std::vector<Variant> vs;
+  {
+    BatchShape s;  // windows of 1 and a few keys (GEMV, small GEMMs), key counts of every residue mod 8
+    s.context_query = {{0, 1}, {1, 1}, {2, 2}, {6, 3}, {9, 1}, {13, 4}, {21, 2}, {250, 8}, {517, 5}, {1003, 8}};
+    s.heads = 16;
+    s.num_padding = 2;
+    s.block_size = 16;
+    s.spare_blocks = 3;
+    vs.push_back({"bf16 h16", s});
+    s.heads = 1;
+    vs.push_back({"one head", s});
+    s.heads = 3;
+    s.model_dtype = s.kv_dtype = s.q_dtype = DType::fp16;
+    vs.push_back({"fp16 h3", s});
+  }
+  {
+    BatchShape s;  // long windows: several row blocks of Eigen's blocking, depth panels in P·V
+    s.context_query = {{2601, 8}, {3999, 3}, {700, 1}};
+    s.heads = 16;
+    s.kv_dtype = DType::fp8;
+    s.arch = Arch::gfx942;
+    s.kv_scale = 0.25;
+    vs.push_back({"fp8 KV long", s});
+    s.causal = false;
+    s.q_dtype = DType::fp8;
+    s.heads = 12;
+    vs.push_back({"fp8 q+KV non-causal h12", s});
+  }
+  {
+    BatchShape s;  // 128 heads: 1024 rows per GEMM; 20 heads: a row count not a multiple of 4
+    s.context_query = {{300, 8}, {77, 2}};
+    s.heads = 128;
+    vs.push_back({"h128", s});
+    s.heads = 20;
+    s.context_query = {{95, 7}, {1500, 3}};
+    vs.push_back({"h20", s});
+  }
+  for (const Variant& v : vs) {
+    INFO(v.name);
+    const Batch b = make_batch(v.s);
+    const auto rows = oracle_windows(b);
+    const Inputs in = generate_inputs(b, rows);
+    const ReferenceOutput want = eigen_reference(b, rows, in);
+    for (int threads : {1, 2}) {
+      INFO("threads " << threads);
+      const ReferenceOutput got = compute_reference(b, rows, in, threads);
+      CHECK(same_bits(got.out, want.out));
+      CHECK(same_bits(got.lse, want.lse));
+    }
+  }
+}
+
+TEST_CASE("reference: bit for bit the plain Eigen formulation, sparse rows", "[reference]") {
+  BatchShape s;
+  s.context_query = {{10, 2}, {50, 1}, {900, 1}};
+  s.heads = 16;
+  Batch b = make_batch(s);
+  SparseSpec sp;
+  sp.topk = 600;
+  sp.random_indices = true;
+  b.sparse = sp;
+  const auto rows = oracle_windows(b);
+  const Inputs in = generate_inputs(b, rows);
+  const ReferenceOutput want = eigen_reference(b, rows, in);
+  const ReferenceOutput got = compute_reference(b, rows, in, 2);
+  CHECK(same_bits(got.out, want.out));
+  CHECK(same_bits(got.lse, want.lse));
 }
 
 TEST_CASE("layout: head padding and head->batch fold round-trip", "[inputs]") {

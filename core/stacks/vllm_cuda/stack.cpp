@@ -1,0 +1,53 @@
+#include "core/stacks/vllm_cuda/stack.hpp"
+
+namespace mlactl {
+
+namespace {
+
+class VllmCudaStack final : public Stack {
+ public:
+  StackId id() const override { return StackId::vllm_cuda; }
+  std::string title() const override { return "vLLM CUDA MLA on sm90 (FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA, FLASHMLA_SPARSE)"; }
+  const std::vector<Route>& routes() const override {
+    static const std::vector<Route> r = {Route::flash_attn_mla, Route::flashmla, Route::triton_mla, Route::flashmla_sparse};
+    return r;
+  }
+  const std::vector<std::string>& defect_ids() const override {
+    static const std::vector<std::string> ids = {"flashmla-qlen-planned-as-one", "flashmla-stale-schedule"};
+    return ids;
+  }
+  // Pads for the backend the batch itself selects; plan() re-pads for a --kernel route.
+  DecodeMetadata build_metadata(const Batch& b, bool) const override {
+    const auto r = vllm_cuda::batch_route(b);
+    return vllm_cuda::build_cuda_decode(b, vllm_cuda::pad_values(r.value_or(Route::refused), b), r);
+  }
+  bool needs_flattened_metadata(Route) const override { return false; }
+  RouteDecision route(const Batch& b, const DecodeMetadata&, std::optional<Route> forced) const override {
+    return vllm_cuda::route_cuda(b, forced);
+  }
+  const std::vector<PlannerEntry>& planners() const override { return vllm_cuda::cuda_planner_registry(); }
+  RoutePlan plan(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
+                 std::optional<PlannerId> planner) const override {
+    return vllm_cuda::plan_cuda(b, md, rd, rows, planner);
+  }
+  Route route_for_planner(PlannerId p, const Batch&, int64_t) const override {
+    switch (p) {
+      case PlannerId::flashmla: return Route::flashmla;
+      case PlannerId::fa3: return Route::flash_attn_mla;
+      case PlannerId::triton: return Route::triton_mla;
+      default: return Route::refused;
+    }
+  }
+  MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows) const override {
+    return vllm_cuda::cuda_metadata_windows(b, md, route, rows);
+  }
+};
+
+}  // namespace
+
+const Stack& vllm_cuda_stack() {
+  static const VllmCudaStack stack;
+  return stack;
+}
+
+}  // namespace mlactl

@@ -1,0 +1,44 @@
+// The vLLM CUDA MLA stack on Hopper (docs/stacks/vllm-cuda.md): vLLM's CUDA backend
+// selection over FLASH_ATTN_MLA, FLASHMLA, TRITON_MLA and FLASHMLA_SPARSE, the common MLA
+// builder's decode rows, and FlashMLA's / Triton's schedules, behind core/stack.hpp.
+// This header names the stack's entry points; the rest of the code reaches them through
+// the Stack interface (tests call them directly).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/stack.hpp"
+
+namespace mlactl {
+
+const Stack& vllm_cuda_stack();
+
+namespace vllm_cuda {
+
+// cudagraph padding values a backend's builder asks for (tests/v1/attention/test_cg_padding.py):
+// seq_len 0 and block id -1 by default, 1 and 0 for FlashMLA fp8.
+struct PadValues {
+  int64_t seq_len = 0;
+  int32_t block_id = -1;
+};
+PadValues pad_values(Route r, const Batch& b);
+
+// The common MLA builder's decode rows for the batch (every request is a decode row;
+// padding slots get `pad`), plus FlashMLA's schedule when `route` is flashmla.
+DecodeMetadata build_cuda_decode(const Batch& b, PadValues pad, std::optional<Route> route);
+
+// vLLM's selection for the batch (--attention-backend / decode.attention_backend, or
+// --kernel as `forced`), with the predicate chain; refusals carry vLLM's error.
+RouteDecision route_cuda(const Batch& b, std::optional<Route> forced);
+
+// The route the batch's own selection gives, refusals excluded (what the builder pads for).
+std::optional<Route> batch_route(const Batch& b);
+
+RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
+                    std::optional<PlannerId> planner);
+MetadataWindows cuda_metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows);
+const std::vector<PlannerEntry>& cuda_planner_registry();
+
+}  // namespace vllm_cuda
+}  // namespace mlactl
