@@ -194,7 +194,8 @@ void expect_windows(CaseContext& c, const nlohmann::json& want_j) {
 // "matches", or {"field": F[, "index": I]}: the first difference expected
 void expect_captured(CaseContext& c, const nlohmann::json& want) {
   CapturedMetadata cap = parse_captured(c.b, c.b.captured, (int64_t)c.rows.size());
-  const RoutePlan* plan = !c.rb.refused() && cap.work_indptr ? &c.own_plan() : nullptr;
+  // a captured work list or a stack's own schedule arrays (FlashMLA's) compare with the route's plan
+  const RoutePlan* plan = !c.rb.refused() && (cap.work_indptr || !cap.stack_arrays.empty()) ? &c.own_plan() : nullptr;
   CapturedDiff cd = diff_captured(c.b, c.rb.metadata, c.rows, cap, plan);
   if (want.is_string() && want.get<std::string>() == "matches") {
     if (!cd.same) c.fail("captured: expected to match, " + cd.message);

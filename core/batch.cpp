@@ -394,7 +394,10 @@ Batch parse_batch(const json& doc) {
     check_keys(*m, "/model", {"num_heads", "kv_lora_rank", "qk_rope_head_dim", "dtype", "softmax_scale"});
     if (const json* v = find(*m, "num_heads")) {
       const int64_t n = get_int(*v, "/model/num_heads", std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-      if (!vllm::num_heads_valid(n)) throw invalid_input("/model/num_heads", vllm::num_heads_error(n));
+      // the head-count rule is the ROCm AITER backend's; vLLM's CUDA MLA backends take any
+      // positive count (docs/stacks/vllm-cuda.md §C3)
+      if (b.platform.arch == Arch::sm90 ? n < 1 : !vllm::num_heads_valid(n))
+        throw invalid_input("/model/num_heads", b.platform.arch == Arch::sm90 ? "must be >= 1" : vllm::num_heads_error(n));
       if (n > kMaxHeads) throw invalid_input("/model/num_heads", "must be <= " + std::to_string(kMaxHeads));
       b.model.num_heads = (int)n;
     } else {
@@ -569,7 +572,8 @@ Batch parse_batch(const json& doc) {
   if (const json* v = find(doc, "captured")) {
     require_object(*v, "/captured");
     check_keys(*v, "/captured", {"qo_indptr", "paged_kv_indptr", "paged_kv_indices", "paged_kv_last_page_len", "min_kv_seq_len", "work_indptr",
-                                 "work_info_set", "reduce_indptr", "reduce_final_map", "reduce_partial_map"});
+                                 "work_info_set", "reduce_indptr", "reduce_final_map", "reduce_partial_map", "tile_scheduler_metadata",
+                                 "num_splits", "seq_lens"});
     // captured tensors: an integer, a list of integers, or (work_info_set) a list of rows
     for (auto it = v->begin(); it != v->end(); ++it) {
       const std::string cp = child("/captured", it.key());

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 bool CapturedMetadata::empty() const {
   return !qo_indptr && !paged_kv_indptr && !paged_kv_indices && !paged_kv_last_page_len && !min_kv_seq_len && !work_indptr &&
-         !work_info_set && !reduce_indptr && !reduce_final_map && !reduce_partial_map;
+         !work_info_set && !reduce_indptr && !reduce_final_map && !reduce_partial_map && stack_arrays.empty();
 }
 
 namespace {
@@ -112,6 +112,22 @@ CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_ro
   if (c.contains("reduce_indptr")) cap.reduce_indptr = int_array(c["reduce_indptr"], p + "/reduce_indptr");
   if (c.contains("reduce_final_map")) cap.reduce_final_map = row_array<2>(c["reduce_final_map"], p + "/reduce_final_map");
   if (c.contains("reduce_partial_map")) cap.reduce_partial_map = int_array(c["reduce_partial_map"], p + "/reduce_partial_map");
+  // vllm-cuda's FlashMLA arrays (docs/stacks/vllm-cuda.md §C4): rows of 8 or a flat list
+  for (const char* name : {"tile_scheduler_metadata", "num_splits", "seq_lens"}) {
+    if (!c.contains(name)) continue;
+    const std::string ap = p + "/" + name;
+    if (!is_nvidia(b.platform.arch)) throw invalid_input(ap, "is a vLLM CUDA (FlashMLA) array; it applies to platform.arch \"sm90\" only");
+    std::vector<int64_t> flat;
+    if (std::string(name) == "tile_scheduler_metadata" && c[name].is_array() && !c[name].empty() && c[name][0].is_array()) {
+      for (const auto& row : row_array<8>(c[name], ap))
+        flat.insert(flat.end(), row.begin(), row.end());
+    } else {
+      flat = int_array(c[name], ap);
+    }
+    if (std::string(name) == "tile_scheduler_metadata" && flat.size() % 8 != 0)
+      throw invalid_input(ap, "has " + std::to_string(flat.size()) + " values, not rows of 8");
+    cap.stack_arrays.emplace_back(name, std::move(flat));
+  }
   if ((cap.work_indptr != std::nullopt) != (cap.work_info_set != std::nullopt))
     throw invalid_input(p + (cap.work_indptr ? "/work_info_set" : "/work_indptr"), "a captured work list needs both work_indptr and work_info_set");
   if (cap.work_indptr) {
@@ -284,6 +300,33 @@ CapturedDiff diff_captured(const Batch& /*b*/, const DecodeMetadata& md, const s
       for (size_t i = 0; i < w.reduce_partial_map.size() && i < cap.reduce_partial_map->size() && d.same; ++i)
         if ((*cap.reduce_partial_map)[i] != w.reduce_partial_map[i])
           differ("reduce_partial_map", (int64_t)i, w.reduce_partial_map[i], (*cap.reduce_partial_map)[i], {}, "reduce_partial_map[" + std::to_string(i) + "] differs");
+    }
+  }
+  // a stack's own arrays: the used prefix (mlactl's length) of each, element by element
+  for (const auto& [name, got] : cap.stack_arrays) {
+    if (!d.same) break;
+    std::vector<int64_t> want;
+    int width = 0;
+    if (name == "seq_lens") {
+      want = md.seq_k;
+    } else if (plan) {
+      for (const auto& a : plan->stack_arrays)
+        if (a.name == name) {
+          want = a.values;
+          width = a.row_width;
+        }
+    }
+    if (want.empty() && name != "seq_lens") continue;  // the route's plan has no such array
+    d.compared.push_back(name);
+    for (size_t i = 0; i < want.size() && d.same; ++i) {
+      const std::string at = width > 0 ? "[" + std::to_string(i / width) + "][" + std::to_string(i % width) + "]" : "[" + std::to_string(i) + "]";
+      if (i >= got.size())
+        differ(name, (int64_t)(width > 0 ? i / width : i), want[i], -1, {}, name + ": captured array is shorter than mlactl's (" + std::to_string(got.size()) + " < " + std::to_string(want.size()) + " values)");
+      else if (got[i] != want[i])
+        differ(name, (int64_t)(width > 0 ? i / width : i), want[i], got[i],
+               name == "seq_lens" && (int64_t)i < R ? rows_of_request((int64_t)i) : std::vector<int64_t>{},
+               name + at + ": mlactl builds " + std::to_string(want[i]) + ", captured " + std::to_string(got[i]) +
+                   (width == 8 ? " (SM part " + std::to_string(i / 8) + ")" : ""));
     }
   }
   if (d.same) d.message = "captured metadata matches what mlactl builds (" + std::to_string(d.compared.size()) + " fields compared)";

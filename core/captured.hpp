@@ -25,6 +25,11 @@ struct CapturedMetadata {
   // paged_kv_indptr with one entry per query row + 1 (rather than per request): the
   // per-row table the R0 verify flatten hands Gluon as seq_info.
   bool flattened_rows = false;
+  // A stack's own arrays under their upstream names (vllm-cuda: tile_scheduler_metadata,
+  // rows flattened; num_splits; seq_lens), compared with the plan's StackArrays of the
+  // same name and with the builder's seq_lens. Not executed: --use-captured runs only
+  // AITER's work-list arrays.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> stack_arrays;
   bool empty() const;
 };
 
