@@ -201,9 +201,6 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   }
   if (opt.use_captured) {
     if (cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
-    if (!cap.stack_arrays.empty() && !cap.work_info_set)
-      throw Error(kExitUsage, "", "--use-captured: executing a captured FlashMLA schedule (tile_scheduler_metadata, num_splits) is not modelled yet; "
-                                  "`run` without it diffs the captured arrays and runs mlactl's own plan");
     // the kernel runs exactly what the real stack produced (docs/design.md §2 captured)
     RoutedBatch replay = rb;
     replay.metadata = metadata_with_captured(rb.metadata, cap);

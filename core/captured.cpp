@@ -355,6 +355,7 @@ DecodeMetadata metadata_with_captured(const DecodeMetadata& md, const CapturedMe
     for (size_t i = 0; i < n; ++i) m.paged_kv_indices[i] = (int32_t)(*cap.paged_kv_indices)[i];
   }
   if (cap.paged_kv_last_page_len) m.paged_kv_last_page_len = to32(*cap.paged_kv_last_page_len, (size_t)R);
+  for (const auto& [name, values] : cap.stack_arrays) m.captured_arrays.push_back({name, name == "tile_scheduler_metadata" ? 8 : 0, false, values});
   return m;
 }
 

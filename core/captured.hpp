@@ -27,8 +27,8 @@ struct CapturedMetadata {
   bool flattened_rows = false;
   // A stack's own arrays under their upstream names (vllm-cuda: tile_scheduler_metadata,
   // rows flattened; num_splits; seq_lens), compared with the plan's StackArrays of the
-  // same name and with the builder's seq_lens. Not executed: --use-captured runs only
-  // AITER's work-list arrays.
+  // same name and with the builder's seq_lens; run --use-captured hands them to the stack
+  // (DecodeMetadata::captured_arrays), which executes them.
   std::vector<std::pair<std::string, std::vector<int64_t>>> stack_arrays;
   bool empty() const;
 };

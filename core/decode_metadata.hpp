@@ -33,6 +33,10 @@ struct DecodeMetadata {
   std::vector<std::string> notes;
   std::string builder = "vllm R1 _build_decode";  // which builder made it (`metadata` prints it)
   std::vector<StackArray> stack_arrays;           // the stack's own arrays (FlashMLA's schedule), printed by `metadata`
+  // run --use-captured: the stack's own arrays as a real run captured them (FlashMLA's
+  // tile_scheduler_metadata, num_splits, seq_lens); the stack executes them instead of
+  // planning (docs/stacks/vllm-cuda.md §C12)
+  std::vector<StackArray> captured_arrays;
 };
 
 // Token slot of KV position j of request r: block_table[r][j / Kb] * Kb + j % Kb, vLLM's

@@ -358,6 +358,46 @@ void product(const float* a, Index lda, const float* b, Index ldb, float* dst, I
 
 }  // namespace gemm
 
+// max over j of scale * s[j] as the sequential std::max loop gives it (a NaN
+// score is skipped, as std::max(m, NaN) keeps m).
+float max_scaled_scalar(const float* s, int64_t n, float scale) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, scale * s[j]);
+  return m;
+}
+
+#ifdef MLACTL_CPU_EXEC_AVX512
+typedef float F32x16 __attribute__((vector_size(64)));
+
+__attribute__((target("avx512f"))) float max_scaled_avx512(const float* s, int64_t n, float scale) {
+  F32x16 mv = F32x16{} - std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    F32x16 x;
+    std::memcpy(&x, s + j, sizeof x);
+    const F32x16 v = x * scale;
+    mv = v > mv ? v : mv;  // a NaN v keeps mv, as std::max(m, NaN) keeps m
+  }
+  float m = -std::numeric_limits<float>::infinity();
+  for (int l = 0; l < 16; ++l) m = std::max(m, mv[l]);
+  for (; j < n; ++j) m = std::max(m, scale * s[j]);
+  return m;
+}
+#endif
+
+float max_scaled(const float* s, int64_t n, float scale) {
+#ifdef MLACTL_CPU_EXEC_AVX512
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) {
+    // max is exact and order-free but for the sign of a zero: a zero maximum is
+    // taken from the sequential loop
+    const float m = max_scaled_avx512(s, n, scale);
+    if (m != 0) return m;
+  }
+#endif
+  return max_scaled_scalar(s, n, scale);
+}
+
 struct Stage1Scratch {
   Stage1Scratch() { qk.keep_b = true; }
   GrowBuffer<float> queries, keys, scores, probs, acc;
@@ -446,8 +486,7 @@ void run_work(const ExecArgs& a, int64_t workgroup, int64_t w, Stage1Scratch& s)
           continue;
         }
         const float* sc = scores + r * n;
-        float tile_max = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < visible; ++j) tile_max = std::max(tile_max, softmax_scale * sc[j]);
+        const float tile_max = max_scaled(sc, visible, softmax_scale);
         const float m_new = std::max(s.row_max[r], tile_max);
         // NaN scores (stray reads of poisoned slots) propagate through p and the sum
         const float alpha = std::exp(s.row_max[r] - m_new);

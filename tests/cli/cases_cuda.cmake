@@ -28,7 +28,8 @@ mlactl_cli_test(cuda-aiter-planner-on-sm90 RC 2 ARGS schedule fixtures/cuda-flas
 mlactl_cli_test(cuda-defects-list RC 0 ARGS defects STDOUT "flashmla-qlen-planned-as-one +- +#27368 +planner.*flashmla-stale-schedule +- +#35175 +planner")
 mlactl_cli_test(cuda-captured-stale-run RC 0 ARGS run fixtures/cuda-captured-stale.json
                 STDOUT "captured: +differs: tile_scheduler_metadata\\[1\\]\\[0\\]: mlactl builds 0, captured 1 \\(SM part 1\\)")
-mlactl_cli_test(cuda-captured-use RC 2 ARGS run fixtures/cuda-captured-matches.json --use-captured
-                STDERR "executing a captured FlashMLA schedule \\(tile_scheduler_metadata, num_splits\\) is not modelled yet")
+mlactl_cli_test(cuda-captured-use RC 0 ARGS run fixtures/cuda-captured-matches.json --use-captured STDOUT "PASSED")
+mlactl_cli_test(cuda-captured-use-stale RC 1 ARGS run fixtures/cuda-captured-stale.json --use-captured
+                STDOUT "INCORRECT.*misses positions 64 of its window \\[0, 65\\)")
 mlactl_cli_test(cuda-captured-off-sm90 RC 3 ARGS run fixtures/cuda-captured-matches.json --set platform.arch=gfx950
                 STDERR "/captured/tile_scheduler_metadata: is a vLLM CUDA \\(FlashMLA\\) array; it applies to platform.arch \"sm90\" only")

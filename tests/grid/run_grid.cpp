@@ -3,7 +3,7 @@
 // lengths, block sizes 1/16/64, bf16/fp16/fp8, both arches, every route (natural and
 // forced), each through the one pipeline; every case must pass or be refused by the
 // modelled stack. Exit 0 all good, 1 any failure, 77 no GPU for --backend gpu.
-//   run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [-v]
+//   run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda] [-v]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,6 +89,51 @@ json random_batch(Rng& rng, int index, std::string* kernel) {
   return d;
 }
 
+// --stack vllm-cuda: sm90 batches (docs/stacks/vllm-cuda.md): heads 16/32/64/128 (and a few
+// others), q_len 1-4 uniform, bf16 or fp8 (q and KV e4m3), padding slots, lengths 0-65,536
+// around the 64-token blocks, FLASHMLA natural (fp8) or forced (bf16), TRITON_MLA at q_len 1.
+// Causal only: vLLM's CUDA decode is always causal (a non-causal batch is a modelled finding).
+json random_cuda_batch(Rng& rng, int index) {
+  json d = {{"schema", 1}, {"name", "grid-cuda-" + std::to_string(index)}};
+  const int head_choices[] = {16, 32, 64, 128, 16, 32, 64, 128, 1, 8, 12, 24, 48};
+  const int heads = head_choices[rng.below(sizeof head_choices / sizeof head_choices[0])];
+  const bool triton = rng.below(5) == 0;
+  const int qlen = triton ? 1 : 1 + (int)rng.below(4);
+  const bool fp8 = rng.below(2) == 0;
+  d["platform"] = {{"arch", "sm90"}};
+  if (rng.below(4) == 0) d["platform"]["num_cu"] = (int)(1 + rng.below(160));
+  d["model"] = {{"num_heads", heads}, {"dtype", rng.below(4) == 0 ? "fp16" : "bf16"}};
+  d["kv_cache"] = {{"dtype", fp8 ? "fp8" : "auto"}, {"layout", rng.below(2) ? "shuffled" : "sequential"}};
+  if (fp8) d["kv_cache"]["scale"] = 0.25 + rng.uniform01();
+  d["decode"] = json::object();
+  if (triton) {
+    d["decode"]["attention_backend"] = "TRITON_MLA";
+    if (fp8) d["decode"]["q_dtype"] = "model";
+  } else if (!fp8) {
+    d["decode"]["attention_backend"] = "FLASHMLA";  // the natural bf16 route is FLASH_ATTN_MLA (FA3: not modelled)
+  }
+  const int nreq = 1 + (int)rng.below(6);
+  json reqs = json::array();
+  int64_t total = 0;
+  for (int r = 0; r < nreq; ++r) {
+    int64_t c;
+    switch (rng.below(6)) {
+      case 0: c = 0; break;
+      case 1: c = 64 * (int64_t)(1 + rng.below(40)) - qlen - 1 + (int64_t)rng.below(3); break;  // seq_len at a block edge
+      case 2: c = (int64_t)rng.below(64); break;
+      case 3: c = total < 70000 && rng.below(4) == 0 ? 65536 - qlen : (int64_t)rng.below(9000); break;
+      default: c = (int64_t)rng.below(3000);
+    }
+    c = std::max<int64_t>(0, c);
+    total += c;
+    reqs.push_back({{"context_len", c}, {"query_len", qlen}});
+  }
+  for (int p = (int)rng.below(3); p > 0 && rng.below(2) == 0; --p) reqs.push_back({{"padding", true}});
+  d["requests"] = reqs;
+  d["data"] = {{"seed", (int)rng.below(1000)}};
+  return d;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,15 +141,17 @@ int main(int argc, char** argv) {
   int cases = 120;
   uint64_t seed = 2026;
   bool verbose = false, cross = false;
+  std::string stack = "vllm-rocm-aiter";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--backend" && i + 1 < argc) backend = argv[++i];
     else if (a == "--cases" && i + 1 < argc) cases = std::atoi(argv[++i]);
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--cross-check") cross = true;
+    else if (a == "--stack" && i + 1 < argc) stack = argv[++i];
     else if (a == "-v") verbose = true;
     else {
-      std::fprintf(stderr, "usage: run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [-v]\n");
+      std::fprintf(stderr, "usage: run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda] [-v]\n");
       return 2;
     }
   }
@@ -118,7 +165,7 @@ int main(int argc, char** argv) {
   int failures = 0, passed = 0, refused = 0, findings = 0, invalid = 0;
   for (int i = 0; i < cases; ++i) {
     std::string kernel;
-    json doc = random_batch(rng, i, &kernel);
+    json doc = stack == "vllm-cuda" ? random_cuda_batch(rng, i) : random_batch(rng, i, &kernel);
     Batch b;
     try {
       b = parse_batch(doc);

@@ -306,3 +306,18 @@ TEST_CASE("vllm-cuda padding contract: seq_len 0 / block -1, FlashMLA fp8 1 / 0"
   const RoutePlan p = plan_batch(b8, f8, oracle_windows(b8));
   CHECK(check_plan_invariants(p, f8.metadata.max_qo_len).ok);
 }
+
+TEST_CASE("flashmla combine: more than 160 splits of one request is noted", "[cuda][flashmla]") {
+  // 200 SM parts over one long request: 199 splits, above the combine's 160-split bucket
+  const auto s = flashmla_get_mla_metadata({200000}, 200);
+  REQUIRE(s.num_splits.back() > kFlashMlaCombineMaxSplits);
+  FlashMlaWorkInput in;
+  in.kernel_seqlens = {200000};
+  in.kv_indptr = {0, 200000};
+  in.qo_indptr = {0, 1};
+  in.kernel_parts = 200;
+  const WorkList wl = flashmla_work_list(s, in);
+  REQUIRE(wl.notes.size() == 1);
+  CHECK(wl.notes[0] == "request 0 has " + std::to_string(s.num_splits.back()) +
+                           " splits: FlashMLA's combine asserts above 160 (docs/stacks/vllm-cuda.md §C6)");
+}

@@ -58,17 +58,54 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   if (stale)
     for (int64_t r = 0; r < md.num_requests; ++r)
       if (!b.requests[r].padding) planned_lens[r] = std::max<int64_t>(0, md.seq_k[r] - md.qo_len[r]);
-  const FlashMlaSchedule s = flashmla_get_mla_metadata(planned_lens, parts, schedule_marker(b));
+  FlashMlaSchedule s = flashmla_get_mla_metadata(planned_lens, parts, schedule_marker(b));
+  // run --use-captured: the kernel runs the captured schedule (and seq_lens) instead
+  const StackArray* cap_tsm = nullptr;
+  const StackArray* cap_ns = nullptr;
+  const StackArray* cap_sl = nullptr;
+  for (const auto& a : md.captured_arrays) {
+    if (a.name == "tile_scheduler_metadata") cap_tsm = &a;
+    if (a.name == "num_splits") cap_ns = &a;
+    if (a.name == "seq_lens") cap_sl = &a;
+  }
+  std::vector<int64_t> kernel_lens = md.seq_k;
+  if (cap_tsm || cap_ns || cap_sl) {
+    const size_t R = (size_t)md.num_requests;
+    if (cap_ns) {
+      if (cap_ns->values.size() < R + 1)
+        throw invalid_input("/captured/num_splits", "has " + std::to_string(cap_ns->values.size()) + " entries, fewer than the batch's " + std::to_string(R + 1));
+      s.num_splits.assign(cap_ns->values.begin(), cap_ns->values.begin() + (ptrdiff_t)(R + 1));
+    }
+    if (cap_tsm) {
+      // the kernel runs num_sm_parts rows (a dump of vLLM's (num_sms, 8) buffer carries a stale tail)
+      const size_t rows = std::min<size_t>(cap_tsm->values.size() / 8, (size_t)parts);
+      if (rows < (size_t)parts)
+        p.notes.push_back("captured tile_scheduler_metadata has " + std::to_string(rows) + " rows, fewer than the kernel's " + std::to_string(parts) + " SM parts");
+      s.tile_scheduler_metadata.assign(rows, {});
+      for (size_t i = 0; i < rows; ++i)
+        for (int k = 0; k < 8; ++k) s.tile_scheduler_metadata[i][k] = (int32_t)cap_tsm->values[i * 8 + k];
+    }
+    if (cap_sl) {
+      if (cap_sl->values.size() < R)
+        throw invalid_input("/captured/seq_lens", "has " + std::to_string(cap_sl->values.size()) + " entries, fewer than the batch's " + std::to_string(R) + " requests");
+      kernel_lens.assign(cap_sl->values.begin(), cap_sl->values.begin() + (ptrdiff_t)R);
+    }
+    p.notes.push_back("executing the captured schedule (tile_scheduler_metadata, num_splits, seq_lens where captured) instead of get_mla_metadata's");
+  }
   if (stale)
     p.notes.push_back("the kernel executes a stale schedule, planned for seq_lens one decode step shorter, against this step's seq_lens (vLLM PR #35175)");
   FlashMlaWorkInput in;
-  in.kernel_seqlens = md.seq_k;
+  in.kernel_seqlens = kernel_lens;
   in.kv_indptr = md.paged_kv_indptr;
   in.qo_indptr = md.qo_indptr;
   in.s_q = s_q;
   in.heads = b.model.num_heads;
-  in.kernel_parts = parts;
+  in.kernel_parts = (int)s.tile_scheduler_metadata.size();
   p.work = flashmla_work_list(s, in);
+  if (cap_tsm || cap_ns || cap_sl) {
+    p.planner = PlannerId::captured;
+    p.work.planner = "captured_flashmla_schedule";
+  }
   p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p.stack_arrays = flashmla_arrays(s);
   p.schedule_words = flashmla_words(s, planned_lens);
@@ -138,6 +175,7 @@ RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md_in, const RouteDeci
       if (b.requests[r].padding && md_in.seq_k[r] != pad.seq_len) differs = true;
     if (differs) {
       md_route = build_cuda_decode(b, pad, rd.route);
+      md_route.captured_arrays = md_in.captured_arrays;
       mdp = &md_route;
     }
   }
