@@ -130,15 +130,15 @@ int severity(int code) {
 struct CaseContext {
   const Batch& b;
   const nlohmann::json& expect;
-  Backend backend;
+  const RunOptions& base;  // backend, --executor
   CaseResult& cr;
   RoutedBatch rb;
   std::vector<RowWindow> rows;
   std::optional<RoutePlan> plan;          // the route's own plan, made when a key needs it
   std::optional<InvariantReport> inv;
   bool schedule_refusal_reported = false;
-  CaseContext(const Batch& batch, const nlohmann::json& e, Backend be, CaseResult& result)
-      : b(batch), expect(e), backend(be), cr(result), rb(route_batch(batch)), rows(oracle_windows(batch)) {}
+  CaseContext(const Batch& batch, const nlohmann::json& e, const RunOptions& bo, CaseResult& result)
+      : b(batch), expect(e), base(bo), cr(result), rb(route_batch(batch)), rows(oracle_windows(batch)) {}
   void fail(const std::string& what) { cr.failures.push_back(what); }
   void pass(const std::string& what) { cr.checks.push_back(what); }
   const RoutePlan& own_plan() {
@@ -256,8 +256,7 @@ void expect_run(CaseContext& c, const nlohmann::json& want) {
   } else {
     want_status = want.get<std::string>();
   }
-  RunOptions ro;
-  ro.backend = c.backend;
+  RunOptions ro = c.base;
   ro.use_captured = !c.b.captured.is_null();  // a fixture that carries captured arrays is about them
   if (c.expect.contains("tolerance")) {
     const auto& t = c.expect["tolerance"];
@@ -300,7 +299,7 @@ const Expectation kExpectations[] = {
     {"invariants", expect_invariants}, {"schedule", expect_schedule}, {"run", expect_run},
 };
 
-CaseResult run_case(const std::string& file, Backend backend) {
+CaseResult run_case(const std::string& file, const RunOptions& base) {
   CaseResult cr;
   cr.file = file;
   cr.id = fs::path(file).stem().string();
@@ -340,7 +339,7 @@ CaseResult run_case(const std::string& file, Backend backend) {
     return cr;
   }
 
-  CaseContext c(b, expect, backend, cr);
+  CaseContext c(b, expect, base, cr);
   for (const Expectation& e : kExpectations) {
     if (!expect.contains(e.key)) continue;
     try {
@@ -453,6 +452,8 @@ void setup_check(CLI::App& app, Context& ctx) {
   struct Opts {
     std::vector<std::string> paths;
     std::string junit, shard, filter, backend = "auto";
+    ExecutorArgs exec;
+    std::string probe;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("check", "run every fixture's expect block; one line per case, a summary, the worst status as exit code");
@@ -461,6 +462,9 @@ void setup_check(CLI::App& app, Context& ctx) {
   sub->add_option("--shard", o->shard, "K/N: run only this shard (stable assignment by case id)");
   sub->add_option("--filter", o->filter, "run only cases whose id matches this regex");
   sub->add_option("--backend", o->backend, "executor for `run` expectations: auto, cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
+  add_executor_options(sub, o->exec);
+  sub->add_option("--probe", o->probe, "windows: run `run` expectations with the position probe (see `mlactl run --probe`)")
+      ->check(CLI::IsMember({"windows"}));
   sub->callback([o, &ctx]() {
     int shard_k = 1, shard_n = 1;
     if (!o->shard.empty()) {
@@ -477,7 +481,10 @@ void setup_check(CLI::App& app, Context& ctx) {
         throw Error(kExitUsage, "", "--filter: bad regex: " + std::string(e.what()));
       }
     }
-    const Backend backend = *backend_from_string(o->backend);
+    RunOptions base;
+    base.backend = *backend_from_string(o->backend);
+    base.external = o->exec.spec();
+    if (!o->probe.empty()) base.probe = probe_kind_from_string(o->probe);
     const auto files = collect(o->paths);
     const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet && ctx.global.fmt() == Format::table;
 
@@ -494,7 +501,7 @@ void setup_check(CLI::App& app, Context& ctx) {
       auto t0 = std::chrono::steady_clock::now();
       CaseResult cr;
       try {
-        cr = run_case(f, backend);
+        cr = run_case(f, base);
       } catch (const Error& e) {
         cr.file = f;
         const bool bad_input = e.exit_code() == kExitInvalidInput;

@@ -30,8 +30,12 @@ namespace {
 struct RunArgs {
   RunOptions o;
   std::string backend = "auto", kernel, planner;
+  ExecutorArgs exec;
+  std::string probe;
   RunOptions resolved() const {
     RunOptions r = o;
+    if (!probe.empty()) r.probe = probe_kind_from_string(probe);
+    r.external = exec.spec();
     r.backend = *backend_from_string(backend);
     r.kernel = forced_route(kernel);
     r.planner = planner_option(planner);
@@ -51,6 +55,11 @@ void add_run_options(CLI::App* sub, RunArgs& a) {
   sub->add_option("--cos-tol", o.cos_tol, "global cosine-diff tolerance");
   sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)");
   sub->add_option("--dump-dir", o.dump_dir, "write inputs/outputs of a failing case here (.npy + JSON)");
+  add_executor_options(sub, a.exec);
+  sub->add_option("--probe", a.probe,
+                  "windows: black-box position probe; q and KV are built so that each head shows whether one window edge was read "
+                  "(first/last allowed, first forbidden, page and split edges), for any executor")
+      ->check(CLI::IsMember({"windows"}));
 }
 }  // namespace
 

@@ -101,7 +101,8 @@ void setup_windows(CLI::App& app, Context& ctx) {
     } else {
       os << "case: " << (b.name.empty() ? "(unnamed)" : b.name) << "   route: " << to_string(rd.route) << "\n";
       os << "metadata: " << mw.path << "\n";
-      os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
+      // AITER's two min_kv_seq_len definitions; vLLM's CUDA builders have none
+      if (!is_nvidia(b.platform.arch)) os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
       if (cdiff) os << "captured: " << (cdiff->same ? cdiff->message : st.red("first difference: ") + cdiff->message) << "\n";
       os << "ranges are half-open [begin, end)\n\n";
       Table t;

@@ -80,4 +80,23 @@ nlohmann::ordered_json stack_array_json(const StackArray& a) {
   return rows;
 }
 
+std::optional<ExternalSpec> ExecutorArgs::spec() const {
+  if (command.empty()) return std::nullopt;
+  ExternalSpec e;
+  e.command = command;
+  e.timeout_s = timeout_s;
+  e.keep_dir = keep_dir;
+  return e;
+}
+
+void add_executor_options(CLI::App* sub, ExecutorArgs& a) {
+  sub->add_option("--executor", a.command,
+                  "run the case through this command instead of mlactl's executors: it gets a case directory as its last argument "
+                  "and writes out.npy (and lse.npy) there (docs/executor-protocol.md)");
+  sub->add_option("--executor-timeout", a.timeout_s, "seconds the --executor command may run before it is killed (exit 4)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--executor-keep", a.keep_dir, "write the case directory under this folder and keep it (default: a temporary one, removed)");
+}
+
 }  // namespace mlactl::cli

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/external_executor.hpp"
 #include "core/batch.hpp"
 #include "core/decode_metadata.hpp"
 #include "core/invariants.hpp"
@@ -17,6 +18,14 @@ namespace mlactl::cli {
 
 // --kernel ROUTE: forces a route (the ids of every modelled stack's routes).
 void add_kernel_option(CLI::App* sub, std::string& kernel);
+
+// --executor CMD, --executor-timeout S, --executor-keep DIR (run, check; docs/executor-protocol.md)
+struct ExecutorArgs {
+  std::string command, keep_dir;
+  double timeout_s = kDefaultExecutorTimeoutS;
+  std::optional<ExternalSpec> spec() const;  // unset without --executor
+};
+void add_executor_options(CLI::App* sub, ExecutorArgs& a);
 // The --kernel value as a route (unset when not given; CLI11 has checked the id).
 std::optional<Route> forced_route(const std::string& kernel);
 // --planner NAME (one value) / NAME,NAME (several), checked against the planner ids.

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "cli/common.hpp"
+#include "cli/npy.hpp"
 #include "cli/output.hpp"
 #include "core/budget.hpp"
 #include "core/layout.hpp"
@@ -48,16 +49,7 @@ void dump_failure(const std::string& dir, const Batch& b, const RunOutcome& o, c
   write_file_atomic(stem + ".result.json", outcome_json(o).dump(2) + "\n");
   // .npy float32 arrays: output and reference [rows, heads, v_dim]
   auto npy = [&](const std::string& path, const std::vector<float>& data) {
-    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(ref.num_rows) + ", " +
-                         std::to_string(ref.num_heads) + ", " + std::to_string(ref.v_dim) + "), }";
-    while ((10 + header.size() + 1) % 64) header += ' ';
-    header += '\n';
-    const uint16_t hl = (uint16_t)header.size();
-    std::string blob("\x93NUMPY\x01\x00", 8);
-    blob.append((const char*)&hl, 2);
-    blob += header;
-    blob.append((const char*)data.data(), data.size() * sizeof(float));
-    write_file_atomic(path, blob);
+    write_npy(path, "<f4", {ref.num_rows, ref.num_heads, ref.v_dim}, data.data(), data.size() * sizeof(float));
   };
   npy(stem + ".out.npy", out);
   npy(stem + ".ref.npy", ref.out);
@@ -115,6 +107,7 @@ const char* to_string(RunStatus s) {
 const char* to_string(RunFailure f) {
   switch (f) {
     case RunFailure::position_audit: return "position audit";
+    case RunFailure::position_probe: return "position probe";
     case RunFailure::nonfinite: return "non-finite";
     case RunFailure::numeric: return "numeric";
     case RunFailure::cross_check: return "cross check";
@@ -123,7 +116,7 @@ const char* to_string(RunFailure f) {
 }
 
 std::optional<RunFailure> run_failure_from_string(const std::string& s) {
-  for (RunFailure f : {RunFailure::position_audit, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check})
+  for (RunFailure f : {RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check})
     if (s == to_string(f)) return f;
   return std::nullopt;
 }
@@ -236,19 +229,25 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     require_within_budget(need, "/requests", "inputs, reference and outputs");
   }
   std::string skip;
-  std::unique_ptr<Executor> ex = make_executor(opt.backend, opt.threads, &skip);
-  if (!ex) {
+  // an external executor is made once the inputs and the layout it writes out exist
+  std::unique_ptr<Executor> ex = opt.external ? nullptr : make_executor(opt.backend, opt.threads, &skip);
+  if (!ex && !opt.external) {
     o.status = RunStatus::skipped;
     o.exit_code = kExitSkipped;
     o.message = skip;
     return o;
   }
-  o.executor = ex->name();
+  if (ex) o.executor = ex->name();
 
   stage(RunStage::inputs);
   t0 = clock_type::now();
   Inputs in = generate_inputs(b, rows, opt.threads);
   const RoutePlan& plan = *o.plan;
+  std::optional<ProbeSpec> probe;
+  if (opt.probe) {
+    probe = plan_probe(b, rows, &plan);
+    apply_probe_inputs(b, rows, *probe, in);
+  }
   ViewLayout layout;
   try {
     layout = make_view_layout((int64_t)rows.size(), plan.kernel_view, plan.heads, plan.uniform_qlen);
@@ -266,15 +265,41 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
   o.ms_reference = ms_since(t0);
 
+  ExternalExecutor* ext = nullptr;
+  if (opt.external) {
+    auto e = std::make_unique<ExternalExecutor>(*opt.external, ExternalCase{&b, &rb, &plan, &in, &layout});
+    ext = e.get();
+    ex = std::move(e);
+  }
+
   stage(RunStage::execute);
   t0 = clock_type::now();
   ExecOutput eo = execute(*ex, b, plan, in, layout, kq);
   o.ms_execute = ms_since(t0);
+  o.executor = ex->name();
+  if (ext && ext->unsupported()) {
+    o.status = RunStatus::skipped;
+    o.exit_code = kExitSkipped;
+    o.message = *ext->unsupported();
+    return o;
+  }
   if (!eo.result.ok) {
     o.status = RunStatus::failed;
     o.exit_code = kExitDevice;
-    o.message = "device/runtime error: " + eo.result.error;
+    o.message = ext ? eo.result.error : "device/runtime error: " + eo.result.error;
     return o;
+  }
+  if (ext && ext->all_nan()) {
+    CpuExecutor cpu(opt.threads);
+    ExecOutput ec = execute(cpu, b, plan, in, layout, kq);
+    bool cpu_all_nan = ec.result.ok;
+    for (size_t i = 0; cpu_all_nan && i < ec.out.size(); ++i) cpu_all_nan = std::isnan(ec.out[i]);
+    if (!cpu_all_nan) {
+      o.status = RunStatus::failed;
+      o.exit_code = kExitDevice;
+      o.message = ext->all_nan_error();
+      return o;
+    }
   }
 
   stage(RunStage::compare);
@@ -287,7 +312,10 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   if (opt.cos_tol) co.tol.cos_tol = *opt.cos_tol;
   co.out_dtype = b.model.dtype;
   co.max_rows_listed = opt.max_listed;
-  o.compare = compare_outputs(rows, ref, eo.out.data(), eo.lse.data(), co);
+  // an external executor may leave out lse.npy: then only the output is compared
+  const float* got_lse = ext && !ext->wrote_lse() ? nullptr : eo.lse.data();
+  o.compare = compare_outputs(rows, ref, eo.out.data(), got_lse, co);
+  if (probe) o.probe = evaluate_probe(*probe, eo.out, got_lse ? eo.lse.data() : nullptr, b.model.num_heads, b.model.kv_lora_rank, opt.max_listed);
   if (opt.cross_check && o.executor != "cpu") {
     CpuExecutor cpu(opt.threads);
     ExecOutput ec = execute(cpu, b, plan, in, layout, kq);
@@ -303,6 +331,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   o.ms_compare = ms_since(t0);
 
   if (!o.audit->ok) o.failure = RunFailure::position_audit;
+  else if (o.probe && !o.probe->ok) o.failure = RunFailure::position_probe;
   else if (!o.compare->passed && (o.compare->unwritten_row_heads > 0 || o.compare->nonfinite_mismatches > 0)) o.failure = RunFailure::nonfinite;
   else if (!o.compare->passed) o.failure = RunFailure::numeric;
   else if (o.cross && !o.cross->passed) o.failure = RunFailure::cross_check;
@@ -312,6 +341,9 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     switch (*o.failure) {
       case RunFailure::position_audit:
         o.message = "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions";
+        break;
+      case RunFailure::position_probe:
+        o.message = "position probe: " + std::to_string(o.probe->bad_rows) + " rows read a KV position outside their window or missed one inside";
         break;
       case RunFailure::nonfinite: o.message = "non-finite output where the reference is finite (unwritten rows or poisoned reads)"; break;
       case RunFailure::numeric: o.message = "numeric comparison failed"; break;
@@ -375,6 +407,18 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
     j["captured"] = {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"expected", c.expected}, {"got", c.got},
                      {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
   }
+  if (o.probe) {
+    const ProbeReport& p = *o.probe;
+    auto fs = nlohmann::ordered_json::array();
+    for (const auto& f : p.listed)
+      fs.push_back({{"row", f.target.row}, {"request", f.target.request}, {"token", f.target.token}, {"head", f.target.head},
+                    {"position", f.target.position}, {"edge", to_string(f.target.edge)}, {"finding", to_string(f.kind)},
+                    {"weight", std::isnan(f.weight) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.weight)},
+                    {"lse_diff", std::isnan(f.lse_diff) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.lse_diff)}});
+    j["position_probe"] = {{"ok", p.ok}, {"rows_probed", p.rows_probed}, {"heads_probed", p.heads_probed},
+                           {"edges_not_probed", p.edges_not_probed}, {"findings", p.findings}, {"bad_rows", p.bad_rows},
+                           {"bad_row_ids", p.bad_row_ids}, {"listed", fs}};
+  }
   if (o.compare) j["compare"] = cmp_json(*o.compare);
   if (o.cross) j["cross_check"] = cmp_json(*o.cross);
   j["timing_ms"] = {{"metadata", o.ms_metadata}, {"plan_and_audit", o.ms_plan}, {"inputs", o.ms_inputs}, {"reference", o.ms_reference},
@@ -406,6 +450,11 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     kv.push_back({"position audit", o.audit->ok ? "ok (" + std::to_string(o.audit->rows_checked) + " rows)"
                                                 : st.red(std::to_string(o.audit->bad_rows) + " of " + std::to_string(o.audit->rows_checked) +
                                                          " rows read wrong KV positions")});
+  if (o.probe)
+    kv.push_back({"position probe", o.probe->ok ? "ok (" + std::to_string(o.probe->heads_probed) + " heads of " + std::to_string(o.probe->rows_probed) + " rows)"
+                                                : st.red(std::to_string(o.probe->findings) + " findings in " + std::to_string(o.probe->bad_rows) + " of " +
+                                                         std::to_string(o.probe->rows_probed) + " rows")});
+  if (o.probe && !o.probe->ok) kv.push_back({"probe rows", summarize_positions(o.probe->bad_row_ids, 12)});
   if (o.compare) {
     const auto& c = *o.compare;
     kv.push_back({"tolerance", "atol " + fmt_double(c.tol.atol) + ", rtol " + fmt_double(c.tol.rtol) + ", cos " + fmt_double(c.tol.cos_tol) + " (" +
@@ -437,6 +486,16 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     }
     t.print(os, Format::table);
     for (const auto& e : o.audit->errors) os << "  " << e << "\n";
+  }
+  if (o.probe && !o.probe->ok) {
+    os << "\nposition probe findings (first " << o.probe->listed.size() << " of " << o.probe->findings << "):\n";
+    Table t;
+    t.header = {"row", "request", "token", "head", "position", "edge", "finding", "weight"};
+    t.right_align = {true, true, true, true, true, false, false, true};
+    for (const auto& f : o.probe->listed)
+      t.add({std::to_string(f.target.row), std::to_string(f.target.request), std::to_string(f.target.token), std::to_string(f.target.head),
+             std::to_string(f.target.position), to_string(f.target.edge), to_string(f.kind), fmt_double(f.weight, 3)});
+    t.print(os, Format::table);
   }
   if (o.compare && !o.compare->passed) {
     const auto& c = *o.compare;

@@ -14,9 +14,11 @@
 #include "core/inputs.hpp"
 #include "core/layout.hpp"
 #include "core/position_audit.hpp"
+#include "core/probe.hpp"
 #include "core/reference.hpp"
 #include "core/plan.hpp"
 #include "core/route.hpp"
+#include "cli/external_executor.hpp"
 #include "kernels/executor.hpp"
 
 namespace mlactl::cli {
@@ -29,8 +31,9 @@ const char* to_string(RunStatus s);
 // is finite (a row no work wrote, still NaN poison, or a read of the NaN-filled unused KV
 // slots, e.g. a wrong row stride: the poison cannot tell the two apart); then the numbers;
 // then GPU vs CPU on the same work list.
-enum class RunFailure { position_audit, nonfinite, numeric, cross_check };
-const char* to_string(RunFailure f);  // "position audit", "non-finite", "numeric", "cross check"
+// The position probe (--probe) comes right after the audit: it is the audit's black-box twin.
+enum class RunFailure { position_audit, position_probe, nonfinite, numeric, cross_check };
+const char* to_string(RunFailure f);  // "position audit", "position probe", "non-finite", "numeric", "cross check"
 std::optional<RunFailure> run_failure_from_string(const std::string& s);
 
 enum class Backend { automatic, cpu, gpu };  // --backend auto | cpu | gpu
@@ -54,6 +57,8 @@ struct RunOptions {
   std::string dump_dir;
   int64_t max_listed = 20;
   std::function<void(RunStage)> on_stage;  // optional; called from the calling thread
+  std::optional<ExternalSpec> external;
+  std::optional<ProbeKind> probe;        // --probe windows: probe inputs, then check every probed edge (core/probe.hpp)  // --executor CMD: run the case through a user's kernel (docs/executor-protocol.md)
 };
 
 struct RunOutcome {
@@ -67,6 +72,7 @@ struct RunOutcome {
   std::optional<CompareReport> compare;
   std::optional<CompareReport> cross;  // GPU vs CPU on the same work list
   std::optional<CapturedDiff> captured;  // captured arrays vs what mlactl builds
+  std::optional<ProbeReport> probe;      // with --probe
   std::string executor;
   double ms_metadata = 0, ms_plan = 0, ms_inputs = 0, ms_reference = 0, ms_execute = 0, ms_compare = 0;
   DType out_dtype = DType::bf16;

@@ -67,15 +67,15 @@ void refuse(RouteDecision& d, const std::string& type, const std::string& text) 
   d.error = text;
 }
 
-int64_t decode_qlen_if_uniform(const Batch& b, bool& uniform) {
-  uniform = true;
+// every non-padding request has the same query_len (require_uniform's condition)
+bool uniform_decode_qlen(const Batch& b) {
   int64_t q = 0;
   for (const auto& r : b.requests) {
     if (r.padding) continue;
     if (q == 0) q = r.query_len;
-    else if (r.query_len != q) uniform = false;
+    else if (r.query_len != q) return false;
   }
-  return q;
+  return true;
 }
 
 }  // namespace
@@ -122,9 +122,7 @@ RouteDecision route_cuda(const Batch& b, std::optional<Route> forced_route) {
   // (split_decodes_and_prefills), docs/stacks/vllm-cuda.md §C3
   const int thr = reorder_batch_threshold(be);
   const int64_t maxq = std::max<int64_t>(1, b.max_query_len());
-  bool uniform = true;
-  const int64_t q0 = decode_qlen_if_uniform(b, uniform);
-  (void)q0;
+  const bool uniform = uniform_decode_qlen(b);
   const QueryLenSupport qls = query_len_support(be);
   d.chain.push_back({"decode rows: max query_len <= reorder_batch_threshold", std::to_string(maxq) + " <= " + std::to_string(thr),
                      std::string("QueryLenSupport.") + to_string(qls) + ", reorder_batch_threshold " + std::to_string(thr)});
