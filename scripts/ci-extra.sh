@@ -55,7 +55,7 @@ configure() {
 }
 
 build() {
-  cmake --build "$BUILD" -j "$JOBS" --target unit_tests mlactl run_grid json_golden fuzz_batch
+  cmake --build "$BUILD" -j "$JOBS" --target unit_tests mlactl run_grid json_golden format_matrix readme_examples fuzz_batch
 }
 
 tests() {
