@@ -41,3 +41,12 @@ add_test(NAME "cli: schedule svg draws the plan"
          COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
                  -DRSVG=${MLACTL_RSVG} -P ${CMAKE_CURRENT_LIST_DIR}/svg_test.cmake)
 set_tests_properties("cli: schedule svg draws the plan" PROPERTIES LABELS cli)
+
+# a long run on a terminal shows a progress line (stderr), erased before the report
+find_program(MLACTL_SCRIPT script)
+if(MLACTL_SCRIPT)
+  add_test(NAME "cli: run shows progress on a terminal"
+           COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DSCRIPT=${MLACTL_SCRIPT} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                   -P ${CMAKE_CURRENT_LIST_DIR}/progress_test.cmake)
+  set_tests_properties("cli: run shows progress on a terminal" PROPERTIES LABELS cli)
+endif()
