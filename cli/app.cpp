@@ -8,7 +8,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/build_info.hpp"
 #include "core/budget.hpp"
+#include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
 
@@ -41,8 +43,10 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
   sub->add_option("--attention-backend", o.attention_backend, "decode.attention_backend: force a vLLM CUDA backend (sm90)")
       ->check(CLI::IsMember({"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"}));
   sub->add_option("--seed", o.seed, "data.seed");
-  sub->add_option("--set", o.sets, "override a field: key.path=value (repeatable)");
-  sub->add_option("--inject", o.inject, "switch a defect on (repeatable; see `mlactl defects`)");
+  // One value per flag (repeat the flag for more): `--inject ID fixtures/a.json` must
+  // leave the batch path to the positional, not swallow it as a second defect id.
+  sub->add_option("--set", o.sets, "override a field: key.path=value (one per flag; repeat the flag)")->allow_extra_args(false);
+  sub->add_option("--inject", o.inject, "switch a defect on (one per flag; repeat the flag; see `mlactl defects`)")->allow_extra_args(false);
 }
 
 nlohmann::json batch_document(const BatchOptions& o) {
@@ -98,18 +102,119 @@ nlohmann::json batch_document(const BatchOptions& o) {
 
 Batch load_batch(const BatchOptions& o) { return parse_batch(batch_document(o)); }
 
+namespace {
+
+// The formats each verb writes (docs/design.md §6): a verb that has no honest CSV (a
+// nested report) or picture refuses the format with exit 2 instead of printing the
+// table under another name.
+struct VerbFormats {
+  const char* verb;
+  std::vector<Format> formats;
+};
+const std::vector<VerbFormats>& verb_formats() {
+  static const std::vector<VerbFormats> v = {
+      {"validate", {Format::table, Format::json}},
+      {"schema", {Format::table, Format::json}},
+      {"metadata", {Format::table, Format::json, Format::csv}},
+      {"windows", {Format::table, Format::json, Format::csv}},
+      {"route", {Format::table, Format::json, Format::csv}},
+      {"schedule", {Format::table, Format::json, Format::csv, Format::svg}},
+      {"run", {Format::table, Format::json}},
+      {"check", {Format::table, Format::json}},
+      {"defects", {Format::table, Format::json, Format::csv}},
+      {"bench", {Format::table, Format::json, Format::csv}},
+  };
+  return v;
+}
+
+std::string version_text() {
+  const BuildInfo& bi = build_info();
+  std::string stacks;
+  for (const Stack* s : all_stacks()) stacks += (stacks.empty() ? "" : ", ") + std::string(to_string(s->id())) + " (" + s->title() + ")";
+  return std::string("mlactl ") + bi.version + "\ncommit:   " + bi.commit + "\nbackends: " + bi.backends + "\nstacks:   " + stacks;
+}
+
+// Edit distance for "did you mean" (unknown subcommands and options).
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> d(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = d[0];
+    d[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = d[j];
+      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return d[b.size()];
+}
+
+// The closest name, when it is close enough to be what was meant: a unique name the
+// word is a prefix of, else the smallest edit distance within a third of the length.
+std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& names) {
+  std::vector<std::string> prefixed;
+  for (const auto& n : names)
+    if (word.size() >= 3 && n.compare(0, word.size(), word) == 0) prefixed.push_back(n);
+  if (prefixed.size() == 1) return prefixed.front();
+  std::optional<std::string> best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& n : names) {
+    const size_t dist = edit_distance(word, n);
+    if (dist < best_d) best_d = dist, best = n;
+  }
+  return best;
+}
+
+// Long option names of an app and its option groups ("--heads", ...).
+void collect_options(const CLI::App* app, std::vector<std::string>& names) {
+  for (const CLI::Option* o : app->get_options())
+    for (const auto& l : o->get_lnames()) names.push_back("--" + l);
+  for (const CLI::App* g : app->get_subcommands([](const CLI::App* s) { return s->get_name().empty(); })) collect_options(g, names);
+}
+
+// Global options that take a value, so the scan for the subcommand word skips it.
+bool global_takes_value(const std::string& a) { return a == "--format" || a == "--color" || a == "--max-memory"; }
+
+// The first word that is not a global option (or its value): the subcommand, or a typo of one.
+std::optional<std::string> subcommand_word(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return std::nullopt;
+    if (!a.empty() && a[0] == '-') {
+      if (global_takes_value(a)) ++i;
+      continue;
+    }
+    return a;
+  }
+  return std::nullopt;
+}
+
+// --format json given on the command line (for errors raised before or while parsing).
+bool json_requested(const std::vector<std::string>& args) {
+  for (size_t i = 1; i + 1 < args.size(); ++i)
+    if (args[i] == "--format" && args[i + 1] == "json") return true;
+  for (const auto& a : args)
+    if (a == "--format=json") return true;
+  return false;
+}
+
+}  // namespace
+
 void build_app(CLI::App& app, Context& ctx) {
   app.description(
       "mlactl: MLA decode metadata, routing and kernel checker (models vLLM's ROCm AITER MLA backend, and vLLM's CUDA MLA backends on sm90).\n"
       "Every printed range is half-open [begin, end).");
-  app.set_version_flag("--version", std::string("mlactl ") + MLACTL_VERSION);
+  app.set_version_flag("--version", version_text());
   app.require_subcommand(1);
   app.fallthrough();
-  app.add_option("--format", ctx.global.format, "output format")->check(CLI::IsMember({"table", "json", "csv"}))->capture_default_str();
+  app.add_option("--format", ctx.global.format, "output format (csv and svg where the command has them)")
+      ->check(CLI::IsMember({"table", "json", "csv", "svg"}))
+      ->capture_default_str();
   app.add_option("--color", ctx.global.color, "colour: auto (a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_flag("-v,--verbose", ctx.global.verbose, "more detail on stderr (repeatable)");
-  app.add_flag("-q,--quiet", ctx.global.quiet, "only errors on stderr");
+  app.add_flag("-q,--quiet", ctx.global.quiet, "only the verdict line on stdout; only errors on stderr");
   app.add_option("--max-memory", ctx.global.max_memory, "memory budget: batches needing more are refused (exit 3) [4G]")
       ->each([](const std::string& v) { set_memory_budget(parse_bytes(v)); });
   setup_validate(app, ctx);
@@ -122,7 +227,32 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_check(app, ctx);
   setup_defects(app, ctx);
   setup_bench(app, ctx);
+  // after parsing, before the verb runs: refuse a format the verb does not write
+  app.parse_complete_callback([&app, &ctx]() {
+    const auto subs = app.get_subcommands();
+    if (subs.empty()) return;
+    const std::string verb = subs.front()->get_name();
+    const Format f = ctx.global.fmt();
+    for (const auto& vf : verb_formats()) {
+      if (verb != vf.verb || std::find(vf.formats.begin(), vf.formats.end(), f) != vf.formats.end()) continue;
+      std::string have;
+      for (Format x : vf.formats) have += (have.empty() ? "" : ", ") + std::string(to_string(x));
+      throw Error(kExitUsage, "", "`" + verb + "` has no --format " + to_string(f) + " output (it writes " + have + ")");
+    }
+  });
 }
+
+namespace {
+// An error as JSON on stdout when --format json was asked for (docs/design.md §6): a
+// script reading stdout sees the same envelope whatever happened.
+void print_error_json(std::ostream& out, const std::string& command, int exit_code, const std::string& kind, const std::string& message) {
+  auto j = json_envelope(command);
+  j["status"] = kind;
+  j["exit_code"] = exit_code;
+  j["error"] = message;
+  print_json(out, j);
+}
+}  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   set_current_argv(args);
@@ -132,20 +262,21 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   ctx.err = &err;
   CLI::App app{"mlactl"};
   build_app(app, ctx);
-  std::vector<std::string> rev(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
-  // An error goes to stderr (escaped: messages quote file-supplied strings) and, with
-  // --format json, also as a JSON object on stdout (docs/design.md §6), so a machine
-  // reading stdout always gets one document.
-  auto fail = [&](int code, const std::string& kind, const std::string& message, const std::string& where) {
-    err << "mlactl: " << (kind == "usage" ? "" : kind == "internal" ? "internal error: " : "error: ") << terminal_safe(message) << "\n";
-    if (ctx.global.format == "json") {
-      auto j = json_envelope(app.get_subcommands().empty() ? std::string() : app.get_subcommands().front()->get_name());
-      j["error"] = {{"exit_code", code}, {"kind", kind}, {"message", message}};
-      if (!where.empty()) j["error"]["pointer"] = where;
-      out << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
-    }
-    return code;
+  std::vector<std::string> verbs;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) verbs.push_back(s->get_name());
+  const bool json_errors = json_requested(args);
+  auto usage_error = [&](const std::string& command, const std::string& message, const std::string& hint) {
+    err << "mlactl: " << terminal_safe(message) << "\n" << hint;
+    if (json_errors) print_error_json(out, command, kExitUsage, "usage error", message);
+    return kExitUsage;
   };
+  if (const auto word = subcommand_word(args); word && std::find(verbs.begin(), verbs.end(), *word) == verbs.end()) {
+    const auto near = nearest(*word, verbs);
+    return usage_error("", "unknown command \"" + *word + "\"" + (near ? "; did you mean \"" + *near + "\"?" : ""),
+                       "Run 'mlactl --help' for the commands.\n");
+  }
+  std::vector<std::string> rev(args.rbegin(), args.rend() - (args.empty() ? 0 : 1));
+  const auto command = [&]() -> std::string { return app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name(); };
   try {
     app.parse(rev);
   } catch (const CLI::CallForHelp& e) {
@@ -159,16 +290,36 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 0;
   } catch (const CLI::ParseError& e) {
     // CLI11's own codes (100-127) are remapped to 2 (docs/design.md §6)
-    fail(kExitUsage, "usage", e.what(), "");
-    if (app.get_subcommands().empty()) err << "Run 'mlactl --help' for the commands.\n";
-    else err << "Run 'mlactl " << app.get_subcommands().front()->get_name() << " --help' for its options.\n";
-    return kExitUsage;
+    std::string message = e.what();
+    const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
+    std::vector<std::string> names;
+    collect_options(&app, names);
+    if (sub) collect_options(sub, names);
+    for (const auto& a : args) {
+      if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+      const std::string name = a.substr(0, a.find('='));
+      if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+      if (const auto near = nearest(name, names)) message += "; did you mean " + *near + "?";
+      break;
+    }
+    return usage_error(command(), message,
+                       sub ? "Run 'mlactl " + sub->get_name() + " --help' for its options.\n" : "Run 'mlactl --help' for the commands.\n");
   } catch (const Error& e) {
-    return fail(e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input" : "error", e.what(), e.where());
+    err << "mlactl: error: " << terminal_safe(e.what()) << "\n";  // messages quote file-supplied strings
+    if (ctx.global.fmt() == Format::json)
+      print_error_json(out, command(), e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input"
+                                                                                     : e.exit_code() == kExitRefused ? "refused"
+                                                                                     : e.exit_code() == kExitSkipped ? "skipped" : "error",
+                       e.what());
+    return e.exit_code();
   } catch (const std::bad_alloc&) {
-    return fail(kExitInvalidInput, "out of memory", "out of memory (raise --max-memory only if the machine has it)", "");
+    err << "mlactl: error: out of memory (raise --max-memory only if the machine has it)\n";
+    if (ctx.global.fmt() == Format::json) print_error_json(out, command(), kExitInvalidInput, "invalid input", "out of memory");
+    return kExitInvalidInput;
   } catch (const std::exception& e) {
-    return fail(kExitDevice, "internal", e.what(), "");
+    err << "mlactl: internal error: " << terminal_safe(e.what()) << "\n";
+    if (ctx.global.fmt() == Format::json) print_error_json(out, command(), kExitDevice, "error", std::string("internal error: ") + e.what());
+    return kExitDevice;
   }
   return ctx.exit_code;
 }

@@ -20,7 +20,9 @@ struct GlobalOptions {
   int verbose = 0;
   bool quiet = false;
   std::string max_memory;
-  Format fmt() const { return format == "json" ? Format::json : format == "csv" ? Format::csv : Format::table; }
+  Format fmt() const {
+    return format == "json" ? Format::json : format == "csv" ? Format::csv : format == "svg" ? Format::svg : Format::table;
+  }
   Style style() const;
 };
 

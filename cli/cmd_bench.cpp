@@ -248,6 +248,7 @@ std::vector<std::string> split_list(const std::string& s) {
 // The printers below turn it into JSON, CSV and the table.
 struct BenchReport {
   bool skipped = false;        // no GPU (and nothing refused): exit 77
+  std::string skip_reason;
   int exit_code = 0;
   bool have_gpu = false;
   std::string device;
@@ -287,7 +288,8 @@ BenchReport run_bench(const Batch& b, const BenchOptions& opt, const std::vector
   std::string why;
   r.have_gpu = gpu_available(&why);
   if (!r.have_gpu && !any_refused) {
-    err << "mlactl: bench: " << no_gpu_reason(why) << "\n";
+    r.skip_reason = no_gpu_reason(why);
+    err << "mlactl: bench: " << r.skip_reason << "\n";
     r.skipped = true;
     r.exit_code = kExitSkipped;
     return r;
@@ -361,8 +363,7 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
   for (const auto& rr : r.results) {
     nlohmann::ordered_json o;
     o["requested"] = rr.requested;
-    o["route"] = to_string(rr.route.route);
-    o["aiter_kernel"] = rr.route.aiter_kernel;
+    o["route"] = route_json(rr.route);  // the one route object of every verb's JSON
     o["status"] = to_string(rr.status);
     if (!rr.message.empty()) o["message"] = rr.message;
     if (rr.ran()) {
@@ -504,7 +505,18 @@ void setup_bench(CLI::App& app, Context& ctx) {
 
     BenchReport r = run_bench(b, *opt, routes, ctx.global.quiet, err);
     ctx.exit_code = r.exit_code;
-    if (r.skipped) return;
+    if (r.skipped) {
+      // a skip is an answer too: JSON readers get the envelope with the reason
+      if (ctx.global.fmt() == Format::json) {
+        auto j = json_envelope("bench");
+        j["case"] = b.name;
+        j["status"] = "skipped";
+        j["exit_code"] = r.exit_code;
+        j["message"] = r.skip_reason;
+        print_json(out, j);
+      }
+      return;
+    }
     if (ctx.global.fmt() == Format::json) print_bench_json(out, b, *opt, r);
     else if (ctx.global.fmt() == Format::csv) print_bench_csv(out, r, opt->peak());
     else print_bench_table(out, b, *opt, r);

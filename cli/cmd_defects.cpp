@@ -29,6 +29,27 @@ nlohmann::ordered_json defect_json(const DefectInfo& d, bool full) {
   return j;
 }
 
+// The CSV: one record per defect with the fields of its JSON object (lists joined by ';').
+void print_defects_csv(std::ostream& os, const std::vector<const DefectInfo*>& defects) {
+  Table t;
+  for (const DefectInfo* d : defects) {
+    const nlohmann::ordered_json j = defect_json(*d, true);
+    if (t.header.empty())
+      for (auto it = j.begin(); it != j.end(); ++it) t.header.push_back(it.key());
+    std::vector<std::string> row;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string v;
+      if (it->is_string()) v = it->get<std::string>();
+      else if (it->is_array())
+        for (const auto& e : *it) v += (v.empty() ? "" : ";") + (e.is_string() ? e.get<std::string>() : e.dump());
+      else v = it->dump();
+      row.push_back(v);
+    }
+    t.add(row);
+  }
+  t.print(os, Format::csv);
+}
+
 // Greedy word wrap for the explanation paragraph.
 std::string wrap(const std::string& text, size_t width, const std::string& indent) {
   std::string out, line;
@@ -68,11 +89,7 @@ void setup_defects(CLI::App& app, Context& ctx) {
         return;
       }
       if (fmt == Format::csv) {
-        Table t;
-        t.header = {"field", "value"};
-        const nlohmann::ordered_json j = defect_json(*d, true);
-        for (auto it = j.begin(); it != j.end(); ++it) t.add({it.key(), it->is_string() ? it->get<std::string>() : it->dump()});
-        t.print(os, fmt);
+        print_defects_csv(os, {d});
         return;
       }
       const Style st = ctx.global.style();
@@ -100,6 +117,12 @@ void setup_defects(CLI::App& app, Context& ctx) {
       for (const auto& d : defect_catalog()) arr.push_back(defect_json(d, true));
       j["defects"] = arr;
       print_json(os, j);
+      return;
+    }
+    if (fmt == Format::csv) {
+      std::vector<const DefectInfo*> all;
+      for (const auto& d : defect_catalog()) all.push_back(&d);
+      print_defects_csv(os, all);
       return;
     }
     Table t;

@@ -57,10 +57,12 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     }
     if (ctx.global.fmt() == Format::csv) {
       Table t;
-      t.header = {"request", "qo_len", "seq_len", "qo_indptr", "paged_kv_indptr", "last_page_len"};
+      // one record per request: the per-request entries of the JSON's arrays (an indptr
+      // as its [begin, end) pair), under the JSON's names
+      t.header = {"request", "qo_indptr_begin", "qo_indptr_end", "seq_lens", "paged_kv_indptr_begin", "paged_kv_indptr_end", "paged_kv_last_page_len"};
       for (int64_t r = 0; r < md.num_requests; ++r)
-        t.add({std::to_string(r), std::to_string(md.qo_len[r]), std::to_string(md.seq_k[r]), std::to_string(md.qo_indptr[r]),
-               std::to_string(md.paged_kv_indptr[r]), std::to_string(md.paged_kv_last_page_len[r])});
+        t.add({std::to_string(r), std::to_string(md.qo_indptr[r]), std::to_string(md.qo_indptr[r + 1]), std::to_string(md.seq_k[r]),
+               std::to_string(md.paged_kv_indptr[r]), std::to_string(md.paged_kv_indptr[r + 1]), std::to_string(md.paged_kv_last_page_len[r])});
       t.print(os, Format::csv);
       return;
     }

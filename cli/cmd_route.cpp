@@ -39,34 +39,46 @@ void setup_route(CLI::App& app, Context& ctx) {
     const RouteDecision& rd = rb.decision;
     auto& os = *ctx.out;
     if (ctx.global.fmt() == Format::json) {
+      // the one route object every verb's JSON carries under "route" (docs/design.md §6)
       auto j = json_envelope("route");
       j["case"] = b.name;
-      const auto part = route_json(rd);
-      for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
+      j["route"] = route_json(rd);
       print_json(os, j);
       return;
     }
-    const Style st = ctx.global.style();
-    if (ctx.global.fmt() == Format::table) {
-      std::vector<std::pair<std::string, std::string>> kv = {
-          {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
-          {"route", rd.route == Route::refused ? st.red("refused") : st.bold(to_string(rd.route))},
-      };
-      if (rd.route == Route::refused) kv.push_back({"error", rd.error_type + ": " + rd.error});
-      kv.push_back({"persistent schedule", rd.persistent_schedule ? "yes" : "no"});
-      kv.push_back({"padded heads", std::to_string(rd.padded_heads)});
-      if (!rd.aiter_rules.empty()) kv.push_back({"aiter rules", rd.aiter_rules});
-      if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
-      if (!rd.backend.empty()) kv.push_back({"vLLM backend", rd.backend});
-      for (const auto& f : rd.findings) kv.push_back({"finding", st.yellow(f)});
-      print_kv(os, kv);
-      os << "\n";
+    if (ctx.global.fmt() == Format::csv) {
+      // one record per predicate of the chain, with the decision on every record
+      Table t;
+      t.header = {"case", "route", "error_type", "error", "padded_heads", "aiter_kernel", "backend", "step", "name", "value", "why"};
+      for (size_t i = 0; i < rd.chain.size(); ++i)
+        t.add({b.name, to_string(rd.route), rd.error_type, rd.error, std::to_string(rd.padded_heads), rd.aiter_kernel, rd.backend,
+               std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
+      t.print(os, Format::csv);
+      return;
     }
+    const Style st = ctx.global.style();
+    if (ctx.global.quiet) {
+      os << (rd.route == Route::refused ? "refused: " + rd.error_type + ": " + rd.error : std::string(to_string(rd.route))) << "\n";
+      return;
+    }
+    std::vector<std::pair<std::string, std::string>> kv = {
+        {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
+        {"route", rd.route == Route::refused ? st.red("refused") : st.bold(to_string(rd.route))},
+    };
+    if (rd.route == Route::refused) kv.push_back({"error", rd.error_type + ": " + rd.error});
+    kv.push_back({"persistent schedule", rd.persistent_schedule ? "yes" : "no"});
+    kv.push_back({"padded heads", std::to_string(rd.padded_heads)});
+    if (!rd.aiter_rules.empty()) kv.push_back({"aiter rules", rd.aiter_rules});
+    if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
+    if (!rd.backend.empty()) kv.push_back({"vLLM backend", rd.backend});
+    for (const auto& f : rd.findings) kv.push_back({"finding", st.yellow(f)});
+    print_kv(os, kv);
+    os << "\n";
     Table t;
     t.header = {"#", "predicate", "value", "why"};
     t.right_align = {true, false, false, false};
     for (size_t i = 0; i < rd.chain.size(); ++i) t.add({std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
-    t.print(os, ctx.global.fmt());
+    t.print(os, Format::table);
     // a refusal is an answer: exit 0 (docs/design.md §6)
   });
 }

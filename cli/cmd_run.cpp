@@ -7,6 +7,7 @@
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/pipeline.hpp"
+#include "cli/progress.hpp"
 
 namespace mlactl::cli {
 
@@ -83,8 +84,19 @@ void setup_run(CLI::App& app, Context& ctx) {
   add_run_options(sub, *ro);
   sub->callback([opts, ro, &ctx]() {
     Batch b = load_batch(*opts);
-    RunOutcome o = run_pipeline(b, ro->resolved());
+    RunOptions ropt = ro->resolved();
+    // a long run (a large batch's reference takes seconds) shows its stage on a terminal
+    ProgressLine progress(*ctx.err, "mlactl run", progress_allowed(*ctx.err, ctx.global.quiet));
+    ropt.on_stage = [&progress](RunStage s) {
+      progress.set("[" + std::to_string(int(s) + 1) + "/" + std::to_string(kRunStages) + "] " + to_string(s));
+    };
+    RunOutcome o = run_pipeline(b, ropt);
+    progress.finish();
     ctx.exit_code = o.exit_code;
+    if (ctx.global.verbose)
+      *ctx.err << "run: time (ms): metadata " << fmt_double(o.ms_metadata, 3) << ", plan+audit " << fmt_double(o.ms_plan, 3) << ", inputs "
+               << fmt_double(o.ms_inputs, 3) << ", reference " << fmt_double(o.ms_reference, 3) << ", executor " << fmt_double(o.ms_execute, 3)
+               << ", compare " << fmt_double(o.ms_compare, 3) << "\n";
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("run");
       j["case"] = b.name;
@@ -92,6 +104,9 @@ void setup_run(CLI::App& app, Context& ctx) {
       for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
       if (o.exit_code == kExitVerifyFailed) j["repro"] = repro_command();
       print_json(*ctx.out, j);
+    } else if (ctx.global.quiet) {
+      // the verdict line: status and why
+      *ctx.out << to_string(o.status) << (o.message.empty() ? "" : ": " + o.message) << "\n";
     } else {
       print_outcome(*ctx.out, b, o, ctx.global.style().color, ctx.global.verbose);
       if (o.exit_code == kExitVerifyFailed) *ctx.out << "\nrepro: " << repro_command() << "\n";

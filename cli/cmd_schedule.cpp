@@ -5,6 +5,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/schedule_svg.hpp"
 #include <algorithm>
 
 #include "core/captured.hpp"
@@ -62,9 +63,8 @@ void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& 
   print_json(os, j);
 }
 
-// several planners side by side (and the CSV of any schedule: one record per plan)
-void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>& cases, Format fmt) {
-  // side-by-side comparison
+// several planners side by side (the table format with --planner a,b)
+void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>& cases) {
   Table t;
   t.header = {"planner", "route", "workgroups", "works", "split_tiles", "partial_rows", "max_load", "efficiency", "invariants", "plan_ms"};
   t.right_align = {false, false, true, true, true, true, true, true, false, true};
@@ -73,7 +73,32 @@ void print_schedule_comparison(std::ostream& os, const std::vector<PlannedCase>&
            std::to_string(c.inv.balance.split_tiles), std::to_string(c.plan.work.num_partial_rows), fmt_double(c.inv.balance.max_load, 6),
            fmt_double(c.inv.balance.efficiency, 4), c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + ")",
            fmt_double(c.plan_ms, 3)});
-  t.print(os, fmt);
+  t.print(os, Format::table);
+}
+
+// The CSV: one record per work of every plan (the JSON's work_info_set, with the
+// workgroup each work runs on and the plan it belongs to).
+void print_schedule_csv(std::ostream& os, const std::vector<PlannedCase>& cases) {
+  Table t;
+  t.header = {"planner", "kernel_route", "workgroup", "work", "batch_idx", "partial_qo_loc", "qo_start", "qo_end", "kv_start", "kv_end", "kv_offset"};
+  for (const auto& c : cases) {
+    const WorkList& w = c.plan.work;
+    for (int g = 0; g < w.num_workgroups; ++g)
+      for (int32_t i = w.work_indptr[g]; i < w.work_indptr[g + 1] && i < (int32_t)w.work_info.size(); ++i) {
+        const auto& x = w.work_info[i];
+        t.add({to_string(c.plan.planner), to_string(c.plan.route), std::to_string(g), std::to_string(i), std::to_string(x.batch_idx),
+               std::to_string(x.partial_qo_loc), std::to_string(x.qo_start), std::to_string(x.qo_end), std::to_string(x.kv_start),
+               std::to_string(x.kv_end), std::to_string(x.kv_offset)});
+      }
+  }
+  t.print(os, Format::csv);
+}
+
+// -q: one verdict line per plan
+void print_schedule_verdict(std::ostream& os, const std::vector<PlannedCase>& cases) {
+  for (const auto& c : cases)
+    os << to_string(c.plan.planner) << ": " << c.plan.work.work_info.size() << " works on " << c.plan.work.num_workgroups << " workgroups, invariants "
+       << (c.inv.ok ? "ok" : "broken (" + std::to_string(c.inv.total_violations) + " violations)") << "\n";
 }
 
 void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c, int max_works, const Style& st) {
@@ -157,7 +182,8 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
 // `schedule --stack a,b`: one batch planned under each stack (docs/design.md §1.3), its
 // arch switched to the stack's where it belongs to another one.
 struct StackCase {
-  std::string stack, arch, route, planner, refusal;
+  std::string stack, arch, route, planner, refusal, case_name;
+  RouteDecision decision;  // the JSON's route object
   int num_cu = 0;
   std::optional<PlannedCase> pc;
   std::vector<int64_t> splits;  // per request: distinct KV fragments (empty when the layout does not map rows to requests)
@@ -182,6 +208,8 @@ std::vector<int64_t> splits_per_request(const RoutePlan& p, const DecodeMetadata
   return out;
 }
 
+std::string c_name(const std::vector<StackCase>& cs) { return cs.empty() ? "" : cs.front().case_name; }
+
 StackCase plan_under_stack(const BatchOptions& opts, const std::string& stack) {
   nlohmann::json doc = batch_document(opts);
   std::string arch = "gfx950";
@@ -196,8 +224,10 @@ StackCase plan_under_stack(const BatchOptions& opts, const std::string& stack) {
   sc.arch = target;
   const Batch b = parse_batch(doc);
   sc.num_cu = b.platform.num_cu;
+  sc.case_name = b.name;
   const RoutedBatch rb = route_batch(b);
   sc.route = to_string(rb.decision.route);
+  sc.decision = rb.decision;
   if (rb.refused()) {
     sc.refusal = rb.refusal();
     return sc;
@@ -220,6 +250,14 @@ void print_stack_comparison(std::ostream& os, const std::vector<StackCase>& cs, 
     for (size_t i = 0; i < v.size() && i < 16; ++i) s += (i ? "," : "") + std::to_string(v[i]);
     return v.size() > 16 ? s + ",..." : s;
   };
+  if (fmt == Format::svg) {
+    // one panel per stack that planned the batch
+    std::vector<SchedulePanel> panels;
+    for (const auto& c : cs)
+      if (c.pc) panels.push_back({&c.pc->plan, &c.pc->inv});
+    os << schedule_svg(c_name(cs), panels);
+    return;
+  }
   if (fmt == Format::json) {
     auto j = json_envelope("schedule");
     auto arr = nlohmann::ordered_json::array();
@@ -228,7 +266,7 @@ void print_stack_comparison(std::ostream& os, const std::vector<StackCase>& cs, 
       o["stack"] = c.stack;
       o["arch"] = c.arch;
       o["num_cu"] = c.num_cu;
-      o["route"] = c.route;
+      o["route"] = route_json(c.decision);  // the one route object (docs/design.md §6)
       if (!c.pc) {
         o["refused"] = c.refusal;
       } else {
@@ -276,8 +314,9 @@ void setup_schedule(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand("schedule", "the split-KV work list a route's planner builds, reduce maps, buffer sizes, balance, invariants");
   add_batch_options(sub, *opts);
   add_kernel_option(sub, *kernel);
-  sub->add_option("--planner", *planners, "plan with these planners instead of the route's (comma-separated to compare)")
+  sub->add_option("--planner", *planners, "plan with these planners instead of the route's (comma-separated to compare, or repeat the flag)")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::IsMember(planner_names()));
   sub->add_option("--max-works", *max_works, "works listed in the table output (0 = all)")->capture_default_str();
   auto stacks = std::make_shared<std::vector<std::string>>();
@@ -285,6 +324,7 @@ void setup_schedule(CLI::App& app, Context& ctx) {
                   "plan the batch under these stacks and compare them (vllm-rocm-aiter,vllm-cuda): platform.arch becomes the stack's "
                   "(gfx950, or the batch's gfx arch; sm90), each with its own defaults")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->check(CLI::IsMember({"vllm-rocm-aiter", "vllm-cuda"}));
   sub->callback([opts, kernel, planners, max_works, stacks, &ctx]() {
     if (!stacks->empty()) {
@@ -336,8 +376,15 @@ void setup_schedule(CLI::App& app, Context& ctx) {
         *ctx.err << "schedule: " << to_string(c.plan.planner) << " planner " << fmt_double(c.plan.planner_ms, 3) << " ms (plan with index lists "
                  << fmt_double(c.plan_ms, 3) << " ms), invariants checked in " << fmt_double(c.check_ms, 3) << " ms\n";
 
-    if (ctx.global.fmt() == Format::json) print_schedule_json(*ctx.out, b, rd, cases, cdiff);
-    else if (cases.size() > 1 || ctx.global.fmt() == Format::csv) print_schedule_comparison(*ctx.out, cases, ctx.global.fmt());
+    const Format fmt = ctx.global.fmt();
+    if (fmt == Format::json) print_schedule_json(*ctx.out, b, rd, cases, cdiff);
+    else if (fmt == Format::csv) print_schedule_csv(*ctx.out, cases);
+    else if (fmt == Format::svg) {
+      std::vector<SchedulePanel> panels;
+      for (const auto& c : cases) panels.push_back({&c.plan, &c.inv});
+      *ctx.out << schedule_svg(b.name, panels);
+    } else if (ctx.global.quiet) print_schedule_verdict(*ctx.out, cases);
+    else if (cases.size() > 1) print_schedule_comparison(*ctx.out, cases);
     else print_schedule_table(*ctx.out, b, cases.front(), *max_works, ctx.global.style());
     if (cdiff && ctx.global.fmt() == Format::table)
       *ctx.out << "\ncaptured: " << (cdiff->same ? cdiff->message : ctx.global.style().red("first difference: ") + cdiff->message) << "\n";

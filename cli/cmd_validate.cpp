@@ -19,6 +19,10 @@ void setup_validate(CLI::App& app, Context& ctx) {
       print_json(os, j);
       return;
     }
+    if (ctx.global.quiet) {
+      os << "valid\n";
+      return;
+    }
     int64_t rows = 0;
     for (const auto& w : oracle_windows(b)) rows += w.kind == MaskKind::padding ? 0 : 1;
     std::vector<std::pair<std::string, std::string>> kv = {

@@ -51,11 +51,14 @@ void setup_windows(CLI::App& app, Context& ctx) {
     }
     auto& os = *ctx.out;
     const Style st = ctx.global.style();
+    auto row_length = [](const RowWindow& w) -> int64_t {
+      return w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+    };
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("windows");
       j["case"] = b.name;
       j["ranges"] = "half-open [begin, end)";
-      j["route"] = to_string(rd.route);
+      j["route"] = route_json(rd);
       j["metadata_path"] = mw.path;
       j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
       j["mismatched_rows"] = mismatches;
@@ -70,7 +73,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
         r["position"] = w.position;
         r["begin"] = w.begin;
         r["end"] = w.end;
-        r["length"] = w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+        r["length"] = row_length(w);
         r["mask"] = to_string(w.kind);
         if (mw.available) {
           r["metadata_begin"] = mw.begin[i];
@@ -81,34 +84,45 @@ void setup_windows(CLI::App& app, Context& ctx) {
       }
       j["rows"] = arr;
       print_json(os, j);
-    } else {
-      if (ctx.global.fmt() == Format::table) {
-        os << "case: " << (b.name.empty() ? "(unnamed)" : b.name) << "   route: " << to_string(rd.route) << "\n";
-        os << "metadata: " << mw.path << "\n";
-        // AITER's two min_kv_seq_len definitions; vLLM's CUDA builders have none
-        if (!is_nvidia(b.platform.arch)) os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
-        if (cdiff) os << "captured: " << (cdiff->same ? cdiff->message : st.red("first difference: ") + cdiff->message) << "\n";
-        os << "ranges are half-open [begin, end)\n\n";
+    } else if (ctx.global.fmt() == Format::csv) {
+      // the fields of the JSON rows, one record per query row (empty metadata fields
+      // when the route's metadata gives no windows)
+      Table t;
+      t.header = {"row", "request", "token", "position", "begin", "end", "length", "mask", "metadata_begin", "metadata_end", "mismatch"};
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& w = rows[i];
+        t.add({std::to_string(w.row), std::to_string(w.request), std::to_string(w.token), std::to_string(w.position), std::to_string(w.begin),
+               std::to_string(w.end), std::to_string(row_length(w)), to_string(w.kind), mw.available ? std::to_string(mw.begin[i]) : "",
+               mw.available ? std::to_string(mw.end[i]) : "", flag[i] ? "true" : "false"});
       }
+      t.print(os, Format::csv);
+    } else if (ctx.global.quiet) {
+      os << rows.size() << " rows, " << mismatches << " mismatched\n";
+    } else {
+      os << "case: " << (b.name.empty() ? "(unnamed)" : b.name) << "   route: " << to_string(rd.route) << "\n";
+      os << "metadata: " << mw.path << "\n";
+      // AITER's two min_kv_seq_len definitions; vLLM's CUDA builders have none
+      if (!is_nvidia(b.platform.arch)) os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
+      if (cdiff) os << "captured: " << (cdiff->same ? cdiff->message : st.red("first difference: ") + cdiff->message) << "\n";
+      os << "ranges are half-open [begin, end)\n\n";
       Table t;
       t.header = {"row", "request", "token", "position", "window", "length", "mask", "metadata", "check"};
       t.right_align = {true, true, true, true, false, true, false, false, false};
       for (size_t i = 0; i < rows.size(); ++i) {
         const auto& w = rows[i];
-        const int64_t len = w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+        const int64_t len = row_length(w);
         std::string win = w.kind == MaskKind::padding ? "-" : "[" + std::to_string(w.begin) + ", " + std::to_string(w.end) + ")";
         std::string meta = mw.available ? "[" + std::to_string(mw.begin[i]) + ", " + std::to_string(mw.end[i]) + ")" : "-";
-        std::string check = w.kind == MaskKind::padding ? "padding" : flag[i] ? "MISMATCH" : "ok";
-        if (ctx.global.fmt() == Format::table && flag[i]) {
+        std::string check = w.kind == MaskKind::padding ? "padding" : "ok";
+        if (flag[i]) {
           const int64_t extra = (mw.end[i] - mw.begin[i]) - len;
           check = st.red(std::string("MISMATCH ") + (extra > 0 ? "+" : "") + std::to_string(extra));
         }
         t.add({std::to_string(w.row), std::to_string(w.request), std::to_string(w.token), std::to_string(w.position), win, std::to_string(len),
                to_string(w.kind), meta, check});
       }
-      t.print(os, ctx.global.fmt());
-      if (ctx.global.fmt() == Format::table)
-        os << "\n" << rows.size() << " rows, " << (mismatches ? st.red(std::to_string(mismatches) + " mismatched") : std::string("0 mismatched")) << "\n";
+      t.print(os, Format::table);
+      os << "\n" << rows.size() << " rows, " << (mismatches ? st.red(std::to_string(mismatches) + " mismatched") : std::string("0 mismatched")) << "\n";
     }
     if (mismatches) ctx.exit_code = kExitVerifyFailed;
   });

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/build_info.hpp"
 #include "core/types.hpp"
 
 
@@ -22,6 +23,16 @@ namespace mlactl::cli {
 
 namespace {
 std::vector<std::string> g_argv;
+}
+
+const char* to_string(Format f) {
+  switch (f) {
+    case Format::table: return "table";
+    case Format::json: return "json";
+    case Format::csv: return "csv";
+    case Format::svg: return "svg";
+  }
+  return "table";
 }
 
 void set_current_argv(const std::vector<std::string>& argv) { g_argv = argv; }
@@ -73,7 +84,7 @@ void print_kv(std::ostream& os, const std::vector<std::pair<std::string, std::st
 nlohmann::ordered_json json_envelope(const std::string& command) {
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
-  j["tool"] = {{"name", "mlactl"}, {"version", MLACTL_VERSION}};
+  j["tool"] = {{"name", "mlactl"}, {"version", build_info().version}, {"commit", build_info().commit}};
   j["argv"] = current_argv();
   j["command"] = command;
   return j;

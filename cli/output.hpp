@@ -9,7 +9,8 @@
 
 namespace mlactl::cli {
 
-enum class Format { table, json, csv };
+enum class Format { table, json, csv, svg };
+const char* to_string(Format f);
 
 struct Table {
   std::vector<std::string> header;

@@ -161,9 +161,25 @@ std::unique_ptr<Executor> make_executor(Backend backend, int threads, std::strin
   return std::make_unique<CpuExecutor>(threads);
 }
 
+const char* to_string(RunStage s) {
+  switch (s) {
+    case RunStage::route: return "route";
+    case RunStage::plan: return "plan and audit";
+    case RunStage::inputs: return "inputs";
+    case RunStage::reference: return "reference";
+    case RunStage::execute: return "execute";
+    case RunStage::compare: return "compare";
+  }
+  return "";
+}
+
 RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   RunOutcome o;
   o.out_dtype = b.model.dtype;
+  auto stage = [&](RunStage s) {
+    if (opt.on_stage) opt.on_stage(s);
+  };
+  stage(RunStage::route);
   auto t0 = clock_type::now();
   RoutedBatch rb = route_batch(b, opt.kernel);
   o.route = rb.decision;
@@ -176,6 +192,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   o.ms_metadata = ms_since(t0);
   auto rows = oracle_windows(b);
 
+  stage(RunStage::plan);
   t0 = clock_type::now();
   CapturedMetadata cap;
   if (!b.captured.is_null()) {
@@ -227,6 +244,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   }
   if (ex) o.executor = ex->name();
 
+  stage(RunStage::inputs);
   t0 = clock_type::now();
   Inputs in = generate_inputs(b, rows, opt.threads);
   const RoutePlan& plan = *o.plan;
@@ -247,6 +265,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   EncodedTensor kq = build_kernel_q(in, layout, plan.kernel_view);
   o.ms_inputs = ms_since(t0);
 
+  stage(RunStage::reference);
   t0 = clock_type::now();
   ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
   o.ms_reference = ms_since(t0);
@@ -258,6 +277,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     ex = std::move(e);
   }
 
+  stage(RunStage::execute);
   t0 = clock_type::now();
   ExecOutput eo = execute(*ex, b, plan, in, layout, kq);
   o.ms_execute = ms_since(t0);
@@ -287,6 +307,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     }
   }
 
+  stage(RunStage::compare);
   t0 = clock_type::now();
   CompareOptions co;
   co.tol = default_tolerance(b.model.dtype, b.kv_cache.dtype, b.decode.q_dtype);
@@ -455,7 +476,8 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     for (const auto& r : c.reasons) kv.push_back({"reason", r});
   }
   if (o.cross) kv.push_back({"gpu vs cpu", o.cross->passed ? st.green("ok") + " (max abs err " + fmt_double(o.cross->max_abs_err) + ")" : st.red("DIFFER")});
-  if (verbose || o.status != RunStatus::passed)
+  (void)verbose;  // -v detail goes to stderr (cmd_run), never into the report
+  if (o.status != RunStatus::passed)
     kv.push_back({"time (ms)", "metadata " + fmt_double(o.ms_metadata, 3) + ", plan+audit " + fmt_double(o.ms_plan, 3) + ", inputs " + fmt_double(o.ms_inputs, 3) +
                                    ", reference " + fmt_double(o.ms_reference, 3) + ", executor " + fmt_double(o.ms_execute, 3) + ", compare " +
                                    fmt_double(o.ms_compare, 3)});

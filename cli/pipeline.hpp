@@ -1,6 +1,7 @@
 // The one pipeline run, check and bench share: route -> plan -> position audit ->
 // execute (CPU or GPU) -> compare with the reference computed from the batch alone.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,12 @@ enum class Backend { automatic, cpu, gpu };  // --backend auto | cpu | gpu
 const char* to_string(Backend b);
 std::optional<Backend> backend_from_string(const std::string& s);
 
+// The stages of one run, in order; RunOptions::on_stage hears each as it starts (the
+// progress line of a long `run` on a terminal, docs/design.md §6).
+enum class RunStage { route, plan, inputs, reference, execute, compare };
+const char* to_string(RunStage s);
+constexpr int kRunStages = 6;
+
 struct RunOptions {
   Backend backend = Backend::automatic;
   std::optional<Route> kernel;       // --kernel: forced route
@@ -53,6 +60,7 @@ struct RunOptions {
   int threads = 0;
   std::string dump_dir;
   int64_t max_listed = 20;
+  std::function<void(RunStage)> on_stage;  // optional; called from the calling thread
   std::optional<ExternalSpec> external;
   std::optional<ProbeKind> probe;        // --probe windows: probe inputs, then check every probed edge (core/probe.hpp)  // --executor CMD: run the case through a user's kernel (docs/executor-protocol.md)
 };

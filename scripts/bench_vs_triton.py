@@ -224,13 +224,13 @@ def main():
         copy_gbps = mj["device"]["copy_roofline_gbps"]
         for r in mj["results"]:
             if r["status"] not in ("ok", "nonfinite"):
-                lines.append([n, desc, r["route"], r["status"], "", tri_us, "", "", "", "", "", TARGET[n]])
+                lines.append([n, desc, r["route"]["route"], r["status"], "", tri_us, "", "", "", "", "", TARGET[n]])
                 continue
             us = r["kernels_us"]["median"]
             bound_bw = n != "C1"
             pct = r["pct_copy_roofline"] if bound_bw else r["pct_peak_tflops"]
             spd = f"{tri['median_us'] / us:.2f}x" if tri else ""
-            lines.append([n, desc, r["route"], f"{us:.1f}", f"{r['kernel_us']['median']:.1f}", tri_us, spd,
+            lines.append([n, desc, r["route"]["route"], f"{us:.1f}", f"{r['kernel_us']['median']:.1f}", tri_us, spd,
                           f"{r['gbps'] / 1e3:.2f}", f"{r['tflops']:.1f}",
                           f"{pct:.1f}% {'copy' if bound_bw else 'peak'}", str(FLASHMLA_US.get(n, "")), TARGET[n]])
     w = [max(len(str(x)) for x in col) for col in zip(hdr, *lines)]

@@ -7,7 +7,7 @@ set(MLACTL_DEFECT_IDS verify-window-broadcast causal-flag-dropped noncausal-prob
 # mlactl defects: all 8 ids, in catalog order, with their PRs
 mlactl_cli_test(defects-list RC 0 ARGS defects
                 STDOUT "id +seed +fixed by +stage +symptom\nverify-window-broadcast +000 +#50476 +builder.*causal-flag-dropped +001 +#55966.*noncausal-probe-silent +001 +#55966.*sparse-route-legacy +002 +#55239.*pad-repeat-noop +003 +#50578.*pad-append-only +003 +#50578.*gluon-arch-ungated +003 +#50578.*metadata-dtype-omitted +004 +#46997 +planner")
-mlactl_cli_test(defects-csv RC 0 ARGS --format csv defects STDOUT "^id,seed,fixed by,stage,symptom\nverify-window-broadcast,000,#50476,builder,")
+mlactl_cli_test(defects-csv RC 0 ARGS --format csv defects STDOUT "^id,seed,fixed_by,stage,changes,symptom,fixture,fixed_fixture,introduced,where,explanation,related_fixtures\nverify-window-broadcast,000,#50476,builder,")
 mlactl_cli_test(defects-json RC 0 ARGS --format json defects
                 STDOUT "\"command\": \"defects\".*\"id\": \"sparse-route-legacy\".*\"fixed_by\": \"#55239\".*\"fixture\": \"fixtures/sparse-route-legacy.json\".*\"fixed_fixture\": \"fixtures/sparse-route-legacy-fixed.json\"")
 mlactl_cli_test(defects-one RC 0 ARGS defects metadata-dtype-omitted

@@ -27,6 +27,6 @@ mlactl_cli_test(windows-seed000-inline RC 0 ARGS windows --heads 12 --qlen 8 --c
 mlactl_cli_test(windows-seed000-broadcast RC 1 ARGS windows fixtures/seed000-verify-causal.json --inject verify-window-broadcast
                 STDOUT "MISMATCH \\+7.*40 rows, 28 mismatched")
 mlactl_cli_test(windows-noncausal RC 0 ARGS --format csv windows fixtures/noncausal-draft-block.json
-                STDOUT "row,request,token,position,window,length,mask,metadata,check\n0,0,0,10,\"\\[0, 14\\)\",14,non_causal")
+                STDOUT "^row,request,token,position,begin,end,length,mask,metadata_begin,metadata_end,mismatch\n0,0,0,10,0,14,14,non_causal,0,14,false\n")
 mlactl_cli_test(metadata-seed000 RC 0 ARGS --format json metadata fixtures/seed000-verify-causal.json GOLDEN metadata-seed000.json)
 mlactl_cli_test(metadata-table RC 0 ARGS metadata fixtures/seed000-verify-causal.json STDOUT "paged_kv_indptr: +\\[0,8,17,62,582,590\\]")

@@ -115,5 +115,5 @@ mlactl_cli_test(small-run-rtol-nan RC 2 ARGS run fixtures/seed000-verify-causal.
 mlactl_cli_test(small-name-escaped RC 0 ARGS check ${BAD}/check-evil-name.json
                 STDOUT "passed +check-evil-name\\\\x1b\\[2K\\\\rpassed +forged  \\(route\\)\n1 passed, 0 failed")
 mlactl_cli_test(small-json-error RC 3 ARGS --format json validate ${BAD}/heads-0.json
-                STDOUT "\"command\": \"validate\",\n  \"error\": \\{\n    \"exit_code\": 3,\n    \"kind\": \"invalid input\",\n    \"message\": \"/model/num_heads: [^\n]*\",\n    \"pointer\": \"/model/num_heads\"")
-mlactl_cli_test(small-json-usage-error RC 2 ARGS --format json check fixtures --filter nothing-matches-this STDOUT "\"error\": \\{\n    \"exit_code\": 2")
+                STDOUT "\"command\": \"validate\",\n  \"status\": \"invalid input\",\n  \"exit_code\": 3,\n  \"error\": \"/model/num_heads: ")
+mlactl_cli_test(small-json-usage-error RC 2 ARGS --format json check fixtures --filter nothing-matches-this STDOUT "\"exit_code\": 2,\n  \"error\": \"check: no case selected")

@@ -35,3 +35,25 @@ file(GLOB MLACTL_CLI_CASE_FILES ${CMAKE_CURRENT_LIST_DIR}/cases_*.cmake)
 foreach(f ${MLACTL_CLI_CASE_FILES})
   include(${f})
 endforeach()
+
+# every verb x format: valid output or exit 2 (tests/cli/format_matrix.cpp)
+add_executable(format_matrix ${CMAKE_CURRENT_LIST_DIR}/format_matrix.cpp)
+target_link_libraries(format_matrix PRIVATE nlohmann_json::nlohmann_json)
+add_test(NAME "cli: every verb x format is valid or refused" COMMAND format_matrix $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR})
+set_tests_properties("cli: every verb x format is valid or refused" PROPERTIES LABELS cli)
+
+# schedule --format svg: lanes, works and split partials as the JSON has them; the README's picture
+find_program(MLACTL_RSVG rsvg-convert)
+add_test(NAME "cli: schedule svg draws the plan"
+         COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                 -DRSVG=${MLACTL_RSVG} -P ${CMAKE_CURRENT_LIST_DIR}/svg_test.cmake)
+set_tests_properties("cli: schedule svg draws the plan" PROPERTIES LABELS cli)
+
+# a long run on a terminal shows a progress line (stderr), erased before the report
+find_program(MLACTL_SCRIPT script)
+if(MLACTL_SCRIPT)
+  add_test(NAME "cli: run shows progress on a terminal"
+           COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DSCRIPT=${MLACTL_SCRIPT} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                   -P ${CMAKE_CURRENT_LIST_DIR}/progress_test.cmake)
+  set_tests_properties("cli: run shows progress on a terminal" PROPERTIES LABELS cli)
+endif()
