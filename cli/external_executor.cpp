@@ -286,7 +286,7 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
     m["outputs"] = {{"out", {{"file", "out.npy"}, {"dtype", "<f4"}, {"shape", {a.num_q_rows, v.heads, v.v_dim}}, {"required", true}}},
                     {"lse", {{"file", "lse.npy"}, {"dtype", "<f4"}, {"shape", {a.num_q_rows, v.heads}}, {"required", false}}},
                     {"result", {{"file", "result.json"}, {"required", false}}}};
-    write_file_atomic(dir + "/manifest.json", m.dump(2) + "\n");
+    write_file_atomic(dir + "/manifest.json", json_text(m) + "\n");
   } catch (const std::exception& e) {
     return fail(std::string("cannot write the case directory ") + dir + ": " + e.what());
   }

@@ -90,7 +90,11 @@ nlohmann::ordered_json json_envelope(const std::string& command) {
   return j;
 }
 
-void print_json(std::ostream& os, const nlohmann::ordered_json& j) { os << j.dump(2) << "\n"; }
+// argv and file paths are not always UTF-8 (fuzz_argv found `--format json` with a 0xFF
+// byte aborting in dump): invalid bytes print as U+FFFD instead of throwing.
+std::string json_text(const nlohmann::ordered_json& j) { return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
+
+void print_json(std::ostream& os, const nlohmann::ordered_json& j) { os << json_text(j) << "\n"; }
 
 void write_file_atomic(const std::string& path, const std::string& content, Symlinks links) {
   // Only a regular file is ever replaced: as root, renaming over a device node or a

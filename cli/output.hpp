@@ -25,6 +25,8 @@ void print_kv(std::ostream& os, const std::vector<std::pair<std::string, std::st
 
 // {"schema_version": 1, "tool": {...}, "argv": [...], "command": ...}
 nlohmann::ordered_json json_envelope(const std::string& command);
+// Pretty JSON text; bytes that are not UTF-8 become U+FFFD.
+std::string json_text(const nlohmann::ordered_json& j);
 void print_json(std::ostream& os, const nlohmann::ordered_json& j);
 
 // Writes `content` to `path` through a unique temporary file in the same folder and a

@@ -51,8 +51,8 @@ std::string dump_failure(const std::string& dir, const Batch& b, const RunOutcom
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw Error(kExitUsage, "", "--dump-dir " + dir + ": is not a directory");
   const std::string stem = dir + "/" + path_component(b.name);
-  write_file_atomic(stem + ".batch.json", batch_to_json(b).dump(2) + "\n", Symlinks::refuse);
-  write_file_atomic(stem + ".result.json", outcome_json(o).dump(2) + "\n", Symlinks::refuse);
+  write_file_atomic(stem + ".batch.json", json_text(batch_to_json(b)) + "\n", Symlinks::refuse);
+  write_file_atomic(stem + ".result.json", json_text(outcome_json(o)) + "\n", Symlinks::refuse);
   // .npy float32 arrays: output and reference [rows, heads, v_dim]
   auto npy = [&](const std::string& path, const std::vector<float>& data) {
     // npy_bytes (cli/npy.hpp), written through no link: the dump stays inside its folder
