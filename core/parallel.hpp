@@ -20,8 +20,12 @@ inline int default_thread_count() {
 
 // Calls fn(state, i) for every i in [0, n) on up to `threads` threads (<= 0: all
 // cores); each worker owns one default-constructed State (scratch buffers reused
-// across its items instead of reallocated per item). The first exception thrown
-// by any item is rethrown after all threads joined.
+// across its items instead of reallocated per item). After an item throws no new
+// items are handed out; once all threads joined, the exception of the lowest
+// failing item is rethrown: the one a single thread would have met first, so the
+// error (a device fault naming its workgroup, say) does not depend on timing.
+// (Items are handed out in index order, so every item below a failing one has
+// already started and runs to its end.)
 template <class State, class Fn>
 void parallel_for_with_state(int64_t n, int threads, Fn&& fn) {
   if (n <= 0) return;
@@ -34,6 +38,7 @@ void parallel_for_with_state(int64_t n, int threads, Fn&& fn) {
   }
   std::atomic<int64_t> next{0};
   std::exception_ptr first_error;
+  int64_t first_error_item = n;
   std::mutex error_mutex;
   auto worker = [&]() {
     State state;
@@ -44,7 +49,10 @@ void parallel_for_with_state(int64_t n, int threads, Fn&& fn) {
         fn(state, i);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);
-        if (!first_error) first_error = std::current_exception();
+        if (i < first_error_item) {
+          first_error = std::current_exception();
+          first_error_item = i;
+        }
         next.store(n, std::memory_order_relaxed);  // stop handing out items
       }
     }

@@ -182,7 +182,10 @@ __attribute__((target("avx512f"))) void micro(PanelView A, Index kc, const float
   const __mmask16 last_mask = last_valid >= kPanel ? (__mmask16)0xFFFF : (__mmask16)((1u << last_valid) - 1u);
   const float* a0 = A.base;
   const float* a1 = A.base + (RZ > 1 ? A.panel : 0);
-  for (Index k = 0; k < kc; ++k) {
+  // kc >= 1. (A do-while: with a loop that may run zero times GCC 12 also stores
+  // every accumulator to the stack on each step.)
+  Index k = 0;
+  do {
     __m512 a[RZ];
     if (RZ > 1) a[0] = _mm512_loadu_ps(a0 + k * A.stride);
     a[RZ - 1] = _mm512_maskz_loadu_ps(last_mask, (RZ > 1 ? a1 : a0) + k * A.stride);
@@ -194,7 +197,7 @@ __attribute__((target("avx512f"))) void micro(PanelView A, Index kc, const float
         acc[r][j] = _mm512_add_ps(acc[r][j], t);
       }
     }
-  }
+  } while (++k < kc);
   for (int j = 0; j < NC; ++j) {
     float* rj = res + j * ldr;
     for (int r = 0; r < RZ; ++r) {

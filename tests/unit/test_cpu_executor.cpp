@@ -553,26 +553,40 @@ TEST_CASE("cpu executor: bit for bit the plain Eigen formulation", "[executor]")
 }
 
 TEST_CASE("cpu executor: bit for bit the plain Eigen formulation, NaN from poisoned slots", "[executor]") {
-  // every work reads one unused (NaN) slot too: NaN scores, probabilities and outputs
-  BatchShape s = small_shape();
-  const Case c(s);
+  // request 1's list reads one unused (NaN) slot in place of its first key: NaN
+  // scores, probabilities and outputs for its rows, in one work and in split works
+  const Case c(small_shape());
   std::vector<int32_t> indices = c.slots.indices;
+  std::vector<uint8_t> used((size_t)c.in.num_slots, 0);
+  for (int32_t i : indices) used[(size_t)i] = 1;
   int32_t unused = -1;
-  {
-    std::vector<uint8_t> used((size_t)c.in.num_slots, 0);
-    for (int32_t i : indices) used[(size_t)i] = 1;
-    for (int64_t i = 0; i < c.in.num_slots && unused < 0; ++i)
-      if (!used[(size_t)i]) unused = (int32_t)i;
-  }
+  for (int64_t i = 0; i < c.in.num_slots && unused < 0; ++i)
+    if (!used[(size_t)i]) unused = (int32_t)i;
   REQUIRE(unused >= 0);
-  WorkList wl = single_work_list(c);
-  indices.push_back(unused);
-  wl.work_info[1].kv_end = wl.work_info[1].kv_start + 1;  // request 1 reads its first key...
-  wl.work_info.push_back(make_work(1, -1, wl.work_info[1].qo_start, wl.work_info[1].qo_end, (int64_t)indices.size() - 1,
-                                   (int64_t)indices.size(), 0));  // ...and, in a second work, the NaN slot
-  wl.work_indptr.push_back((int32_t)wl.work_info.size());
-  wl.num_workgroups += 1;
-  expect_same_bits_as_eigen(c, wl, view_for(c.in, 16, 1), indices, 1, 2);
+  indices[(size_t)c.slots.indptr[1]] = unused;
+  const KernelView view = view_for(c.in, 16, 1);
+  expect_same_bits_as_eigen(c, single_work_list(c), view, indices, 1, 2);
+  expect_same_bits_as_eigen(c, split_work_list(c, 3, 5), view, indices, 1, 2);
+}
+
+TEST_CASE("cpu executor: of several faulting workgroups the lowest is reported, whatever the timing", "[executor]") {
+  const Case c(small_shape());
+  const WorkList base = single_work_list(c);
+  const int32_t past = (int32_t)c.slots.indices.size() + 1;
+  // workgroup 0: the long request's work, then a work reading past the index list
+  // (it faults late); workgroup 1: only such a work (it faults at once)
+  WorkList wl;
+  wl.work_info = {base.work_info[3], base.work_info[0], base.work_info[1]};
+  wl.work_info[1].kv_end = past;
+  wl.work_info[2].kv_end = past;
+  wl.work_indptr = {0, 2, 3};
+  wl.num_workgroups = 2;
+  wl.reduce_indptr = {0};
+  for (int rep = 0; rep < 5; ++rep) {
+    const Outcome o = execute(c, wl, view_for(c.in, 16, 1), c.slots.indices);
+    REQUIRE_FALSE(o.exec.ok);
+    CHECK(o.exec.error.find("workgroup 0 work 1 ") != std::string::npos);
+  }
 }
 
 // Timing of the acceptance shape (64 requests x 16 heads x 8192 context): hidden,
