@@ -438,7 +438,7 @@ void run_work(const ExecArgs& a, int64_t workgroup, int64_t w, Stage1Scratch& s)
   for (int64_t i0 = 0; i0 < Qn; i0 += rows_per_chunk) {
     const int64_t i1 = std::min(Qn, i0 + rows_per_chunk);
     const int64_t nr = i1 - i0, M = nr * H;
-    // causal (SPEC §4): q row i of Qn sees KV < kv_end - max(0, (Qn-1-i) - kv_offset)
+    // causal (docs/design.md §4): q row i of Qn sees KV < kv_end - max(0, (Qn-1-i) - kv_offset)
     s.limit.resize(nr);
     for (int64_t i = i0; i < i1; ++i) {
       int64_t lim = ke;
@@ -473,7 +473,7 @@ void run_work(const ExecArgs& a, int64_t workgroup, int64_t w, Stage1Scratch& s)
       for (int64_t e = e0; e < e1; ++e) {
         if (e + kAhead < chunk_end) prefetch(e + kAhead);
         const int64_t slot = a.kv_indices[e];
-        // the kernel reads slot at slot * head_dim with its own stride (SPEC §5)
+        // the kernel reads slot at slot * head_dim with its own stride (docs/design.md §5)
         if (slot < 0 || slot * D + D > kv_elems)
           throw DeviceFault(work_name(workgroup, w, wi) + ": kv index " + std::to_string(e) + " reads slot " +
                             std::to_string(slot) + " at element " + std::to_string(slot * D) + " (+" +

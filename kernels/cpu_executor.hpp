@@ -1,4 +1,4 @@
-// The CPU executor: the kernel contract of SPEC §5 run on the host, exactly as a
+// The CPU executor: the kernel contract of docs/design.md §5 run on the host, exactly as a
 // device kernel would run it (reference aiter_mla_metadata.md §7.1): it consumes
 // the work list and nothing else, so a wrong work list gives a wrong answer.
 #pragma once
