@@ -515,10 +515,11 @@ void run_work(const ExecArgs& a, int64_t workgroup, int64_t w, Stage1Scratch& s)
       const bool empty = l == 0.0f;
       const float inv = empty ? 0.0f : 1.0f / l;
       const float lse = empty ? -std::numeric_limits<float>::infinity() : s.row_max[r] + std::log(l);
-      const float* accr = acc + r * V;
+      float* accr = acc + r * V;
       if (ploc < 0) {
-        uint16_t* o = a.out + ((qs + qrow) * H + h) * V;
-        for (int64_t d = 0; d < V; ++d) o[d] = encode_out(accr[d] * inv, a.out_dtype);
+        // encode_out(acc * inv) per element, as one bulk encode of the scaled row
+        for (int64_t d = 0; d < V; ++d) accr[d] *= inv;
+        encode_elements(a.out_dtype, a.fp8_flavor, accr, V, a.out, ((qs + qrow) * H + h) * V);
         if (a.lse) a.lse[(qs + qrow) * H + h] = lse;
       } else {
         float* o = a.partial_out + ((ploc + qrow) * H + h) * V;
