@@ -244,6 +244,38 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
   CHECK((in.kv.bytes == kvbytes));
 }
 
+TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 code", "[inputs]") {
+  auto bits_of = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    return u;
+  };
+  // every fp16 code, in bulk (the vector path) and at every misalignment of the tail
+  std::vector<uint16_t> h(65536 + 40);
+  for (size_t i = 0; i < h.size(); ++i) h[i] = (uint16_t)(i * 40503u);  // a permutation of the codes, then some
+  for (uint32_t c = 0; c < 65536; ++c) h[c] = (uint16_t)c;
+  std::vector<float> out(h.size());
+  for (int64_t first : {0, 1, 7}) {
+    const int64_t n = (int64_t)h.size() - first;
+    decode_elements(DType::fp16, Fp8Flavor::e4m3fn, h.data(), first, n, 1.0f, out.data());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += bits_of(out[i]) != bits_of(fp16_bits_to_float(h[first + i]));
+    CHECK(bad == 0);
+  }
+  // every fp8 code of both flavours, with scales including 1, a power of two and neither
+  std::vector<uint8_t> q(256 * 3 + 13);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = (uint8_t)(i * 167u);
+  for (Fp8Flavor fl : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz})
+    for (float scale : {1.0f, 0.25f, 0.0123f, 3.0e30f})
+      for (int64_t first : {0, 3}) {
+        const int64_t n = (int64_t)q.size() - first;
+        decode_elements(DType::fp8, fl, q.data(), first, n, scale, out.data());
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; ++i) bad += bits_of(out[i]) != bits_of(fp8_bits_to_float(q[first + i], fl) * scale);
+        CHECK(bad == 0);
+      }
+}
+
 TEST_CASE("inputs: shapes, row map, NaN in unused slots, poisoned block table", "[inputs]") {
   BatchShape s;
   s.context_query = {{5, 2}, {40, 2}, {0, 2}};
