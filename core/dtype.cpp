@@ -198,8 +198,52 @@ __attribute__((target("avx512f"))) int64_t decode_fp8_avx512(const uint8_t* s, i
   return i;
 }
 
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
+typedef uint8_t U8x16 __attribute__((vector_size(16)));
+
+// float_to_fp8_bits on 16 lanes: the same steps (NaN, saturation, the normal and
+// subnormal round-to-nearest-even shifts, fnuz's -0), as lane masks.
+__attribute__((target("avx512f,avx512bw"))) int64_t encode_fp8_avx512(const float* src, int64_t count, Fp8Flavor flavor,
+                                                                       uint8_t* dst) {
+  const Fp8Params p = fp8_params(flavor);
+  const int32_t emin = 1 - p.bias;
+  const bool fn = flavor == Fp8Flavor::e4m3fn;
+  const U32x16 nan_code = U32x16{} + (uint32_t)p.nan_code, max_code = U32x16{} + (uint32_t)p.max_code;
+  int64_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    U32x16 u;
+    std::memcpy(&u, src + i, sizeof u);
+    const U32x16 sign = (u >> 24) & 0x80u, a = u & 0x7FFFFFFFu;
+    const I32x16 e = (I32x16)(a >> 23), E = e - 127;
+    const U32x16 mant = (a & 0x7FFFFFu) | 0x800000u;
+    const I32x16 normal = E >= emin;
+    const I32x16 shift = normal ? I32x16{} + 20 : 20 + (emin - E);  // >= 20
+    const I32x16 big = shift >= 32;                                   // shift_rne gives 0
+    const U32x16 sh = (U32x16)(big ? I32x16{} + 31 : shift);
+    const U32x16 kept = mant >> sh, rem = mant & (((U32x16{} + 1u) << sh) - 1u), half = (U32x16{} + 1u) << (sh - 1u);
+    const I32x16 up = (I32x16)(rem > half) | ((I32x16)(rem == half) & (I32x16)((kept & 1u) != 0u));
+    U32x16 r = kept + (U32x16)(up & 1);
+    r = (U32x16)(big ? I32x16{} : (I32x16)r);
+    U32x16 code = (U32x16)(normal ? (I32x16)((U32x16)((E - emin + 1) << 3) + r - 8u) : (I32x16)r);
+    code = (U32x16)(e == 0 ? I32x16{} : (I32x16)code);
+    code = (U32x16)(code > max_code ? (I32x16)max_code : (I32x16)code);
+    U32x16 out = sign | code;
+    if (!p.has_negative_zero) out = (U32x16)(code == 0u ? I32x16{} : (I32x16)out);
+    const U32x16 nan = fn ? (sign | nan_code) : nan_code;
+    out = (U32x16)(a > 0x7F800000u ? (I32x16)nan : (I32x16)out);
+    const U8x16 bytes = __builtin_convertvector(out, U8x16);
+    std::memcpy(dst + i, &bytes, sizeof bytes);
+  }
+  return i;
+}
+
 bool have_avx512f() {
   static const bool ok = __builtin_cpu_supports("avx512f");
+  return ok;
+}
+
+bool have_avx512bw() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
   return ok;
 }
 #endif
@@ -255,7 +299,11 @@ void encode_elements(DType dtype, Fp8Flavor flavor, const float* src, int64_t co
     }
     case DType::fp8: {
       uint8_t* d = static_cast<uint8_t*>(dst) + first;
-      for (int64_t i = 0; i < count; ++i) d[i] = float_to_fp8_bits(src[i], flavor);
+      int64_t i = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+      if (count >= 16 && have_avx512bw()) i = encode_fp8_avx512(src, count, flavor, d);
+#endif
+      for (; i < count; ++i) d[i] = float_to_fp8_bits(src[i], flavor);
       break;
     }
   }

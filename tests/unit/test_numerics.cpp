@@ -153,6 +153,21 @@ ReferenceOutput eigen_reference(const Batch& b, const std::vector<RowWindow>& ro
   return ref;
 }
 
+// encode_elements(fp8) against float_to_fp8_bits on `values` (bulk and unaligned tail)
+int64_t fp8_bulk_mismatches(const std::vector<float>& values, Fp8Flavor fl) {
+  std::vector<uint8_t> got(values.size());
+  encode_elements(DType::fp8, fl, values.data(), (int64_t)values.size(), got.data(), 0);
+  int64_t bad = 0;
+  for (size_t i = 0; i < values.size(); ++i) bad += got[i] != float_to_fp8_bits(values[i], fl);
+  return bad;
+}
+
+float float_of_bits(uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
 }
@@ -274,6 +289,45 @@ TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 c
         for (int64_t i = 0; i < n; ++i) bad += bits_of(out[i]) != bits_of(fp8_bits_to_float(q[first + i], fl) * scale);
         CHECK(bad == 0);
       }
+}
+
+TEST_CASE("inputs: bulk fp8 encode equals float_to_fp8_bits (every exponent, rounding boundaries, specials)", "[inputs]") {
+  std::vector<float> v;
+  for (uint32_t sign : {0u, 0x80000000u})
+    for (uint32_t e = 0; e < 256; ++e) {
+      // the 3 kept mantissa bits, the round bit and the sticky bits at every
+      // position a subnormal shift can put them (shift 20 .. 31)
+      for (uint32_t top = 0; top < 64; ++top)
+        for (uint32_t low : {0u, 1u, 0x3FFFu, 0x4000u, 0x7FFFu, 0x8000u, 0xFFFFu, 0x1FFFFu, 0x20000u, 0x3FFFFu})
+          v.push_back(float_of_bits(sign | (e << 23) | ((top << 17) & 0x7FFFFFu) | (low & 0x1FFFFu)));
+      for (uint32_t k = 0; k < 23; ++k) {  // single bits and their neighbours
+        const uint32_t m = 1u << k;
+        for (uint32_t x : {m, m - 1, m + 1}) v.push_back(float_of_bits(sign | (e << 23) | (x & 0x7FFFFFu)));
+      }
+    }
+  for (uint32_t u = 0; u < 0xFFFFFFFFu - 9973u; u += 9973u) v.push_back(float_of_bits(u));  // a sweep of all patterns
+  v.push_back(std::numeric_limits<float>::quiet_NaN());
+  v.push_back(-std::numeric_limits<float>::quiet_NaN());
+  v.push_back(float_of_bits(0x7F800001u));  // signalling NaN
+  for (Fp8Flavor fl : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz}) {
+    CHECK(fp8_bulk_mismatches(v, fl) == 0);
+    std::vector<float> shifted(v.begin() + 5, v.end());  // another alignment of the 16-lane blocks
+    CHECK(fp8_bulk_mismatches(shifted, fl) == 0);
+  }
+}
+
+// Every float (2^32 patterns, both flavours): about a minute, so hidden; run with
+// `unit_tests "[.exhaustive]"`.
+TEST_CASE("inputs: bulk fp8 encode equals float_to_fp8_bits for every float", "[.exhaustive]") {
+  for (Fp8Flavor fl : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz}) {
+    int64_t bad = 0;
+    std::vector<float> v(1u << 24);
+    for (uint64_t base = 0; base < (uint64_t(1) << 32); base += v.size()) {
+      for (size_t i = 0; i < v.size(); ++i) v[i] = float_of_bits((uint32_t)(base + i));
+      bad += fp8_bulk_mismatches(v, fl);
+    }
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("inputs: shapes, row map, NaN in unused slots, poisoned block table", "[inputs]") {
