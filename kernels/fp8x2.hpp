@@ -24,14 +24,20 @@
 namespace mla {
 
 // Byte permute (PTX prmt, default mode): result byte i = byte (sel >> 4i) & 7 of
-// the 8-byte pool {a (bytes 0-3), b (bytes 4-7)}.
+// the 8-byte pool {a (bytes 0-3), b (bytes 4-7)}; with bit 3 of that nibble set,
+// the byte's top bit replicated (0x00 or 0xff).
 MLA_FP8X2_FN uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t sel) {
 #if defined(__CUDA_ARCH__)
   return __byte_perm(a, b, sel);
 #else
   const uint64_t pool = (uint64_t(b) << 32) | a;
   uint32_t r = 0;
-  for (int i = 0; i < 4; ++i) r |= uint32_t((pool >> (8 * ((sel >> (4 * i)) & 7))) & 0xffu) << (8 * i);
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t nib = (sel >> (4 * i)) & 0xfu;
+    uint32_t byte = uint32_t(pool >> (8 * (nib & 7))) & 0xffu;
+    if (nib & 8) byte = (byte & 0x80u) ? 0xffu : 0u;
+    r |= byte << (8 * i);
+  }
   return r;
 #endif
 }
@@ -63,6 +69,69 @@ MLA_FP8X2_FN uint32_t fp8x2_to_bf16x2(uint32_t x, bool fnuz) {
 MLA_FP8X2_FN void fp8x4_to_bf16x4(uint32_t w, bool fnuz, uint32_t* lo, uint32_t* hi) {
   *lo = fp8x2_to_bf16x2(byte_perm(w, 0, 0x4140), fnuz);
   *hi = fp8x2_to_bf16x2(byte_perm(w, 0, 0x4342), fnuz);
+}
+
+// ---- The fast form (the transposed wgmma kernel's staged fp8 producer) ----------
+// Integer work is what limits a converting producer (the ALU pipe runs at half the
+// FP32 rate), so this form does the exponent re-bias with one bf16x2 multiply:
+// a lane holding sign | e << 7 | m << 4 is the bf16 2^(e - 127) (1 + m/8) (e > 0)
+// or the bf16 subnormal (m/8) 2^-126 (e = 0), and times 2^(127 - bias) it is the
+// code's value exactly (bf16 multiplies keep subnormal inputs; 4 significant bits,
+// in range: no rounding). ~2 integer operations per code instead of ~10. The NaN
+// codes (e4m3fn 0x7f/0xff -> +-480 here, e4m3fnuz 0x80 -> -0 here) are found per
+// word and fixed to 0x7fc0 as the exact form does.
+
+// Two bf16 lanes times two bf16 lanes, round to nearest (exact for the operands here).
+MLA_FP8X2_FN uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i) {
+    // bf16 -> float is exact; the product of a 4-bit significand and a power of two
+    // is exact in float and in bf16 (the callers' operands), so truncating is exact.
+    const uint32_t x = ((a >> (16 * i)) & 0xffffu) << 16, y = ((b >> (16 * i)) & 0xffffu) << 16;
+    float fx, fy;
+    __builtin_memcpy(&fx, &x, 4);
+    __builtin_memcpy(&fy, &y, 4);
+    const float p = fx * fy;
+    uint32_t bits;
+    __builtin_memcpy(&bits, &p, 4);
+    r |= (bits >> 16) << (16 * i);
+  }
+  return r;
+#endif
+}
+
+// 0x80 in byte i of the result where code i of w is a NaN code, else 0.
+MLA_FP8X2_FN uint32_t fp8x4_nan_bytes(uint32_t w, bool fnuz) {
+  if (fnuz) {  // code 0x80: a zero byte of w ^ 0x80808080 (exact per byte, no carries)
+    const uint32_t b = w ^ 0x80808080u;
+    return ~(((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) | b) & 0x80808080u;
+  }
+  return ((w & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;  // em == 0x7f: + 1 reaches bit 7
+}
+
+// Four codes (code i in byte i of w) -> bf16 bits of codes 0-1 in *lo, 2-3 in *hi,
+// equal to fp8x4_to_bf16x4 for every non-NaN code; NaN codes are left to
+// fp8x4_fix_nan (callers test fp8x4_nan_bytes first: NaN codes are rare).
+MLA_FP8X2_FN void fp8x4_to_bf16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint32_t* hi) {
+  const uint32_t scale = fnuz ? 0x7B007B00u : 0x7B807B80u;  // bf16 2^119, 2^120
+  const uint32_t em = w & 0x7f7f7f7fu;
+  // byte_perm(x, 0, 0x1404): lanes x.byte0 << 8, x.byte1 << 8 (0x3424: bytes 2, 3).
+  const uint32_t s0 = byte_perm(w, 0, 0x1404u) & 0x80008000u, s1 = byte_perm(w, 0, 0x3424u) & 0x80008000u;
+  const uint32_t e0 = byte_perm(em, 0, 0x1404u) >> 4, e1 = byte_perm(em, 0, 0x3424u) >> 4;
+  *lo = bf16x2_mul(e0 | s0, scale);
+  *hi = bf16x2_mul(e1 | s1, scale);
+}
+
+// Lanes of NaN codes (nan: fp8x4_nan_bytes of the same word) set to 0x7fc0.
+MLA_FP8X2_FN void fp8x4_fix_nan(uint32_t nan, uint32_t* lo, uint32_t* hi) {
+  const uint32_t mlo = byte_perm(nan, 0, 0x9988u), mhi = byte_perm(nan, 0, 0xbbaau);  // 0xffff per NaN lane
+  *lo = (*lo & ~mlo) | (0x7fc07fc0u & mlo);
+  *hi = (*hi & ~mhi) | (0x7fc07fc0u & mhi);
 }
 
 }  // namespace mla

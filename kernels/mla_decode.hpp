@@ -64,6 +64,12 @@ struct Stage1Params {
   Stage1Kernel kernel = Stage1Kernel::automatic;  // which stage-1 kernel (tests run each)
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
+  // Blocks per workgroup (set by the row-major wgmma launch only; 1 elsewhere): block
+  // blockIdx.x runs workgroup blockIdx.x % num_workgroups, and of each of its works
+  // only the 64-pair chunks blockIdx.x / num_workgroups + pair_tiles * i, as
+  // FlashMLA's grid of (SM part, 64-head tile). The work list is unchanged: the
+  // blocks of one workgroup write disjoint (row, head) pairs of the same works.
+  int32_t pair_tiles = 1;
 };
 
 struct ReduceParams {

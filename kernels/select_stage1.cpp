@@ -89,20 +89,17 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
     return {Stage1Kernel::mma, "asked (the MFMA kernel: compile-checked only, never run on AMD hardware)"};
   }
 
-  // NVIDIA. Automatic runs the warpgroup kernels wherever they apply to 16-bit KV:
-  // they beat mma.sync on every docs/design.md §8 shape (docs/bench_notes.md steps
-  // 16-17). fp8 KV stays on mma.sync: the transposed kernel's converting producer
-  // is not faster there until its loads are staged (step 19, branch
-  // wip/fp8-cpasync-staging).
+  // NVIDIA. Automatic runs the warpgroup kernels wherever they apply: they beat
+  // mma.sync on every docs/design.md §8 shape (docs/bench_notes.md steps 16-17),
+  // fp8 KV included since its codes are staged with cp.async and converted
+  // shared -> shared (step 22).
   std::string path;  // the kernels passed over, in order
   if (want == Stage1Kernel::wgmma || want == Stage1Kernel::automatic) {
-    if (want == Stage1Kernel::automatic && p.kv_type == ElemType::fp8) {
-      path = "automatic keeps fp8 KV off wgmma (not faster than mma.sync: docs/bench_notes.md step 19)";
-    } else if (std::string why = wgmma_rejects(p, d); !why.empty()) {
+    if (std::string why = wgmma_rejects(p, d); !why.empty()) {
       path = (want == Stage1Kernel::automatic ? std::string("automatic: ") : std::string()) + explain("wgmma", why);
     } else {
       return {Stage1Kernel::wgmma, want == Stage1Kernel::automatic
-                                       ? "automatic: the warpgroup kernel applies (16-bit KV, sm_90a build on 9.0)"
+                                       ? "automatic: the warpgroup kernel applies (sm_90a build on 9.0)"
                                        : "asked, and it applies"};
     }
   }

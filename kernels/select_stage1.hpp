@@ -27,10 +27,9 @@ struct Stage1Choice {
 // Reads p.kernel (what is asked), p.q_type, p.kv_type, p.heads, p.head_dim,
 // p.v_dim and p.max_pairs (0: heads); nothing else of p.
 //
-// NVIDIA: cuda_core when asked. Else wgmma when asked, or for `automatic` with
-// 16-bit KV, and it applies (wgmma_rejects); else mma when it applies
-// (mma_rejects); else cuda_core. fp8 KV stays off wgmma under automatic (its
-// converting producer is not faster than mma.sync there: docs/bench_notes.md step 19).
+// NVIDIA: cuda_core when asked. Else wgmma when asked or `automatic`, and it
+// applies (wgmma_rejects: fp8 KV on works of <= 16 pairs only); else mma when it
+// applies (mma_rejects); else cuda_core.
 // AMD: mma only when asked and it applies (the MFMA build is compile-checked,
 // never run on AMD hardware); everything else, wgmma asked included, cuda_core.
 // No backend: cuda_core (nothing runs).

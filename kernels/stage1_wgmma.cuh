@@ -51,11 +51,10 @@ constexpr int kConsumers = 256;              // two warpgroups
 // never had the last registers free.)
 constexpr int kThreads = kConsumers + 128;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-// fp8 KV (transposed kernel only): the producer loads and converts the codes,
-// so it gets 152 registers and the consumers 176 (152 + 2 x 176 = 504). At 88 the
-// producer spilled; at 120 ptxas issued its loads one at a time, at 152 two at a
-// time, the fastest of the three (docs/bench_notes.md step 19 and "Moved from
-// kernel comments").
+// fp8 KV (transposed kernel only): the producer stages and converts the codes
+// (produce_fp8_tiles), so it gets 152 registers and the consumers 176
+// (152 + 2 x 176 = 504), the split the register-converting producer of
+// docs/bench_notes.md step 19 was measured with.
 __host__ __device__ constexpr int producer_regs(bool kv8) { return kv8 ? 152 : kProducerRegs; }
 __host__ __device__ constexpr int consumer_regs(bool kv8) { return kv8 ? 176 : kConsumerRegs; }
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
@@ -266,74 +265,149 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
 // first version mapped consecutive threads to consecutive chunks of the whole tile
 // and shuffled each chunk's slot in from its owner lane: that loop alone, with no
 // copies at all, was the bottleneck (docs/bench_notes.md step 16).
-// Eight fp8 codes (two words) -> eight bf16 values (one 16-byte chunk), exact:
-// kernels/fp8x2.hpp (unit-tested against the reference's decode for every code).
-__device__ inline uint4 fp8x8_to_bf16x8(uint32_t w0, uint32_t w1, bool fnuz) {
-  uint4 r;
-  fp8x4_to_bf16x4(w0, fnuz, &r.x, &r.y);
-  fp8x4_to_bf16x4(w1, fnuz, &r.z, &r.w);
-  return r;
+// fp8 KV (KV8, the transposed kernel's 64-token tiles): the codes cannot be
+// converted in flight by cp.async, and loading them into registers to convert kept
+// only two 16-byte loads in flight per thread (ptxas rotates two destination
+// registers however the loads are batched: docs/bench_notes.md step 19). So the raw
+// codes are staged asynchronously: each 64-token tile is two 32-token halves, each
+// half copied with cp.async into one of kRawHalves raw buffers, and the producer
+// converts half h - 2 shared -> shared into the swizzled bf16 stage while halves
+// h - 1 and h are in flight. Producer thread t copies and converts the same 16-byte
+// chunks (row t / 4 of each half, fp8 chunks t % 4 + 4j), so its own
+// cp.async.wait_group is all the synchronisation the raw buffers need; the raw
+// layout [chunk j][thread][16 B] makes every warp's shared load one contiguous
+// 512-byte run. The conversion is fp8x4_to_bf16x4_fast (kernels/fp8x2.hpp: one
+// bf16x2 multiply per two codes; the exact form's ~10 integer operations per code
+// limited the producer) with NaN codes fixed where present. The scores and the
+// output take kv_scale (the consumers).
+constexpr int kRawHalves = 3;
+__device__ inline void lds128(uint32_t addr, uint4& v) {
+  asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
+}
+__device__ inline void cp_async16_ordered(uint32_t dst, const void* src, int src_bytes) {
+  // With a memory clobber (unlike frag::cp_async16): a raw buffer is rewritten only
+  // after this thread's own shared loads of it, and those must stay before it.
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
-// fp8 KV (KV8): the producer cannot convert in flight with cp.async, so it loads
-// the codes into registers (16 per 16-byte load; 4 threads per row, batches of 6
-// loads with the next batch in flight while one is converted), writes bf16 bits
-// into the swizzled stage with plain stores, fences them for the async proxy and
-// arrives on `full`. The scores and the output take kv_scale (the consumers).
-template <int NT, int HD>
-__device__ inline void produce_fp8_tile(const Stage1Params& p, int tile, int max_end, const int32_t (&cur)[NT / 32],
-                                        uint8_t* stage, int32_t w, int ptid) {
-  constexpr int kTpr = 4, kRowsPerPass = kProducers / kTpr, kRowsPer = NT / kRowsPerPass;
-  constexpr int kChunks = HD / 16 / kTpr;  // 16-byte fp8 chunks per thread and row (9 or 8)
-  constexpr int kAll = kRowsPer * kChunks, kBatch = 6, kBatches = (kAll + kBatch - 1) / kBatch;
-  const int r0 = ptid / kTpr, c0 = ptid % kTpr;
+// Sixteen codes -> two swizzled 16-byte bf16 chunks (elements 16c .. 16c + 15 of a row).
+__device__ inline void fp8x16_to_stage(const uint4& x, bool fnuz, uint8_t* dst0, uint8_t* dst1) {
+  uint4 a, b;
+  fp8x4_to_bf16x4_fast(x.x, fnuz, &a.x, &a.y);
+  fp8x4_to_bf16x4_fast(x.y, fnuz, &a.z, &a.w);
+  fp8x4_to_bf16x4_fast(x.z, fnuz, &b.x, &b.y);
+  fp8x4_to_bf16x4_fast(x.w, fnuz, &b.z, &b.w);
+  const uint32_t n0 = fp8x4_nan_bytes(x.x, fnuz), n1 = fp8x4_nan_bytes(x.y, fnuz), n2 = fp8x4_nan_bytes(x.z, fnuz),
+                 n3 = fp8x4_nan_bytes(x.w, fnuz);
+  if (n0 | n1 | n2 | n3) {  // NaN codes: rare (none in encoded finite data)
+    fp8x4_fix_nan(n0, &a.x, &a.y);
+    fp8x4_fix_nan(n1, &a.z, &a.w);
+    fp8x4_fix_nan(n2, &b.x, &b.y);
+    fp8x4_fix_nan(n3, &b.z, &b.w);
+  }
+  *reinterpret_cast<uint4*>(dst0) = a;
+  *reinterpret_cast<uint4*>(dst1) = b;
+}
+
+template <int QR, int NT, int S, int HD>
+__device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
+                                         size_t stage_bytes, uint8_t* raw, uint32_t full_bar, uint32_t empty_bar,
+                                         int ptid) {
+  constexpr int kTpr = 4, kHalfRows = kProducers / kTpr;  // 32 rows per half, one per thread
+  constexpr int kChunks = HD / 16 / kTpr;                 // 16-byte fp8 chunks per thread and row (9 or 8)
+  constexpr uint32_t kHalfBytes = uint32_t(kHalfRows) * HD;
+  static_assert(NT == 2 * kHalfRows && (HD / 16) % kTpr == 0, "fp8 producer: two 32-row halves per tile");
+  const int heads = p.heads, r0 = ptid / kTpr, c0 = ptid % kTpr;
+  const bool fnuz = p.fp8_fnuz;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
-  const uint8_t* src[kRowsPer];
-#pragma unroll
-  for (int u = 0; u < kRowsPer; ++u) {
-    const int64_t slot = cur[u];
-    const bool in_tile = tile + r0 + kRowsPerPass * u < max_end;
+  const uint32_t raw_base = saddr(raw) + uint32_t(ptid) * 16;
+  // Half h: chunk j of this thread at raw_base + (h % kRawHalves) * kHalfBytes + j * kProducers * 16.
+  auto issue = [&](uint32_t h, int32_t slot_, bool in_tile, int32_t w) {
+    const int64_t slot = slot_;
     const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
     if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-    src[u] = ok ? kv + slot * HD : nullptr;
-  }
-  auto load = [&](int k) {
-    const int u = k / kChunks, c = c0 + kTpr * (k % kChunks);
-    return src[u] ? __ldg(reinterpret_cast<const uint4*>(src[u] + 16 * c)) : make_uint4(0, 0, 0, 0);
+    const uint8_t* src = ok ? kv + slot * HD + 16 * c0 : kv;
+    const uint32_t dst = raw_base + (h % kRawHalves) * kHalfBytes;
+#pragma unroll
+    for (int j = 0; j < kChunks; ++j)
+      cp_async16_ordered(dst + j * kProducers * 16, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+    frag::cp_async_commit();
   };
-  uint4 buf[2][kBatch];
+  // Converts half h (its copies landed) into stage (h / 2) % S; the first half of a
+  // tile waits for the stage to be free, the second publishes it on `full`.
+  auto convert = [&](uint32_t h) {
+    const uint32_t k = h / 2;
+    const int s = int(k % S);
+    if ((h & 1) == 0) mbar_wait(empty_bar + 8 * s, ((k / S) & 1) ^ 1, p.error);
+    uint8_t* stage = kv_s + size_t(s) * stage_bytes;
+    const int n = r0 + kHalfRows * int(h & 1);
+    // fp8 chunk c = c0 + 4j is bf16 chunks 2c, 2c + 1 of row n: column block j,
+    // chunks 2c0 and 2c0 + 1 of it, swizzled with n & 7.
+    uint8_t* row = stage + n * kRowBytes;
+    uint8_t* d0 = row + (((2 * c0) ^ (n & 7)) << 4);
+    uint8_t* d1 = row + (((2 * c0 + 1) ^ (n & 7)) << 4);
+    const uint32_t src = raw_base + (h % kRawHalves) * kHalfBytes;
 #pragma unroll
-  for (int i = 0; i < kBatch; ++i)
-    if (i < kAll) buf[0][i] = load(i);
-#pragma unroll
-  for (int bt = 0; bt < kBatches; ++bt) {
-    if (bt + 1 < kBatches) {
-#pragma unroll
-      for (int i = 0; i < kBatch; ++i)
-        if ((bt + 1) * kBatch + i < kAll) buf[(bt + 1) & 1][i] = load((bt + 1) * kBatch + i);
+    for (int j = 0; j < kChunks; ++j) {
+      uint4 x;
+      lds128(src + j * kProducers * 16, x);
+      fp8x16_to_stage(x, fnuz, d0 + j * NT * kRowBytes, d1 + j * NT * kRowBytes);
     }
+    if (h & 1) {
+      fence_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
+      mbar_arrive(full_bar + 8 * s);
+    }
+  };
+  uint32_t h = 0;  // halves issued
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, false)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = 0; chunk < pairs; chunk += QR) {
+      const int cp = min(QR, pairs - chunk);
+      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+      int32_t next[2];  // slot indices a tile ahead (as produce_kv_tiles)
 #pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      const int k = bt * kBatch + i;
-      if (k >= kAll) break;
-      const int u = k / kChunks, c = c0 + kTpr * (k % kChunks), n = r0 + kRowsPerPass * u;
-      const uint4 x = buf[bt & 1][i];
-      // fp8 chunk c (elements 16c..16c+15) = bf16 chunks 2c and 2c + 1 of row n
-      *reinterpret_cast<uint4*>(stage + swz(2 * c, n, NT)) = fp8x8_to_bf16x8(x.x, x.y, p.fp8_fnuz);
-      *reinterpret_cast<uint4*>(stage + swz(2 * c + 1, n, NT)) = fp8x8_to_bf16x8(x.z, x.w, p.fp8_fnuz);
+      for (int u = 0; u < 2; ++u) {
+        const int t = work.kv_start + r0 + kHalfRows * u;
+        next[u] = t < max_end ? p.kv_indices[t] : -1;
+      }
+      for (int tile = work.kv_start; tile < max_end; tile += NT) {
+        int32_t cur[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          cur[u] = next[u];
+          const int t = tile + NT + r0 + kHalfRows * u;
+          next[u] = t < max_end ? p.kv_indices[t] : -1;
+        }
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          issue(h, cur[u], tile + r0 + kHalfRows * u < max_end, w);
+          if (h >= 2) {
+            frag::cp_async_wait_pending<2>();
+            convert(h - 2);
+          }
+          ++h;
+        }
+      }
     }
   }
-  fence_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
+  if (h >= 2) {  // h is even: the last tile's two halves
+    frag::cp_async_wait_pending<1>();
+    convert(h - 2);
+    frag::cp_async_wait_pending<0>();
+    convert(h - 1);
+  }
 }
 
-template <int QR, int NT, int S, int HD, bool KV8>
+template <int QR, int NT, int S, int HD>
 __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                         size_t stage_bytes, uint32_t full_bar, uint32_t empty_bar, int pw, int lane) {
-  constexpr int kTpr = KV8 ? 4 : 8;            // threads per row: 8 x 16 B = one 128-byte segment (fp8: 4 x 16 codes)
+  constexpr int kTpr = 8;                      // threads per row: 8 x 16 B = one 128-byte segment
   constexpr int kRowsPerPass = kProducers / kTpr;
   constexpr int kRowsPer = NT / kRowsPerPass;  // rows per thread
   constexpr int kColsPer = HD / 8 / kTpr;      // 16-byte chunks per thread and row (9 or 8)
-  static_assert(NT % kRowsPerPass == 0 && (HD / 8) % kTpr == 0 && (!KV8 || kRowsPer == NT / 32), "producer thread layout");
+  static_assert(NT % kRowsPerPass == 0 && (HD / 8) % kTpr == 0, "producer thread layout");
   const int heads = p.heads;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
   const int64_t row_bytes = int64_t(HD) * 2;  // the kernel's own stride (seed 002)
@@ -343,7 +417,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
     if (!work_ok(p, work, w, false)) continue;
     const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-    for (int chunk = 0; chunk < pairs; chunk += QR) {
+    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
       const int cp = min(QR, pairs - chunk);
       const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
       // The slot indices of the next tile are loaded before waiting for a free
@@ -365,10 +439,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
         }
         mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
         uint8_t* stage = kv_s + size_t(s) * stage_bytes;
-        if constexpr (KV8) {
-          produce_fp8_tile<NT, HD>(p, tile, max_end, cur, stage, w, ptid);
-          mbar_arrive(full_bar + 8 * s);
-        } else {
+        {
 #pragma unroll
           for (int u = 0; u < kRowsPer; ++u) {
             const int n = r0 + kRowsPerPass * u;
@@ -424,7 +495,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
-    produce_kv_tiles<QR, NT, S, HD, KV8>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
+    static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
+    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
                                     lane);
     return;
   }
@@ -448,7 +520,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
     if (!work_ok(p, work, w, tid == 0)) continue;
     const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-    for (int chunk = 0; chunk < pairs; chunk += QR) {
+    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
       const int cp = min(QR, pairs - chunk);
       const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
       const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
@@ -674,19 +746,32 @@ namespace wg {
 // parts, bf16/fp16) into its own swizzled buffer, and the two states are merged
 // at the end of a chunk. Producer: produce_kv_tiles with 2 stages of 64 tokens.
 constexpr int kTNT = 64, kTPairs = 16, kTStages = 2;
+// fp8 KV (kv8) adds the producer's raw buffers (kRawHalves x 32 rows of head_dim
+// codes, 54 KB at 576) where 16-bit KV has the 32 KB merge buffer: both would not
+// fit in 227 KB, so fp8 merges warpgroup 1's accumulators through q_s (18 KB) in
+// two rounds of 16 KB at the chunk end, when q is no longer read.
 struct PlanT {
   int head_dim;
+  bool kv8 = false;
   __host__ __device__ int blocks() const { return head_dim / 64; }
   __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * kTPairs * kRowBytes; }
   __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * kTNT * kRowBytes; }
   __host__ __device__ size_t kv_off() const { return q_bytes(); }
   __host__ __device__ size_t p_off() const { return kv_off() + kTStages * stage_bytes(); }  // [wg][hi, lo][16][128 B]
   __host__ __device__ size_t red_off() const { return p_off() + 2 * 2 * kTPairs * kRowBytes; }  // [wg][4 warps][16] f32
-  __host__ __device__ size_t merge_off() const { return red_off() + 2 * 4 * kTPairs * 4; }  // [64 regs][128 thr] f32
-  __host__ __device__ size_t ml_off() const { return merge_off() + 64 * 128 * 4; }  // [wg][4 warps][16] l, [16] m
+  // 16-bit KV: [64 regs][128 thr] f32; fp8 KV: the raw buffers, [half][chunk][thread][16 B]
+  __host__ __device__ size_t merge_off() const { return red_off() + 2 * 4 * kTPairs * 4; }
+  __host__ __device__ size_t raw_half_bytes() const { return size_t(kProducers / 4) * head_dim; }
+  __host__ __device__ size_t merge_bytes() const { return kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
+  __host__ __device__ size_t ml_off() const { return merge_off() + merge_bytes(); }  // [wg][4 warps][16] l, [16] m
   __host__ __device__ size_t bar_off() const { return ml_off() + (2 * 4 * kTPairs + kTPairs) * 4; }
   __host__ __device__ size_t total() const { return bar_off() + 2 * kTStages * 8 + 1024; }
 };
+// The merge of warpgroup 1's 64 accumulators: in one round (16-bit KV, its own
+// buffer) or two (fp8 KV, through q_s, which holds 16 KB: 32 accumulators x 128 threads).
+__host__ __device__ constexpr int merge_rounds(bool kv8) { return kv8 ? 2 : 1; }
+static_assert(kTPairs * kRowBytes * (512 / 64) >= 32 * 128 * 4, "fp8 merge rounds fit in q_s (head_dim 512 or 576)");
+constexpr int kBarMergeStart = 9, kBarMergeRead = 10;
 
 // D (64 x 16, fp32) (+)= A (64 x 16, smem; M-major when TRANS_A) · B (16 x 16, smem, K-major).
 template <bool F16, int TRANS_A>
@@ -707,7 +792,7 @@ template <bool F16, int HD, bool KV8>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const PlanT plan{HD};
+  const PlanT plan{HD, KV8};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
@@ -723,8 +808,12 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   if (!pipeline_start(p, full_bar, empty_bar, kTStages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
-    produce_kv_tiles<kTPairs, kTNT, kTStages, HD, KV8>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
-                                                  warp - kConsumers / 32, lane);
+    if constexpr (KV8)
+      produce_fp8_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), smem + plan.merge_off(),
+                                                     full_bar, empty_bar, tid - kConsumers);
+    else
+      produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
+                                                    warp - kConsumers / 32, lane);
     return;
   }
 
@@ -863,18 +952,27 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       if (gq == 0)
 #pragma unroll
         for (int x = 0; x < 4; ++x) lsum[(g * 4 + wq) * kTPairs + pair_of(x)] = l[x];
+      if (g == 1 && wq == 0 && gq == 0)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) mrec[pair_of(x)] = m[x];
+      constexpr int kRounds = merge_rounds(KV8), kCbPer = 8 / kRounds;
+      // fp8: merge goes through q_s, so both warpgroups must be past their last
+      // Q·Kᵀ (waited wgmmas) first; this barrier also publishes lsum and mrec.
+      float* mbuf = KV8 ? reinterpret_cast<float*>(q_s) : merge;
+      if constexpr (KV8) bar_sync(kBarMergeStart, kConsumers);
       if (g == 1) {
-        if (wq == 0 && gq == 0)
 #pragma unroll
-          for (int x = 0; x < 4; ++x) mrec[pair_of(x)] = m[x];
+        for (int rd = 0; rd < kRounds; ++rd) {
+          if (rd > 0) bar_sync(kBarMergeRead, kConsumers);  // warpgroup 0 has read round rd - 1
 #pragma unroll
-        for (int cb = 0; cb < 8; ++cb)
+          for (int cb = 0; cb < kCbPer; ++cb)
 #pragma unroll
-          for (int a = 0; a < 8; ++a) merge[(cb * 8 + a) * 128 + ct] = o[cb][a];
-        bar_arrive(kBarStats, kConsumers);
+            for (int a = 0; a < 8; ++a) mbuf[(cb * 8 + a) * 128 + ct] = o[rd * kCbPer + cb][a];
+          bar_arrive(kBarStats, kConsumers);
+        }
         continue;
       }
-      bar_sync(kBarStats, kConsumers);
+      if constexpr (!KV8) bar_sync(kBarStats, kConsumers);  // round 0 (lsum, mrec with it)
       float f0[4], f1[4], inv[4], lse[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
@@ -892,6 +990,18 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         inv[x] = L == 0.0f ? 0.0f : kv_scale / L;
         lse[x] = L == 0.0f ? kNegInf : (M + log2f(L)) * 0.6931471805599453f;
       }
+#pragma unroll
+      for (int rd = 0; rd < kRounds; ++rd) {
+        if (KV8 || rd > 0) bar_sync(kBarStats, kConsumers);  // round rd written
+#pragma unroll
+        for (int cb = 0; cb < kCbPer; ++cb)
+#pragma unroll
+          for (int a = 0; a < 8; ++a) {
+            const int x = 2 * (a >> 2) + (a & 1);
+            o[rd * kCbPer + cb][a] = o[rd * kCbPer + cb][a] * f0[x] + mbuf[(cb * 8 + a) * 128 + ct] * f1[x];
+          }
+        if (rd + 1 < kRounds) bar_arrive(kBarMergeRead, kConsumers);
+      }
       const bool final_out = work.ploc < 0;
       const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
 #pragma unroll
@@ -900,7 +1010,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         for (int a = 0; a < 8; ++a) {
           const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
           if (r >= cp) continue;
-          const float val = (o[cb][a] * f0[x] + merge[(cb * 8 + a) * 128 + ct] * f1[x]) * inv[x];
+          const float val = o[cb][a] * inv[x];
           const int64_t at = (row_base + r) * kVDim + cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
           if (final_out) p.out[at] = encode_out(p.out_type, val);
           else p.partial_out[at] = val;

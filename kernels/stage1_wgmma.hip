@@ -2,6 +2,8 @@
 // kernels in kernels/stage1_wgmma.cuh. Compiled only in CUDA builds; the
 // launches exist only when CMAKE_CUDA_ARCHITECTURES has 90a (MLACTL_CUDA_WGMMA),
 // and select_stage1 picks them only on a compute-9.0 device.
+#include <algorithm>
+
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/select_stage1.hpp"
@@ -21,18 +23,34 @@ static_assert(wg::kTPairs == kSmallWorkPairs, "select_stage1's bound for the tra
 #if defined(MLACTL_CUDA_WGMMA)
 namespace {
 
+// Blocks per workgroup for the row-major kernel (Stage1Params::pair_tiles): works
+// of more than QR pairs run their QR-pair chunks in as many blocks as the SMs left
+// by a plan of fewer workgroups than SMs allow. FlashMLA plans num_sm_parts =
+// SMs / ceil(h_q / 64) parts for a grid of parts x 64-head tiles
+// (FlashMLA csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3 launches
+// num_sm_parts x ceil(h_q / 64) CTAs), so one block per part would leave half the
+// SMs idle at 128 heads; AITER's plan has one workgroup per CU and keeps 1.
+int pair_tiles_for(const Stage1Params& p, int qr) {
+  static const int sms = gpu_current_multiprocessors();  // queried once
+  const int64_t chunks = (stage1_pairs(p) + qr - 1) / qr;
+  if (chunks <= 1 || p.num_workgroups <= 0 || sms <= 0) return 1;
+  return int(std::max<int64_t>(1, std::min<int64_t>(chunks, sms / p.num_workgroups)));
+}
+
 template <bool F16, bool KV8, int QR, int S, int NT>
-bool launch_rows(const Stage1Params& p, std::string* error) {
+bool launch_rows(const Stage1Params& p_in, std::string* error) {
+  Stage1Params p = p_in;
+  p.pair_tiles = pair_tiles_for(p, QR);
   const size_t smem = wg::Plan{QR, S, p.head_dim, NT}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8>
                                   : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
-  kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
+  kernel<<<dim3(unsigned(p.num_workgroups) * unsigned(p.pair_tiles)), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
 template <bool F16, bool KV8>
 bool launch_transposed(const Stage1Params& p, std::string* error) {
-  const size_t smem = wg::PlanT{p.head_dim}.total();
+  const size_t smem = wg::PlanT{p.head_dim, KV8}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8> : wg::stage1_wgmma_t_kernel<F16, 512, KV8>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
     return false;

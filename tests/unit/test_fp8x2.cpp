@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/dtype.hpp"
 #include "kernels/fp8x2.hpp"
@@ -45,4 +46,38 @@ TEST_CASE("fp8x2: byte_perm follows prmt's default mode", "[kernels]") {
   CHECK(mla::byte_perm(0xddccbbaau, 0u, 0x4140u) == 0x00bb00aau);
   CHECK(mla::lanes_lt(0x00070008u, 0x00080008u) == 0xffff0000u);
   CHECK(mla::lanes_eq(0x007f0001u, 0x007f007fu) == 0xffff0000u);
+  // bit 3 of a selector nibble: the selected byte's top bit replicated
+  CHECK(mla::byte_perm(0x00800080u, 0u, 0x9988u) == 0x0000ffffu);
+  CHECK(mla::byte_perm(0x80000000u, 0u, 0xbbaau) == 0xffff0000u);
+}
+
+// The fast form (bf16x2 multiply; NaN codes fixed only where fp8x4_nan_bytes says)
+// gives the exact form's bits for every pair of codes, at every byte position.
+TEST_CASE("fp8x2: the fast form equals the exact form for every code pair, both flavours", "[dtype][kernels]") {
+  for (const bool fnuz : {false, true}) {
+    int mismatches = 0;
+    for (uint32_t w = 0; w < 65536; ++w) {
+      for (const uint32_t word : {w | (w << 16), (w << 8) | (w >> 8 << 24), w << 16}) {
+        uint32_t lo = 0, hi = 0, want_lo = 0, want_hi = 0;
+        mla::fp8x4_to_bf16x4(word, fnuz, &want_lo, &want_hi);
+        mla::fp8x4_to_bf16x4_fast(word, fnuz, &lo, &hi);
+        if (const uint32_t nan = mla::fp8x4_nan_bytes(word, fnuz)) mla::fp8x4_fix_nan(nan, &lo, &hi);
+        if ((lo != want_lo || hi != want_hi) && ++mismatches <= 5)
+          FAIL_CHECK("flavor " << (fnuz ? "e4m3fnuz" : "e4m3fn") << " word 0x" << std::hex << word << ": got 0x" << hi
+                               << "'" << lo << ", want 0x" << want_hi << "'" << want_lo);
+      }
+    }
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("fp8x2: fp8x4_nan_bytes marks exactly the NaN codes", "[kernels]") {
+  for (const bool fnuz : {false, true})
+    for (uint32_t c = 0; c < 256; ++c) {
+      const bool nan = fnuz ? c == 0x80 : (c & 0x7f) == 0x7f;
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t word = (c << (8 * i)) | (0x01010101u & ~(0xffu << (8 * i)));  // other bytes: code 1
+        CHECK(mla::fp8x4_nan_bytes(word, fnuz) == (nan ? 0x80u << (8 * i) : 0u));
+      }
+    }
 }

@@ -87,7 +87,7 @@ Stage1Kernel old_rule(const Stage1Params& p, const Stage1Device& d) {
 
 }  // namespace
 
-TEST_CASE("select_stage1: automatic on an sm_90 device: wgmma for 16-bit KV, mma.sync for fp8 KV") {
+TEST_CASE("select_stage1: automatic on an sm_90 device: wgmma where it applies, fp8 KV on <= 16 pairs included") {
   CHECK(pick(params(A, bf16, bf16), kH200) == W);
   CHECK(pick(params(A, fp16, fp16), kH200) == W);
   CHECK(pick(params(A, fp8, bf16), kH200) == W);  // fp8 q is exact in bf16
@@ -96,10 +96,14 @@ TEST_CASE("select_stage1: automatic on an sm_90 device: wgmma for 16-bit KV, mma
   CHECK(pick(params(A, bf16, bf16, 16, 512, 512), kH200) == W);  // rope-free head_dim 512
   CHECK(why_has(params(A, bf16, bf16), kH200, "automatic"));
 
-  CHECK(pick(params(A, bf16, fp8), kH200) == M);
-  CHECK(pick(params(A, fp8, fp8), kH200) == M);
+  CHECK(pick(params(A, bf16, fp8), kH200) == W);  // F1: the transposed kernel's staged fp8 producer
+  CHECK(pick(params(A, fp8, fp8), kH200) == W);
+  CHECK(why_has(params(A, bf16, fp8), kH200, "automatic: the warpgroup kernel applies"));
+  // where the fp8 producer does not apply: fp16 q, works of more than 16 pairs
   CHECK(pick(params(A, fp16, fp8), kH200) == M);
-  CHECK(why_has(params(A, bf16, fp8), kH200, "keeps fp8 KV off wgmma"));
+  CHECK(why_has(params(A, fp16, fp8), kH200, "fp8 KV needs bf16 operands"));
+  CHECK(pick(params(A, bf16, fp8, 16, 576, 512, 64), kH200) == M);
+  CHECK(why_has(params(A, bf16, fp8, 16, 576, 512, 64), kH200, "transposed kernel only"));
 }
 
 TEST_CASE("select_stage1: each requested kernel on an sm_90 device, where it applies") {
