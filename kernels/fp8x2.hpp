@@ -78,8 +78,10 @@ MLA_FP8X2_FN void fp8x4_to_bf16x4(uint32_t w, bool fnuz, uint32_t* lo, uint32_t*
 // or the bf16 subnormal (m/8) 2^-126 (e = 0), and times 2^(127 - bias) it is the
 // code's value exactly (bf16 multiplies keep subnormal inputs; 4 significant bits,
 // in range: no rounding). ~2 integer operations per code instead of ~10. The NaN
-// codes (e4m3fn 0x7f/0xff -> +-480 here, e4m3fnuz 0x80 -> -0 here) are found per
-// word and fixed to 0x7fc0 as the exact form does.
+// codes come out as values no other code gives (e4m3fn 0x7f/0xff -> +-480, above
+// its largest finite 448; e4m3fnuz 0x80 -> -0, which it has no code for): a cheap
+// per-word test (fp8x4_nan_bytes) says whether any is present, and
+// fp8_fix_nan_bf16x2 sets those lanes to 0x7fc0 as the exact form does.
 
 // Two bf16 lanes times two bf16 lanes, round to nearest (exact for the operands here).
 MLA_FP8X2_FN uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
@@ -116,7 +118,7 @@ MLA_FP8X2_FN uint32_t fp8x4_nan_bytes(uint32_t w, bool fnuz) {
 
 // Four codes (code i in byte i of w) -> bf16 bits of codes 0-1 in *lo, 2-3 in *hi,
 // equal to fp8x4_to_bf16x4 for every non-NaN code; NaN codes are left to
-// fp8x4_fix_nan (callers test fp8x4_nan_bytes first: NaN codes are rare).
+// fp8_fix_nan_bf16x2 (callers test fp8x4_nan_bytes first: NaN codes are rare).
 MLA_FP8X2_FN void fp8x4_to_bf16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint32_t* hi) {
   const uint32_t scale = fnuz ? 0x7B007B00u : 0x7B807B80u;  // bf16 2^119, 2^120
   const uint32_t em = w & 0x7f7f7f7fu;
@@ -127,11 +129,15 @@ MLA_FP8X2_FN void fp8x4_to_bf16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint
   *hi = bf16x2_mul(e1 | s1, scale);
 }
 
-// Lanes of NaN codes (nan: fp8x4_nan_bytes of the same word) set to 0x7fc0.
-MLA_FP8X2_FN void fp8x4_fix_nan(uint32_t nan, uint32_t* lo, uint32_t* hi) {
-  const uint32_t mlo = byte_perm(nan, 0, 0x9988u), mhi = byte_perm(nan, 0, 0xbbaau);  // 0xffff per NaN lane
-  *lo = (*lo & ~mlo) | (0x7fc07fc0u & mlo);
-  *hi = (*hi & ~mhi) | (0x7fc07fc0u & mhi);
+// One output word of fp8x4_to_bf16x4_fast with its NaN-code lanes set to 0x7fc0.
+MLA_FP8X2_FN uint32_t fp8_fix_nan_bf16x2(uint32_t v, bool fnuz) {
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t b = (v >> (16 * i)) & 0xffffu;
+    const bool nan = fnuz ? b == 0x8000u : (b & 0x7fffu) == 0x43f0u;
+    r |= (nan ? 0x7fc0u : b) << (16 * i);
+  }
+  return r;
 }
 
 }  // namespace mla

@@ -32,6 +32,8 @@
 // read in 64-column instructions so one swizzle atom spans N.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/fp8x2.hpp"
 #include "kernels/fragment.hpp"
 #include "kernels/gpu.hpp"
@@ -290,25 +292,6 @@ __device__ inline void cp_async16_ordered(uint32_t dst, const void* src, int src
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
-// Sixteen codes -> two swizzled 16-byte bf16 chunks (elements 16c .. 16c + 15 of a row).
-__device__ inline void fp8x16_to_stage(const uint4& x, bool fnuz, uint8_t* dst0, uint8_t* dst1) {
-  uint4 a, b;
-  fp8x4_to_bf16x4_fast(x.x, fnuz, &a.x, &a.y);
-  fp8x4_to_bf16x4_fast(x.y, fnuz, &a.z, &a.w);
-  fp8x4_to_bf16x4_fast(x.z, fnuz, &b.x, &b.y);
-  fp8x4_to_bf16x4_fast(x.w, fnuz, &b.z, &b.w);
-  const uint32_t n0 = fp8x4_nan_bytes(x.x, fnuz), n1 = fp8x4_nan_bytes(x.y, fnuz), n2 = fp8x4_nan_bytes(x.z, fnuz),
-                 n3 = fp8x4_nan_bytes(x.w, fnuz);
-  if (n0 | n1 | n2 | n3) {  // NaN codes: rare (none in encoded finite data)
-    fp8x4_fix_nan(n0, &a.x, &a.y);
-    fp8x4_fix_nan(n1, &a.z, &a.w);
-    fp8x4_fix_nan(n2, &b.x, &b.y);
-    fp8x4_fix_nan(n3, &b.z, &b.w);
-  }
-  *reinterpret_cast<uint4*>(dst0) = a;
-  *reinterpret_cast<uint4*>(dst1) = b;
-}
-
 template <int QR, int NT, int S, int HD>
 __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                          size_t stage_bytes, uint8_t* raw, uint32_t full_bar, uint32_t empty_bar,
@@ -334,11 +317,51 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
     frag::cp_async_commit();
   };
   // Converts half h (its copies landed) into stage (h / 2) % S; the first half of a
-  // tile waits for the stage to be free, the second publishes it on `full`.
+  // tile waits for the stage to be free, the second publishes it on `full`. The
+  // chunks go in two groups, each loaded whole, then converted (independent
+  // chains that interleave: a load-convert-store chain per chunk left the one
+  // producer warp per scheduler latency-bound), then stored; the first group is
+  // converted before the `empty` wait, overlapping the consumers still reading the
+  // stage. (All 9 chunks before the wait spilled at the producer's 152 registers.)
+  constexpr int kPre = (kChunks + 1) / 2;
+  auto group = [&](auto j0c, auto j1c, uint32_t src, uint8_t* d0, uint8_t* d1, uint32_t wait_bar, uint32_t parity) {
+    constexpr int j0 = decltype(j0c)::value, j1 = decltype(j1c)::value;
+    uint4 x[j1 - j0];
+#pragma unroll
+    for (int j = j0; j < j1; ++j) lds128(src + j * kProducers * 16, x[j - j0]);
+    uint4 v[j1 - j0][2];
+    uint32_t nan = 0;
+#pragma unroll
+    for (int j = 0; j < j1 - j0; ++j) {
+      fp8x4_to_bf16x4_fast(x[j].x, fnuz, &v[j][0].x, &v[j][0].y);
+      fp8x4_to_bf16x4_fast(x[j].y, fnuz, &v[j][0].z, &v[j][0].w);
+      fp8x4_to_bf16x4_fast(x[j].z, fnuz, &v[j][1].x, &v[j][1].y);
+      fp8x4_to_bf16x4_fast(x[j].w, fnuz, &v[j][1].z, &v[j][1].w);
+      nan |= fp8x4_nan_bytes(x[j].x, fnuz) | fp8x4_nan_bytes(x[j].y, fnuz) | fp8x4_nan_bytes(x[j].z, fnuz) |
+             fp8x4_nan_bytes(x[j].w, fnuz);
+    }
+    if (nan) {  // NaN codes: rare (none in encoded finite data)
+#pragma unroll
+      for (int j = 0; j < j1 - j0; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          v[j][e].x = fp8_fix_nan_bf16x2(v[j][e].x, fnuz);
+          v[j][e].y = fp8_fix_nan_bf16x2(v[j][e].y, fnuz);
+          v[j][e].z = fp8_fix_nan_bf16x2(v[j][e].z, fnuz);
+          v[j][e].w = fp8_fix_nan_bf16x2(v[j][e].w, fnuz);
+        }
+    }
+    if (wait_bar) mbar_wait(wait_bar, parity, p.error);
+#pragma unroll
+    for (int j = j0; j < j1; ++j) {
+      *reinterpret_cast<uint4*>(d0 + j * NT * kRowBytes) = v[j - j0][0];
+      *reinterpret_cast<uint4*>(d1 + j * NT * kRowBytes) = v[j - j0][1];
+    }
+  };
   auto convert = [&](uint32_t h) {
     const uint32_t k = h / 2;
     const int s = int(k % S);
-    if ((h & 1) == 0) mbar_wait(empty_bar + 8 * s, ((k / S) & 1) ^ 1, p.error);
+    const uint32_t src = raw_base + (h % kRawHalves) * kHalfBytes;
     uint8_t* stage = kv_s + size_t(s) * stage_bytes;
     const int n = r0 + kHalfRows * int(h & 1);
     // fp8 chunk c = c0 + 4j is bf16 chunks 2c, 2c + 1 of row n: column block j,
@@ -346,13 +369,10 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
     uint8_t* row = stage + n * kRowBytes;
     uint8_t* d0 = row + (((2 * c0) ^ (n & 7)) << 4);
     uint8_t* d1 = row + (((2 * c0 + 1) ^ (n & 7)) << 4);
-    const uint32_t src = raw_base + (h % kRawHalves) * kHalfBytes;
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      uint4 x;
-      lds128(src + j * kProducers * 16, x);
-      fp8x16_to_stage(x, fnuz, d0 + j * NT * kRowBytes, d1 + j * NT * kRowBytes);
-    }
+    const uint32_t wait_bar = (h & 1) == 0 ? empty_bar + 8 * s : 0;  // 0: no wait (a shared address is never 0 here)
+    group(std::integral_constant<int, 0>{}, std::integral_constant<int, kPre>{}, src, d0, d1, wait_bar,
+          ((k / S) & 1) ^ 1);
+    group(std::integral_constant<int, kPre>{}, std::integral_constant<int, kChunks>{}, src, d0, d1, 0u, 0u);
     if (h & 1) {
       fence_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
       mbar_arrive(full_bar + 8 * s);

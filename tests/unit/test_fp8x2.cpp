@@ -51,8 +51,9 @@ TEST_CASE("fp8x2: byte_perm follows prmt's default mode", "[kernels]") {
   CHECK(mla::byte_perm(0x80000000u, 0u, 0xbbaau) == 0xffff0000u);
 }
 
-// The fast form (bf16x2 multiply; NaN codes fixed only where fp8x4_nan_bytes says)
-// gives the exact form's bits for every pair of codes, at every byte position.
+// The fast form followed by fp8_fix_nan_bf16x2 gives the exact form's bits for every
+// pair of codes, at every byte position (the kernel applies the fix to every word of
+// a half tile once fp8x4_nan_bytes finds a NaN code in any of them).
 TEST_CASE("fp8x2: the fast form equals the exact form for every code pair, both flavours", "[dtype][kernels]") {
   for (const bool fnuz : {false, true}) {
     int mismatches = 0;
@@ -61,7 +62,8 @@ TEST_CASE("fp8x2: the fast form equals the exact form for every code pair, both 
         uint32_t lo = 0, hi = 0, want_lo = 0, want_hi = 0;
         mla::fp8x4_to_bf16x4(word, fnuz, &want_lo, &want_hi);
         mla::fp8x4_to_bf16x4_fast(word, fnuz, &lo, &hi);
-        if (const uint32_t nan = mla::fp8x4_nan_bytes(word, fnuz)) mla::fp8x4_fix_nan(nan, &lo, &hi);
+        lo = mla::fp8_fix_nan_bf16x2(lo, fnuz);
+        hi = mla::fp8_fix_nan_bf16x2(hi, fnuz);
         if ((lo != want_lo || hi != want_hi) && ++mismatches <= 5)
           FAIL_CHECK("flavor " << (fnuz ? "e4m3fnuz" : "e4m3fn") << " word 0x" << std::hex << word << ": got 0x" << hi
                                << "'" << lo << ", want 0x" << want_hi << "'" << want_lo);
@@ -69,6 +71,17 @@ TEST_CASE("fp8x2: the fast form equals the exact form for every code pair, both 
     }
     CHECK(mismatches == 0);
   }
+}
+
+TEST_CASE("fp8x2: without the NaN fix the fast form differs only at NaN codes", "[kernels]") {
+  for (const bool fnuz : {false, true})
+    for (uint32_t c = 0; c < 256; ++c) {
+      uint32_t lo = 0, hi = 0, want_lo = 0, want_hi = 0;
+      mla::fp8x4_to_bf16x4(c, fnuz, &want_lo, &want_hi);
+      mla::fp8x4_to_bf16x4_fast(c, fnuz, &lo, &hi);
+      const bool nan = fnuz ? c == 0x80 : (c & 0x7f) == 0x7f;
+      CHECK(((lo & 0xffffu) == (want_lo & 0xffffu)) == !nan);
+    }
 }
 
 TEST_CASE("fp8x2: fp8x4_nan_bytes marks exactly the NaN codes", "[kernels]") {
