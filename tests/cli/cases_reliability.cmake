@@ -101,6 +101,21 @@ file(WRITE ${RELGEN}/slow.json
 mlactl_cli_test(check-timeout RC 4 ARGS check ${RELGEN}/slow.json fixtures/seed000-verify-causal.json --backend cpu --timeout 1 TIMEOUT 30
                 STDOUT "timed_out +slow\n +timed out after 1 s \\(--timeout\\).*passed +seed000-verify-causal")
 mlactl_cli_test(check-timeout-bad RC 2 ARGS check fixtures --timeout 0 STDERR "--timeout expects seconds in \\(0, 86400\\]")
+# -j N: cases in parallel child processes, printed in case order (the slow one sorts first
+# and is killed by --timeout while the two quick ones finish)
+mlactl_cli_test(check-jobs-ordered RC 4 ARGS check ${RELGEN}/slow.json fixtures/aiter-vector-a.json fixtures/seed000-verify-causal.json
+                --backend cpu -j 3 --timeout 4 TIMEOUT 40
+                STDOUT "^timed_out +slow\n +timed out after 4 s \\(--timeout\\)\n +repro: mlactl check [^\n]*slow.json\npassed +aiter-vector-a [^\n]*\npassed +seed000-verify-causal [^\n]*\n2 passed, 1 failed\n$")
+mlactl_cli_test(check-jobs-bad RC 2 ARGS check fixtures -j 0 STDERR "--jobs: Value 0 not in range 1 to 256")
+# --format jsonl: a line per case as it finishes, then the summary line
+mlactl_cli_test(check-jsonl RC 0 ARGS --format jsonl check fixtures/aiter-vector-a.json fixtures/seed000-verify-causal.json --backend cpu -j 2
+                STDOUT "^{\"type\":\"case\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\",\"status\":\"passed\",[^\n]*}\n{\"type\":\"case\",\"id\":\"seed000-verify-causal\",[^\n]*}\n{\"type\":\"summary\",\"passed\":2,\"failed\":0,\"errors\":0,\"skipped\":0,\"total\":2,\"selected\":2,\"seconds\":[0-9.e+-]+,\"exit_code\":0}\n$")
+mlactl_cli_test(check-jsonl-list RC 0 ARGS --format jsonl check fixtures/aiter-vector-a.json --list
+                STDOUT "^{\"type\":\"listed\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\"}\n$")
+mlactl_cli_test(check-jsonl-error RC 2 ARGS --format jsonl check fixtures --filter nothing-matches-this
+                STDOUT "^{\"type\":\"error\",\"schema_version\":1,[^\n]*\"command\":\"check\",\"status\":\"usage error\",\"exit_code\":2,\"error\":\"check: no case selected[^\n]*}\n$")
+mlactl_cli_test(jsonl-only-check RC 2 ARGS --format jsonl validate fixtures/aiter-vector-a.json STDERR "`validate` has no --format jsonl output \\(it writes table, json\\)")
+
 
 # ---- 7. the small ones --------------------------------------------------------------------
 mlactl_cli_test(small-requests-empty RC 3 ARGS validate ${BAD}/requests-empty.json STDERR "error: /requests: must hold at least one request")

@@ -57,3 +57,14 @@ if(MLACTL_SCRIPT)
                    -P ${CMAKE_CURRENT_LIST_DIR}/progress_test.cmake)
   set_tests_properties("cli: run shows progress on a terminal" PROPERTIES LABELS cli)
 endif()
+
+# check killed by SIGTERM after two cases: a valid JUnit file with them (python3 reads it)
+find_program(MLACTL_PYTHON3_FOR_JUNIT python3)
+if(MLACTL_PYTHON3_FOR_JUNIT)
+  foreach(jobs 1 2)
+    add_test(NAME "cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})"
+             COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                     -DPYTHON=${MLACTL_PYTHON3_FOR_JUNIT} -DJOBS=${jobs} -P ${CMAKE_CURRENT_LIST_DIR}/interrupt_test.cmake)
+    set_tests_properties("cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})" PROPERTIES LABELS cli TIMEOUT 200)
+  endforeach()
+endif()
