@@ -61,7 +61,7 @@ configure() {
 }
 
 build() {
-  cmake --build "$BUILD" -j "$JOBS" --target unit_tests mlactl run_grid json_golden format_matrix readme_examples fuzz_batch fuzz_captured fuzz_expect fuzz_argv
+  cmake --build "$BUILD" -j "$JOBS" --target unit_tests mlactl run_grid json_golden format_matrix readme_examples run_bounded fuzz_batch fuzz_captured fuzz_expect fuzz_argv
 }
 
 tests() {
