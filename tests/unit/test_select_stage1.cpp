@@ -76,7 +76,9 @@ Stage1Kernel old_rule(const Stage1Params& p, const Stage1Device& d) {
   if (cuda) {
     const Stage1Kernel want = p.kernel;
     if (want == C) return C;
-    const bool auto_wgmma = want == A && p.kv_type != fp8;
+    // automatic took wgmma for 16-bit KV only until fp8 KV was staged with cp.async
+    // (docs/bench_notes.md step 22); since then wherever wgmma applies.
+    const bool auto_wgmma = want == A;
     if ((want == W || auto_wgmma) && wgmma_applies()) return W;
     if (mma_applies()) return M;
   } else {
