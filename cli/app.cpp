@@ -120,11 +120,18 @@ const std::vector<VerbFormats>& verb_formats() {
       {"route", {Format::table, Format::json, Format::csv}},
       {"schedule", {Format::table, Format::json, Format::csv, Format::svg}},
       {"run", {Format::table, Format::json}},
-      {"check", {Format::table, Format::json}},
+      {"check", {Format::table, Format::json, Format::jsonl}},
       {"defects", {Format::table, Format::json, Format::csv}},
       {"bench", {Format::table, Format::json, Format::csv}},
   };
   return v;
+}
+
+// Whether `verb` writes format f (an unknown verb writes none).
+bool verb_writes(const std::string& verb, Format f) {
+  for (const auto& vf : verb_formats())
+    if (verb == vf.verb) return std::find(vf.formats.begin(), vf.formats.end(), f) != vf.formats.end();
+  return false;
 }
 
 std::string version_text() {
@@ -191,12 +198,14 @@ std::optional<std::string> subcommand_word(const std::vector<std::string>& args)
 }
 
 // --format json given on the command line (for errors raised before or while parsing).
-bool json_requested(const std::vector<std::string>& args) {
+// The JSON format asked for on the command line, read before parsing (a usage error is
+// reported in it too): json, jsonl, or none.
+std::optional<Format> json_requested(const std::vector<std::string>& args) {
   for (size_t i = 1; i + 1 < args.size(); ++i)
-    if (args[i] == "--format" && args[i + 1] == "json") return true;
+    if (args[i] == "--format" && (args[i + 1] == "json" || args[i + 1] == "jsonl")) return args[i + 1] == "json" ? Format::json : Format::jsonl;
   for (const auto& a : args)
-    if (a == "--format=json") return true;
-  return false;
+    if (a == "--format=json" || a == "--format=jsonl") return a == "--format=json" ? Format::json : Format::jsonl;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -209,7 +218,7 @@ void build_app(CLI::App& app, Context& ctx) {
   app.require_subcommand(1);
   app.fallthrough();
   app.add_option("--format", ctx.global.format, "output format (csv and svg where the command has them)")
-      ->check(CLI::IsMember({"table", "json", "csv", "svg"}))
+      ->check(CLI::IsMember({"table", "json", "csv", "svg", "jsonl"}))
       ->capture_default_str();
   app.add_option("--color", ctx.global.color, "colour: auto (a terminal, unless NO_COLOR), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
@@ -243,14 +252,20 @@ void build_app(CLI::App& app, Context& ctx) {
 }
 
 namespace {
-// An error as JSON on stdout when --format json was asked for (docs/design.md §6): a
-// script reading stdout sees the same envelope whatever happened.
-void print_error_json(std::ostream& out, const std::string& command, int exit_code, const std::string& kind, const std::string& message) {
-  auto j = json_envelope(command);
+// An error as JSON on stdout when --format json (or jsonl: one line, "type": "error") was
+// asked for (docs/design.md §6): a script reading stdout sees the same envelope whatever
+// happened.
+// A verb that does not write JSON Lines prints no error in them either (stdout stays empty).
+void print_error_json(std::ostream& out, Format f, const std::string& command, int exit_code, const std::string& kind, const std::string& message) {
+  if (f == Format::jsonl && !verb_writes(command, Format::jsonl)) return;
+  nlohmann::ordered_json j;
+  if (f == Format::jsonl) j["type"] = "error";
+  j.update(json_envelope(command));
   j["status"] = kind;
   j["exit_code"] = exit_code;
   j["error"] = message;
-  print_json(out, j);
+  if (f == Format::jsonl) out << json_line(j) << "\n";
+  else print_json(out, j);
 }
 }  // namespace
 
@@ -264,10 +279,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   build_app(app, ctx);
   std::vector<std::string> verbs;
   for (const CLI::App* s : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) verbs.push_back(s->get_name());
-  const bool json_errors = json_requested(args);
+  const std::optional<Format> json_errors = json_requested(args);
   auto usage_error = [&](const std::string& command, const std::string& message, const std::string& hint) {
     err << "mlactl: " << terminal_safe(message) << "\n" << hint;
-    if (json_errors) print_error_json(out, command, kExitUsage, "usage error", message);
+    if (json_errors) print_error_json(out, *json_errors, command, kExitUsage, "usage error", message);
     return kExitUsage;
   };
   if (const auto word = subcommand_word(args); word && std::find(verbs.begin(), verbs.end(), *word) == verbs.end()) {
@@ -306,19 +321,21 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                        sub ? "Run 'mlactl " + sub->get_name() + " --help' for its options.\n" : "Run 'mlactl --help' for the commands.\n");
   } catch (const Error& e) {
     err << "mlactl: error: " << terminal_safe(e.what()) << "\n";  // messages quote file-supplied strings
-    if (ctx.global.fmt() == Format::json)
-      print_error_json(out, command(), e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input"
+    if (ctx.global.fmt() == Format::json || ctx.global.fmt() == Format::jsonl)
+      print_error_json(out, ctx.global.fmt(), command(), e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input"
                                                                                      : e.exit_code() == kExitRefused ? "refused"
                                                                                      : e.exit_code() == kExitSkipped ? "skipped" : "error",
                        e.what());
     return e.exit_code();
   } catch (const std::bad_alloc&) {
     err << "mlactl: error: out of memory (raise --max-memory only if the machine has it)\n";
-    if (ctx.global.fmt() == Format::json) print_error_json(out, command(), kExitInvalidInput, "invalid input", "out of memory");
+    if (ctx.global.fmt() == Format::json || ctx.global.fmt() == Format::jsonl)
+      print_error_json(out, ctx.global.fmt(), command(), kExitInvalidInput, "invalid input", "out of memory");
     return kExitInvalidInput;
   } catch (const std::exception& e) {
     err << "mlactl: internal error: " << terminal_safe(e.what()) << "\n";
-    if (ctx.global.fmt() == Format::json) print_error_json(out, command(), kExitDevice, "error", std::string("internal error: ") + e.what());
+    if (ctx.global.fmt() == Format::json || ctx.global.fmt() == Format::jsonl)
+      print_error_json(out, ctx.global.fmt(), command(), kExitDevice, "error", std::string("internal error: ") + e.what());
     return kExitDevice;
   }
   return ctx.exit_code;

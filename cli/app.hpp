@@ -21,7 +21,7 @@ struct GlobalOptions {
   bool quiet = false;
   std::string max_memory;
   Format fmt() const {
-    return format == "json" ? Format::json : format == "csv" ? Format::csv : format == "svg" ? Format::svg : Format::table;
+    return format == "json" ? Format::json : format == "jsonl" ? Format::jsonl : format == "csv" ? Format::csv : format == "svg" ? Format::svg : Format::table;
   }
   Style style() const;
 };

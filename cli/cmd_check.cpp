@@ -72,6 +72,7 @@ struct CaseResult {
   std::vector<std::string> checks;    // "route=gluon_verify ok" ...
   std::vector<std::string> failures;  // what did not match
   double seconds = 0;
+  bool interrupted = false;  // a signal ended the run while it ran (reported as skipped)
 };
 
 // A case result across the pipe from a --timeout child.
@@ -593,16 +594,39 @@ void summarise(CheckReport& r, int signal_number) {
   if (signal_number) r.exit_code = 128 + signal_number;
 }
 
+// --format jsonl: one JSON object per line as each case finishes (the same fields as a
+// `results` entry of --format json, with "type": "case"), then one "type": "summary" line
+// holding that document's `summary`. A killed run leaves every finished case's line.
+nlohmann::ordered_json case_json(const CaseResult& c) {
+  return {{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"checks", c.checks}, {"failures", c.failures}, {"seconds", c.seconds},
+          {"repro", "mlactl check " + c.file}};
+}
+
+nlohmann::ordered_json summary_json(const CheckReport& r) {
+  nlohmann::ordered_json s = {{"passed", r.passed}, {"failed", r.failed}, {"errors", r.errors}, {"skipped", r.skipped}, {"total", r.results.size()},
+                              {"selected", r.selected}, {"seconds", r.seconds}, {"exit_code", r.exit_code}};
+  if (!r.stopped.empty()) s["stopped"] = r.stopped;
+  return s;
+}
+
+void print_case_jsonl(std::ostream& os, const CaseResult& c) {
+  nlohmann::ordered_json j = {{"type", "case"}};
+  j.update(case_json(c));
+  os << json_line(j) << "\n" << std::flush;
+}
+
+void print_summary_jsonl(std::ostream& os, const CheckReport& r) {
+  nlohmann::ordered_json j = {{"type", "summary"}};
+  j.update(summary_json(r));
+  os << json_line(j) << "\n" << std::flush;
+}
+
 void print_check_json(std::ostream& os, const CheckReport& r) {
   auto j = json_envelope("check");
   auto arr = nlohmann::ordered_json::array();
-  for (const auto& c : r.results)
-    arr.push_back({{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"checks", c.checks}, {"failures", c.failures}, {"seconds", c.seconds},
-                   {"repro", "mlactl check " + c.file}});
+  for (const auto& c : r.results) arr.push_back(case_json(c));
   j["results"] = arr;
-  j["summary"] = {{"passed", r.passed}, {"failed", r.failed}, {"errors", r.errors}, {"skipped", r.skipped}, {"total", r.results.size()},
-                  {"selected", r.selected}, {"seconds", r.seconds}, {"exit_code", r.exit_code}};
-  if (!r.stopped.empty()) j["summary"]["stopped"] = r.stopped;
+  j["summary"] = summary_json(r);
   print_json(os, j);
 }
 
@@ -710,22 +734,28 @@ struct SignalScope {
   }
 };
 
-// --timeout: the case runs in a child process; the parent waits at most `seconds`, then
-// kills it (SIGKILL: a case stuck in a loop cannot be asked to stop). The child sends its
-// result through a pipe; a child that dies without one crashed.
-CaseResult run_case_isolated(const std::string& f, const RunOptions& base, double seconds, const std::string& id) {
-  CaseResult cr;
-  cr.file = f;
-  cr.id = id;
+// --timeout and -j N: each case runs in a child process that sends its serialised result
+// through a pipe. The parent polls every running child: a child past its deadline is
+// killed (SIGKILL: a case stuck in a loop cannot be asked to stop), one that dies without a
+// result crashed. Results come back in any order; the caller prints them in case order.
+struct CaseChild {
+  pid_t pid = -1;
+  int fd = -1;
+  size_t index = 0;  // the case's position in the selection
+  std::chrono::steady_clock::time_point start;
+  std::string data;
+};
+
+CaseChild start_case_child(const std::string& f, const RunOptions& base, size_t index) {
   int fds[2];
-  if (::pipe(fds) != 0) throw Error(kExitDevice, "", "check --timeout: pipe() failed");
+  if (::pipe(fds) != 0) throw Error(kExitDevice, "", "check: pipe() failed");
   std::cout.flush();
   std::cerr.flush();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
-    throw Error(kExitDevice, "", "check --timeout: fork() failed");
+    throw Error(kExitDevice, "", "check: fork() failed");
   }
   if (pid == 0) {
     ::close(fds[0]);
@@ -741,53 +771,98 @@ CaseResult run_case_isolated(const std::string& f, const RunOptions& base, doubl
     ::_exit(0);  // not exit(): the parent's buffered streams must not be flushed twice
   }
   ::close(fds[1]);
-  std::string data;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  bool timed_out = false, eof = false;
-  while (!eof) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0 || g_signal) {
-      timed_out = left <= 0;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    const int rc = ::poll(&p, 1, (int)std::min<long long>(left, 1000));
-    if (rc < 0) continue;  // EINTR: a signal; the loop checks it
-    if (rc == 0) continue;
-    char buf[65536];
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) eof = true;
-    else data.append(buf, (size_t)n);
-  }
-  ::close(fds[0]);
-  if (!eof) ::kill(pid, SIGKILL);
+  CaseChild c;
+  c.pid = pid;
+  c.fd = fds[0];
+  c.index = index;
+  c.start = std::chrono::steady_clock::now();
+  return c;
+}
+
+// Reaps the child (killing it first unless its result is complete) and reads its verdict.
+CaseResult finish_case_child(CaseChild& c, bool complete, bool timed_out, std::optional<double> timeout) {
+  ::close(c.fd);
+  if (!complete) ::kill(c.pid, SIGKILL);
   int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  while (::waitpid(c.pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  CaseResult cr;
+  cr.status = CaseStatus::failed;
+  cr.exit_code = kExitDevice;
   if (timed_out) {
     cr.status = CaseStatus::timed_out;
-    cr.exit_code = kExitDevice;
     char buf[96];
-    std::snprintf(buf, sizeof buf, "timed out after %g s (--timeout)", seconds);
+    std::snprintf(buf, sizeof buf, "timed out after %g s (--timeout)", timeout.value_or(0));
     cr.failures.push_back(buf);
     return cr;
   }
-  if (!eof) {
-    cr.status = CaseStatus::failed;
-    cr.exit_code = kExitDevice;
-    cr.failures.push_back("interrupted by signal " + std::to_string(g_signal.load()));
+  if (!complete) {
+    // not the case's fault: reported as skipped with the reason, the run exits 128 + signal
+    cr.status = CaseStatus::skipped;
+    cr.exit_code = kExitSkipped;
+    cr.interrupted = true;
+    cr.failures.push_back("interrupted by signal " + std::to_string(g_signal.load()) + " before it finished");
     return cr;
   }
   try {
-    CaseResult got = deserialise(data);
-    got.id = id;
-    return got;
+    return deserialise(c.data);
   } catch (const std::exception&) {
-    cr.status = CaseStatus::failed;
-    cr.exit_code = kExitDevice;
     cr.failures.push_back(WIFSIGNALED(wstatus) ? "the case crashed (signal " + std::to_string(WTERMSIG(wstatus)) + ")"
                                                : "the case ended without a result (exit " + std::to_string(WEXITSTATUS(wstatus)) + ")");
     return cr;
+  }
+}
+
+// Runs cases[0..n) in up to `jobs` children at once and hands each result to `done` as it
+// arrives. `stop()` is asked before each start: once it says so (fail-fast, a signal) no
+// new case starts and the running ones are killed: after a signal they are reported as
+// interrupted (skipped, with the reason), after --fail-fast dropped.
+template <class Start, class Done, class Stop>
+void run_cases_in_children(size_t n, int jobs, std::optional<double> timeout, Start start, Done done, Stop stop) {
+  std::vector<CaseChild> running;
+  size_t next = 0;
+  while (next < n || !running.empty()) {
+    const bool stopping = stop();
+    while (!stopping && next < n && (int)running.size() < jobs) running.push_back(start(next++));
+    if (stopping) {
+      for (auto& c : running) {
+        CaseResult cr = finish_case_child(c, false, false, timeout);
+        if (g_signal) done(c.index, std::move(cr));
+      }
+      return;
+    }
+    // wait for output from any child, at most until the nearest deadline (or 1 s)
+    const auto now = std::chrono::steady_clock::now();
+    long long wait_ms = 1000;
+    if (timeout)
+      for (const auto& c : running) {
+        const long long left = (long long)std::chrono::duration_cast<std::chrono::milliseconds>(c.start + std::chrono::duration<double>(*timeout) - now).count();
+        wait_ms = std::max<long long>(0, std::min(wait_ms, left));
+      }
+    std::vector<pollfd> fds;
+    for (const auto& c : running) fds.push_back({c.fd, POLLIN, 0});
+    const int rc = ::poll(fds.data(), fds.size(), (int)wait_ms);
+    if (rc < 0 && errno != EINTR) throw Error(kExitDevice, "", "check: poll() failed");
+    std::vector<CaseChild> still;
+    for (size_t k = 0; k < running.size(); ++k) {
+      CaseChild& c = running[k];
+      bool eof = false;
+      if (rc > 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+        char buf[65536];
+        const ssize_t got = ::read(c.fd, buf, sizeof buf);
+        if (got <= 0) eof = true;
+        else c.data.append(buf, (size_t)got);
+      }
+      const bool late = timeout && std::chrono::steady_clock::now() - c.start >= std::chrono::duration<double>(*timeout);
+      if (eof || late) {
+        CaseResult cr = finish_case_child(c, eof, !eof && late, timeout);
+        cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+        done(c.index, std::move(cr));
+      } else {
+        still.push_back(std::move(c));
+      }
+    }
+    running = std::move(still);
   }
 }
 
@@ -799,6 +874,7 @@ void setup_check(CLI::App& app, Context& ctx) {
     std::string junit, shard, filter, exclude, backend = "auto";
     bool list = false, fail_fast = false;
     std::optional<double> timeout;
+    int jobs = 1;
     ExecutorArgs exec;
     std::string probe;
   };
@@ -812,6 +888,7 @@ void setup_check(CLI::App& app, Context& ctx) {
   sub->add_flag("--list", o->list, "list the selected cases (id and file) without running them");
   sub->add_flag("--fail-fast", o->fail_fast, "stop after the first case that does not pass");
   sub->add_option("--timeout", o->timeout, "seconds per case: each case runs in a child process, killed when it takes longer");
+  sub->add_option("-j,--jobs", o->jobs, "run up to N cases at once, each in a child process; output stays in case order")->check(CLI::Range(1, 256));
   sub->add_option("--backend", o->backend, "executor for `run` expectations: auto, cpu, gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}))->capture_default_str();
   add_executor_options(sub, o->exec);
   sub->add_option("--probe", o->probe, "windows: run `run` expectations with the position probe (see `mlactl run --probe`)")
@@ -854,7 +931,9 @@ void setup_check(CLI::App& app, Context& ctx) {
       throw Error(kExitUsage, "", "check: no case selected (" + why + ")");
     }
     if (o->list) {
-      if (ctx.global.fmt() == Format::json) {
+      if (ctx.global.fmt() == Format::jsonl) {
+        for (const auto& c : cases) *ctx.out << json_line({{"type", "listed"}, {"id", c.id}, {"file", c.file}}) << "\n";
+      } else if (ctx.global.fmt() == Format::json) {
         auto j = json_envelope("check");
         auto arr = nlohmann::ordered_json::array();
         for (const auto& c : cases) arr.push_back({{"id", c.id}, {"file", c.file}});
@@ -865,7 +944,8 @@ void setup_check(CLI::App& app, Context& ctx) {
       }
       return;
     }
-    const bool table = ctx.global.fmt() != Format::json;
+    const bool jsonl = ctx.global.fmt() == Format::jsonl;
+    const bool table = ctx.global.fmt() == Format::table;
     const bool progress = isatty(STDERR_FILENO) && !ctx.global.quiet && table;
     const Style st = ctx.global.style();
 
@@ -875,36 +955,64 @@ void setup_check(CLI::App& app, Context& ctx) {
     SignalScope signals;
     const auto t_all = std::chrono::steady_clock::now();
     auto elapsed = [&t_all]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count(); };
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (g_signal) break;
-      const auto& sc = cases[i];
-      if (progress) *ctx.err << "\r[" << i + 1 << "/" << cases.size() << "] " << terminal_safe(sc.id) << "\033[K" << std::flush;
-      const auto t0 = std::chrono::steady_clock::now();
-      CaseResult cr = o->timeout ? run_case_isolated(sc.file, base, *o->timeout, sc.id) : run_case_caught(sc.file, base);
-      cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      cr.id = sc.id;
-      cr.file = sc.file;
-      if (progress) *ctx.err << "\r\033[K" << std::flush;
+    // each finished case in selection order: printed, recorded, the JUnit file rewritten
+    bool failed_fast = false;
+    auto record = [&](CaseResult cr, size_t i) {
+      cr.id = cases[i].id;
+      cr.file = cases[i].file;
       if (table) print_case_line(*ctx.out, cr, st);
+      if (jsonl) print_case_jsonl(*ctx.out, cr);
       const bool bad = !counts_as_passed(cr.status) && cr.status != CaseStatus::skipped;
       report.results.push_back(std::move(cr));
       report.seconds = elapsed();
       summarise(report, 0);
       if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
-      if (bad && o->fail_fast && i + 1 < cases.size()) {
-        report.stopped = "--fail-fast: stopped after the first failure, " + std::to_string(cases.size() - i - 1) + " cases not run";
-        break;
+      if (bad && o->fail_fast && report.results.size() < cases.size()) failed_fast = true;
+    };
+    if (o->jobs == 1 && !o->timeout) {
+      // in-process, one case after another
+      for (size_t i = 0; i < cases.size() && !g_signal && !failed_fast; ++i) {
+        if (progress) *ctx.err << "\r[" << i + 1 << "/" << cases.size() << "] " << terminal_safe(cases[i].id) << "\033[K" << std::flush;
+        const auto t0 = std::chrono::steady_clock::now();
+        CaseResult cr = run_case_caught(cases[i].file, base);
+        cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (progress) *ctx.err << "\r\033[K" << std::flush;
+        record(std::move(cr), i);
       }
+    } else {
+      // children; results may arrive out of order, and are recorded in order
+      std::vector<std::optional<CaseResult>> arrived(cases.size());
+      size_t printed = 0;
+      run_cases_in_children(
+          cases.size(), o->jobs, o->timeout,
+          [&](size_t i) {
+            if (progress) *ctx.err << "\r[" << printed + 1 << "/" << cases.size() << "] " << terminal_safe(cases[i].id) << "\033[K" << std::flush;
+            return start_case_child(cases[i].file, base, i);
+          },
+          [&](size_t i, CaseResult cr) {
+            arrived[i] = std::move(cr);
+            if (progress) *ctx.err << "\r\033[K" << std::flush;
+            while (printed < cases.size() && arrived[printed] && !failed_fast) {
+              record(std::move(*arrived[printed]), printed);
+              ++printed;
+            }
+          },
+          [&]() { return g_signal.load() != 0 || failed_fast; });
     }
+    if (failed_fast)
+      report.stopped = "--fail-fast: stopped after the first failure, " + std::to_string(cases.size() - report.results.size()) + " cases not run";
     const int sig = g_signal.load();
-    if (sig && report.results.size() < cases.size())
-      report.stopped = "interrupted by signal " + std::to_string(sig) + " after " + std::to_string(report.results.size()) + " of " +
-                       std::to_string(cases.size()) + " cases";
+    if (sig) {
+      size_t finished = 0;
+      for (const auto& c : report.results) finished += !c.interrupted;
+      report.stopped = "interrupted by signal " + std::to_string(sig) + " after " + std::to_string(finished) + " of " + std::to_string(cases.size()) + " cases";
+    }
     report.seconds = elapsed();
     summarise(report, sig);
 
     // ---- print the summary (the JSON document holds every case) ----
-    if (!table) print_check_json(*ctx.out, report);
+    if (jsonl) print_summary_jsonl(*ctx.out, report);
+    else if (!table) print_check_json(*ctx.out, report);
     else print_check_summary(*ctx.out, report);
     if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
     ctx.exit_code = report.exit_code;

@@ -31,6 +31,7 @@ const char* to_string(Format f) {
     case Format::json: return "json";
     case Format::csv: return "csv";
     case Format::svg: return "svg";
+    case Format::jsonl: return "jsonl";
   }
   return "table";
 }
@@ -95,6 +96,8 @@ nlohmann::ordered_json json_envelope(const std::string& command) {
 std::string json_text(const nlohmann::ordered_json& j) { return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
 
 void print_json(std::ostream& os, const nlohmann::ordered_json& j) { os << json_text(j) << "\n"; }
+
+std::string json_line(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
 
 void write_file_atomic(const std::string& path, const std::string& content, Symlinks links) {
   // Only a regular file is ever replaced: as root, renaming over a device node or a

@@ -9,7 +9,7 @@
 
 namespace mlactl::cli {
 
-enum class Format { table, json, csv, svg };
+enum class Format { table, json, csv, svg, jsonl };  // jsonl: one JSON object per line, as they happen (check)
 const char* to_string(Format f);
 
 struct Table {
@@ -28,6 +28,8 @@ nlohmann::ordered_json json_envelope(const std::string& command);
 // Pretty JSON text; bytes that are not UTF-8 become U+FFFD.
 std::string json_text(const nlohmann::ordered_json& j);
 void print_json(std::ostream& os, const nlohmann::ordered_json& j);
+// One-line JSON text (no newline inside), for JSON Lines; the same U+FFFD rule.
+std::string json_line(const nlohmann::ordered_json& j);
 
 // Writes `content` to `path` through a unique temporary file in the same folder and a
 // rename, so an interrupted run never leaves a partial file that looks complete

@@ -12,7 +12,7 @@ _mlactl() {
     case " $cmds " in *" ${COMP_WORDS[i]} "*) sub="${COMP_WORDS[i]}"; break ;; esac
   done
   case "$prev" in
-    --format) COMPREPLY=($(compgen -W "table json csv svg" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "table json csv svg jsonl" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W "auto cpu gpu" -- "$cur")); return ;;
     --arch) COMPREPLY=($(compgen -W "gfx942 gfx950 sm90" -- "$cur")); return ;;

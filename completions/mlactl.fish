@@ -15,7 +15,7 @@ function __mlactl_sub_options
     test -n "$sub"; and mlactl $sub --help 2>/dev/null | string match -r -a -- '--[a-z][a-z0-9-]*' | sort -u
 end
 complete -c mlactl -n "not __fish_seen_subcommand_from $cmds" -f -a "$cmds"
-complete -c mlactl -l format -x -a "table json csv svg"
+complete -c mlactl -l format -x -a "table json csv svg jsonl"
 complete -c mlactl -l color -x -a "auto always never"
 complete -c mlactl -s v -l verbose
 complete -c mlactl -s q -l quiet

@@ -398,7 +398,7 @@ DecodeMetadata metadata_with_captured(const DecodeMetadata& md, const CapturedMe
   return m;
 }
 
-void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap) {
+void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap, int64_t partial_buffer_rows) {
   if (!cap.work_indptr) return;
   WorkList& w = plan.work;
   const auto& wi = *cap.work_indptr;
@@ -430,14 +430,14 @@ void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap) {
   int64_t partial_rows = 0;
   for (const auto& x : w.work_info)
     if (x.partial_qo_loc >= 0) partial_rows = std::max<int64_t>(partial_rows, (int64_t)x.partial_qo_loc + std::max(0, x.qo_end - x.qo_start));
-  w.num_partial_rows = partial_rows;
+  w.num_partial_rows = std::max(partial_rows, partial_buffer_rows);
   w.planner = "captured";
   plan.planner = PlannerId::captured;
   plan.notes.push_back("executing the captured work list (run --own-metadata runs mlactl's plan instead)");
 }
 
-void validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay, int64_t max_qo_len) {
-  if (!cap.work_indptr) return;
+int64_t validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay, int64_t max_qo_len) {
+  if (!cap.work_indptr) return 0;
   const std::string p = "/captured";
   const WorkList& w = replay.work;
   const auto& wi = *cap.work_indptr;
@@ -511,6 +511,7 @@ void validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay
       }
     }
   }
+  return partial_rows;
 }
 
 RoutePlan plan_captured(const Batch& b, const RoutedBatch& rb, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
@@ -518,8 +519,8 @@ RoutePlan plan_captured(const Batch& b, const RoutedBatch& rb, const std::vector
   RoutedBatch replay = rb;
   replay.metadata = metadata_with_captured(rb.metadata, cap);
   RoutePlan plan = plan_batch(b, replay, rows, planner);
-  validate_captured_work(cap, plan, rb.metadata.max_qo_len);
-  apply_captured_work(plan, cap);
+  const int64_t partial_buffer_rows = validate_captured_work(cap, plan, rb.metadata.max_qo_len);
+  apply_captured_work(plan, cap, partial_buffer_rows);
   return plan;
 }
 

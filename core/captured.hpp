@@ -61,7 +61,10 @@ std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowW
 // in place of the planner's when one was captured — so the kernel runs exactly what
 // the real stack produced.
 DecodeMetadata metadata_with_captured(const DecodeMetadata& md, const CapturedMetadata& cap);
-void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap);
+// partial_buffer_rows: the fp32 partial rows the stack allocates (validate_captured_work's
+// result): the reduce may read rows no captured work writes, and those must read the
+// buffer's NaN poison (an `incorrect` run), not fault outside the kernel's buffer.
+void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap, int64_t partial_buffer_rows);
 
 // The captured work list validated as a plan of this batch, under `replay` (the route's
 // plan over the captured index arrays, before apply_captured_work): every used work's
@@ -70,7 +73,8 @@ void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap);
 // workgroups past the kernel's grid empty; every reduce tile's output rows and partial
 // entries in range. Throws invalid_input (exit 3) naming /captured/<field>/<index> and
 // the work or tile it hurts: such arrays cannot be a plan of this batch, so nothing runs.
-void validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay, int64_t max_qo_len);
+// Returns the fp32 partial rows of the buffer the checks held the arrays to.
+int64_t validate_captured_work(const CapturedMetadata& cap, const RoutePlan& replay, int64_t max_qo_len);
 
 // What `run` executes for a batch with captured arrays (docs/design.md §2 captured): the
 // route's planner over the captured index arrays, the captured work list in its place

@@ -165,6 +165,7 @@ namespace {
 // by the reference and the CPU executor: the scalar loops were a visible cost.
 typedef int32_t I32x16 __attribute__((vector_size(64)));
 typedef float F32x16 __attribute__((vector_size(64)));
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
 
 // fp16_bits_to_float on 16 codes: subnormal m * 2^-24 with the sign or'ed in,
 // e == 31 sign | inf exponent | m << 13, else rebias.
@@ -172,15 +173,15 @@ __attribute__((target("avx512f"))) int64_t decode_fp16_avx512(const uint16_t* s,
   int64_t i = 0;
   for (; i + 16 <= count; i += 16) {
     const __m512i b = _mm512_maskz_cvtepu16_epi32((__mmask16)0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-    I32x16 bits;
+    U32x16 bits;
     std::memcpy(&bits, &b, sizeof bits);
-    const I32x16 sign = (bits & 0x8000) << 16, e = (bits >> 10) & 0x1F, m = bits & 0x3FF;
+    const U32x16 sign = (bits & 0x8000u) << 16, e = (bits >> 10) & 0x1Fu, m = bits & 0x3FFu;
     const F32x16 sub = __builtin_convertvector(m, F32x16) * 5.9604644775390625e-8f;  // m * 2^-24, exact
-    I32x16 sub_bits;
+    U32x16 sub_bits;
     std::memcpy(&sub_bits, &sub, sizeof sub_bits);
-    const I32x16 normal = sign | ((e + 112) << 23) | (m << 13);
-    const I32x16 special = sign | 0x7F800000 | (m << 13);
-    const I32x16 out = e == 0 ? (sub_bits | sign) : (e == 31 ? special : normal);
+    const U32x16 normal = sign | ((e + 112u) << 23) | (m << 13);
+    const U32x16 special = sign | 0x7F800000u | (m << 13);
+    const U32x16 out = e == 0u ? (sub_bits | sign) : (e == 31u ? special : normal);
     std::memcpy(dst + i, &out, sizeof out);
   }
   return i;
@@ -198,7 +199,6 @@ __attribute__((target("avx512f"))) int64_t decode_fp8_avx512(const uint8_t* s, i
   return i;
 }
 
-typedef uint32_t U32x16 __attribute__((vector_size(64)));
 typedef uint8_t U8x16 __attribute__((vector_size(16)));
 
 // float_to_fp8_bits on 16 lanes: the same steps (NaN, saturation, the normal and
@@ -224,7 +224,7 @@ __attribute__((target("avx512f,avx512bw"))) int64_t encode_fp8_avx512(const floa
     const I32x16 up = (I32x16)(rem > half) | ((I32x16)(rem == half) & (I32x16)((kept & 1u) != 0u));
     U32x16 r = kept + (U32x16)(up & 1);
     r = (U32x16)(big ? I32x16{} : (I32x16)r);
-    U32x16 code = (U32x16)(normal ? (I32x16)((U32x16)((E - emin + 1) << 3) + r - 8u) : (I32x16)r);
+    U32x16 code = (U32x16)(normal ? (I32x16)(((U32x16)(E - emin + 1) << 3) + r - 8u) : (I32x16)r);
     code = (U32x16)(e == 0 ? I32x16{} : (I32x16)code);
     code = (U32x16)(code > max_code ? (I32x16)max_code : (I32x16)code);
     U32x16 out = sign | code;

@@ -24,3 +24,8 @@ mlactl_cli_test(run-refused RC 5 ARGS run --heads 12 --qlen 2 --context 100,200 
 mlactl_cli_test(run-budget RC 3 ARGS --max-memory 1M run --heads 16 --context 100000 --backend cpu
                 STDERR "/requests: the batch needs about .* more than the memory budget of 1.0 MiB \\(raise it with --max-memory")
 mlactl_cli_test(run-json RC 0 ARGS --format json run fixtures/noncausal-draft-block.json --backend cpu STDOUT "\"status\": \"passed\"")
+# fuzz_captured's find (fuzz/regressions_captured/reduce-reads-unwritten-partial-row): a reduce
+# merging a partial row no work writes reads the buffer's NaN poison (exit 1, cause named),
+# not an executor fault (exit 4)
+mlactl_cli_test(captured-partial-row-unwritten RC 1 ARGS run tests/cli/bad/captured-partial-row-unwritten.json --backend cpu
+                STDOUT "status: +INCORRECT\nmessage: +non-finite output where the reference is finite.*captured: +differs: work_info_set\\[3\\].partial_qo_loc: the aiter planner gives 2, captured 1.*reason: +16 \\(row, head\\) unwritten \\(output still NaN poison\\)")

@@ -1,7 +1,11 @@
 # The bug-report path hardened (issue 15; docs/design.md §2 captured, §6, §9): one row per
 # class of hostile or broken input, each asserting the exit code, the named field and a
-# time bound (TIMEOUT, seconds, on the 2-core CI machine; the memory-bounded ones are
-# refused before they allocate, and the numbers are in docs/bench_notes.md).
+# time bound (TIMEOUT, seconds, on the 2-core CI machine) and a peak-memory bound (MAXRSS,
+# MiB, measured by tests/common/run_bounded.cpp): every row here gets 60 s and 256 MiB unless
+# it says otherwise; the inputs that would need gigabytes are refused before they allocate,
+# so their bounds are tight (32 MiB).
+set(MLACTL_CLI_DEFAULT_TIMEOUT 60)
+set(MLACTL_CLI_DEFAULT_MAXRSS 256)
 set(BAD tests/cli/bad)
 set(RELGEN ${CMAKE_CURRENT_BINARY_DIR}/reliability-generated)
 file(MAKE_DIRECTORY ${RELGEN})
@@ -17,11 +21,11 @@ mlactl_cli_test(captured-schedule-diff RC 1 ARGS schedule fixtures/worklist-kv-e
 mlactl_cli_test(captured-run-flags-exclusive RC 2 ARGS run fixtures/worklist-captured-clean.json --use-captured --own-metadata)
 
 # ---- 2. a captured plan is validated as a plan of this batch (exit 3, field and index) -----
-mlactl_cli_test(captured-batch-idx RC 3 ARGS run ${BAD}/captured-batch-idx.json --backend cpu TIMEOUT 10
+mlactl_cli_test(captured-batch-idx RC 3 MAXRSS 32 ARGS run ${BAD}/captured-batch-idx.json --backend cpu TIMEOUT 10
                 STDERR "/captured/work_info_set/1/0: batch_idx 99 is not a batch of this plan .*\\(work 1 of workgroup 0, batch 99")
-mlactl_cli_test(captured-kv-end-1e9 RC 3 ARGS run ${BAD}/captured-kv-end-1e9.json --backend cpu TIMEOUT 10
+mlactl_cli_test(captured-kv-end-1e9 RC 3 MAXRSS 32 ARGS run ${BAD}/captured-kv-end-1e9.json --backend cpu TIMEOUT 10
                 STDERR "/captured/work_info_set/1/5: KV range \\[100, 1000000000\\) is not inside the 840 KV index entries of this batch")
-mlactl_cli_test(captured-ploc-huge RC 3 ARGS run ${BAD}/captured-ploc-huge.json --backend cpu TIMEOUT 10
+mlactl_cli_test(captured-ploc-huge RC 3 MAXRSS 32 ARGS run ${BAD}/captured-ploc-huge.json --backend cpu TIMEOUT 10
                 STDERR "/captured/work_info_set/1/1: partial_qo_loc 2147483647 is neither -1")
 mlactl_cli_test(captured-qo-indptr-decreasing RC 3 ARGS run ${BAD}/captured-qo-indptr-decreasing.json --backend cpu
                 STDERR "/captured/qo_indptr/2: decreases \\(2 -> 1\\): request 1 would get a negative length")
@@ -37,9 +41,9 @@ mlactl_cli_test(captured-min-kv-negative RC 3 ARGS run ${BAD}/captured-min-kv-ne
                 STDERR "/captured/min_kv_seq_len: must be >= 0 \\(a KV length\\), got -1")
 
 # ---- 3. bounded before built: refused in well under a second ------------------------------
-mlactl_cli_test(bound-padding-1e8 RC 3 ARGS route --heads 16 --context 10 --padding 100000000 TIMEOUT 5
+mlactl_cli_test(bound-padding-1e8 RC 3 MAXRSS 32 ARGS route --heads 16 --context 10 --padding 100000000 TIMEOUT 5
                 STDERR "/requests: has 100000001 requests \\(--context and --padding\\), more than 4194304")
-mlactl_cli_test(bound-dev-zero RC 3 ARGS --max-memory 64M validate /dev/zero TIMEOUT 10
+mlactl_cli_test(bound-dev-zero RC 3 MAXRSS 64 ARGS --max-memory 64M validate /dev/zero TIMEOUT 10
                 STDERR "/dev/zero: the file is larger than 6.4 MiB, the most a memory budget of 64.0 MiB parses")
 mlactl_cli_test(bound-directory RC 3 ARGS validate tests/cli/bad STDERR "tests/cli/bad: is a directory, not a batch file")
 
@@ -50,7 +54,7 @@ if(NOT EXISTS ${RELGEN}/requests-1m.json)
        "{\"schema\": 1, \"name\": \"requests-1m\", \"model\": {\"num_heads\": 16}, \"requests\": [${_reqs}{\"context_len\": 1, \"query_len\": 1}]}")
   unset(_reqs)
 endif()
-mlactl_cli_test(json-1m-requests RC 0 ARGS check ${RELGEN}/requests-1m.json --list TIMEOUT 60 STDOUT "requests-1m  ")
+mlactl_cli_test(json-1m-requests RC 0 MAXRSS 640 ARGS check ${RELGEN}/requests-1m.json --list TIMEOUT 60 STDOUT "requests-1m  ")
 
 # ---- 5. safe writes -----------------------------------------------------------------------
 mlactl_cli_test(junit-device-refused RC 2 ARGS check fixtures/seed000-verify-causal.json --junit /dev/null
@@ -98,9 +102,24 @@ mlactl_cli_test(check-fail-fast RC 3 ARGS check ${BAD}/check-run-typo.json ${BAD
 # 2 requests x 200k tokens x 128 heads: many seconds of CPU reference; killed after 1 s
 file(WRITE ${RELGEN}/slow.json
      "{\"schema\": 1, \"name\": \"slow\", \"model\": {\"num_heads\": 128}, \"requests\": [{\"context_len\": 200000, \"query_len\": 1}, {\"context_len\": 200000, \"query_len\": 1}], \"expect\": {\"run\": \"passed\"}}")
-mlactl_cli_test(check-timeout RC 4 ARGS check ${RELGEN}/slow.json fixtures/seed000-verify-causal.json --backend cpu --timeout 1 TIMEOUT 30
+mlactl_cli_test(check-timeout RC 4 MAXRSS 2048 ARGS check ${RELGEN}/slow.json fixtures/seed000-verify-causal.json --backend cpu --timeout 1 TIMEOUT 30
                 STDOUT "timed_out +slow\n +timed out after 1 s \\(--timeout\\).*passed +seed000-verify-causal")
 mlactl_cli_test(check-timeout-bad RC 2 ARGS check fixtures --timeout 0 STDERR "--timeout expects seconds in \\(0, 86400\\]")
+# -j N: cases in parallel child processes, printed in case order (the slow one sorts first
+# and is killed by --timeout while the two quick ones finish)
+mlactl_cli_test(check-jobs-ordered RC 4 MAXRSS 2048 ARGS check ${RELGEN}/slow.json fixtures/aiter-vector-a.json fixtures/seed000-verify-causal.json
+                --backend cpu -j 3 --timeout 4 TIMEOUT 40
+                STDOUT "^timed_out +slow\n +timed out after 4 s \\(--timeout\\)\n +repro: mlactl check [^\n]*slow.json\npassed +aiter-vector-a [^\n]*\npassed +seed000-verify-causal [^\n]*\n2 passed, 1 failed\n$")
+mlactl_cli_test(check-jobs-bad RC 2 ARGS check fixtures -j 0 STDERR "--jobs: Value 0 not in range 1 to 256")
+# --format jsonl: a line per case as it finishes, then the summary line
+mlactl_cli_test(check-jsonl RC 0 ARGS --format jsonl check fixtures/aiter-vector-a.json fixtures/seed000-verify-causal.json --backend cpu -j 2
+                STDOUT "^{\"type\":\"case\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\",\"status\":\"passed\",[^\n]*}\n{\"type\":\"case\",\"id\":\"seed000-verify-causal\",[^\n]*}\n{\"type\":\"summary\",\"passed\":2,\"failed\":0,\"errors\":0,\"skipped\":0,\"total\":2,\"selected\":2,\"seconds\":[0-9.e+-]+,\"exit_code\":0}\n$")
+mlactl_cli_test(check-jsonl-list RC 0 ARGS --format jsonl check fixtures/aiter-vector-a.json --list
+                STDOUT "^{\"type\":\"listed\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\"}\n$")
+mlactl_cli_test(check-jsonl-error RC 2 ARGS --format jsonl check fixtures --filter nothing-matches-this
+                STDOUT "^{\"type\":\"error\",\"schema_version\":1,[^\n]*\"command\":\"check\",\"status\":\"usage error\",\"exit_code\":2,\"error\":\"check: no case selected[^\n]*}\n$")
+mlactl_cli_test(jsonl-only-check RC 2 ARGS --format jsonl validate fixtures/aiter-vector-a.json STDERR "`validate` has no --format jsonl output \\(it writes table, json\\)")
+
 
 # ---- 7. the small ones --------------------------------------------------------------------
 mlactl_cli_test(small-requests-empty RC 3 ARGS validate ${BAD}/requests-empty.json STDERR "error: /requests: must hold at least one request")
@@ -117,3 +136,6 @@ mlactl_cli_test(small-name-escaped RC 0 ARGS check ${BAD}/check-evil-name.json
 mlactl_cli_test(small-json-error RC 3 ARGS --format json validate ${BAD}/heads-0.json
                 STDOUT "\"command\": \"validate\",\n  \"status\": \"invalid input\",\n  \"exit_code\": 3,\n  \"error\": \"/model/num_heads: ")
 mlactl_cli_test(small-json-usage-error RC 2 ARGS --format json check fixtures --filter nothing-matches-this STDOUT "\"exit_code\": 2,\n  \"error\": \"check: no case selected")
+
+unset(MLACTL_CLI_DEFAULT_TIMEOUT)
+unset(MLACTL_CLI_DEFAULT_MAXRSS)

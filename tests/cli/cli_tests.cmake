@@ -5,12 +5,34 @@ target_link_libraries(json_golden PRIVATE nlohmann_json::nlohmann_json)
 set(MLACTL_FIXTURES ${CMAKE_SOURCE_DIR}/fixtures)
 set(MLACTL_GOLDEN ${CMAKE_CURRENT_LIST_DIR}/golden)
 
+# peak-memory bounds: the command runs under run_bounded (tests/common/run_bounded.cpp)
+add_executable(run_bounded ${CMAKE_SOURCE_DIR}/tests/common/run_bounded.cpp)
+# sanitizer builds carry shadow memory and a quarantine: their bounds are 4x as loose
+if(MLACTL_SANITIZE)
+  set(MLACTL_RSS_FACTOR 4)
+else()
+  set(MLACTL_RSS_FACTOR 1)
+endif()
+
 # mlactl_cli_test(NAME RC <rc> ARGS <args...> [STDOUT <regex>] [STDERR <regex>] [GOLDEN <file>] [ENV VAR=value]
-#                 [TIMEOUT <seconds>] [FILE <path> FILE_RE <regex>])
-# TIMEOUT: the time bound the test asserts (ctest fails it when exceeded); FILE/FILE_RE: a
-# file the command wrote must match the regex.
+#                 [TIMEOUT <seconds>] [MAXRSS <MiB>] [FILE <path> FILE_RE <regex>])
+# TIMEOUT: the time bound the test asserts (ctest fails it when exceeded); MAXRSS: the peak
+# resident memory bound it asserts (exit 125 from run_bounded when exceeded); FILE/FILE_RE:
+# a file the command wrote must match the regex.
 function(mlactl_cli_test name)
-  cmake_parse_arguments(T "" "RC;STDOUT;STDERR;GOLDEN;ENV;TIMEOUT;FILE;FILE_RE" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "" "RC;STDOUT;STDERR;GOLDEN;ENV;TIMEOUT;MAXRSS;FILE;FILE_RE" "ARGS" ${ARGN})
+  # a file of cases may set defaults for its rows (tests/cli/cases_reliability.cmake does)
+  if(NOT T_MAXRSS AND MLACTL_CLI_DEFAULT_MAXRSS)
+    set(T_MAXRSS ${MLACTL_CLI_DEFAULT_MAXRSS})
+  endif()
+  if(NOT T_TIMEOUT AND MLACTL_CLI_DEFAULT_TIMEOUT)
+    set(T_TIMEOUT ${MLACTL_CLI_DEFAULT_TIMEOUT})
+  endif()
+  set(bounded_args "")
+  if(T_MAXRSS)
+    math(EXPR rss "${T_MAXRSS} * ${MLACTL_RSS_FACTOR}")
+    set(bounded_args -DRUN_BOUNDED=$<TARGET_FILE:run_bounded> -DMAXRSS=${rss})
+  endif()
   string(REPLACE ";" " " args_str "${T_ARGS}")
   set(golden_args "")
   if(T_GOLDEN)
@@ -20,7 +42,7 @@ function(mlactl_cli_test name)
   add_test(NAME "cli: ${name}"
            COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> "-DARGS=${args_str}" -DRC=${T_RC}
                    "-DSTDOUT_RE=${T_STDOUT}" "-DSTDERR_RE=${T_STDERR}" ${golden_args} -DWORKDIR=${CMAKE_SOURCE_DIR}
-                   "-DFILE=${T_FILE}" "-DFILE_RE=${T_FILE_RE}"
+                   "-DFILE=${T_FILE}" "-DFILE_RE=${T_FILE_RE}" ${bounded_args}
                    -P ${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
   set_tests_properties("cli: ${name}" PROPERTIES LABELS cli)
   if(T_TIMEOUT)
@@ -56,4 +78,15 @@ if(MLACTL_SCRIPT)
            COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DSCRIPT=${MLACTL_SCRIPT} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
                    -P ${CMAKE_CURRENT_LIST_DIR}/progress_test.cmake)
   set_tests_properties("cli: run shows progress on a terminal" PROPERTIES LABELS cli)
+endif()
+
+# check killed by SIGTERM after two cases: a valid JUnit file with them (python3 reads it)
+find_program(MLACTL_PYTHON3_FOR_JUNIT python3)
+if(MLACTL_PYTHON3_FOR_JUNIT)
+  foreach(jobs 1 2)
+    add_test(NAME "cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})"
+             COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                     -DPYTHON=${MLACTL_PYTHON3_FOR_JUNIT} -DJOBS=${jobs} -P ${CMAKE_CURRENT_LIST_DIR}/interrupt_test.cmake)
+    set_tests_properties("cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})" PROPERTIES LABELS cli TIMEOUT 200)
+  endforeach()
 endif()

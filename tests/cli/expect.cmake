@@ -1,11 +1,16 @@
 # Runs one mlactl command and checks its exit code, output regexes and, optionally,
 # a golden JSON file (compared by json_golden, ignoring "argv" and "tool").
 #   -DMLACTL=... -DARGS="a;b;c" -DRC=N [-DSTDOUT_RE=...] [-DSTDERR_RE=...] [-DGOLDEN=file -DJSON_GOLDEN=tool]
+#   [-DRUN_BOUNDED=tool -DMAXRSS=MiB]
 separate_arguments(ARGS_LIST NATIVE_COMMAND "${ARGS}")
 if(DEFINED FILE AND NOT "${FILE}" STREQUAL "")
   file(REMOVE "${FILE}")  # a stale file from an earlier run must not pass
 endif()
-execute_process(COMMAND ${MLACTL} ${ARGS_LIST} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+set(bounded "")
+if(DEFINED MAXRSS AND NOT "${MAXRSS}" STREQUAL "")
+  set(bounded ${RUN_BOUNDED} ${MAXRSS})  # exit 125 when the peak RSS is over MAXRSS MiB
+endif()
+execute_process(COMMAND ${bounded} ${MLACTL} ${ARGS_LIST} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 WORKING_DIRECTORY ${WORKDIR})
 if(NOT "${rc}" STREQUAL "${RC}")
   message(FATAL_ERROR "mlactl ${ARGS}: exit ${rc}, expected ${RC}\nstdout:\n${out}\nstderr:\n${err}")

@@ -1,6 +1,7 @@
 // Every verb x every format (docs/design.md §6): the verb either writes valid output in
 // that format or refuses it with exit 2 and nothing on stdout.
-//   table: exit 0/1/77;  json: one document with the envelope, `command` the verb (the
+//   table: exit 0/1/77;  jsonl: every line an object with a "type", the last the summary;
+//   json: one document with the envelope, `command` the verb (the
 //   JSON Schema itself for `schema`), and
 //   the shared shapes (a `route` is always the route object);  csv: a header and records
 //   of exactly its field count (RFC 4180 quoting);  svg: one <svg> document.
@@ -8,6 +9,7 @@
 //   format_matrix MLACTL WORKDIR
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,7 +82,7 @@ int main(int argc, char** argv) {
     std::cout << "FAIL  " << cell << ": " << why << "\n" << out.substr(0, 2000) << "\n";
   };
   for (const auto& [verb, args] : verbs)
-    for (const std::string fmt : {"table", "json", "csv", "svg"}) {
+    for (const std::string fmt : {"table", "json", "csv", "svg", "jsonl"}) {
       ++cells;
       const std::string cell = "--format " + fmt + " " + verb;
       const Result r = run("cd '" + dir + "' && '" + mlactl + "' --format " + fmt + " " + verb + " " + args + " 2>/dev/null");
@@ -134,6 +136,27 @@ int main(int argc, char** argv) {
           continue;
         }
         std::cout << "ok    " << cell << ": CSV, " << rec.front().size() << " fields x " << rec.size() - 1 << " records\n";
+      } else if (fmt == "jsonl") {
+        // JSON Lines: every line one object with a "type"; the last one the summary
+        std::istringstream lines(r.out);
+        std::string line, last_type, why;
+        size_t n = 0;
+        while (why.empty() && std::getline(lines, line)) {
+          ++n;
+          try {
+            const nlohmann::json j = nlohmann::json::parse(line);
+            if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) why = "line " + std::to_string(n) + " is not an object with a \"type\"";
+            else last_type = j["type"];
+          } catch (const std::exception& e) {
+            why = "line " + std::to_string(n) + " is not JSON: " + e.what();
+          }
+        }
+        if (why.empty() && last_type != "summary") why = "the last line is not the summary";
+        if (!why.empty()) {
+          fail(cell, why, r.out);
+          continue;
+        }
+        std::cout << "ok    " << cell << ": JSON Lines, " << n << " lines\n";
       } else if (fmt == "svg") {
         if (r.out.rfind("<svg ", 0) != 0 || r.out.find("</svg>\n") != r.out.size() - 7) {
           fail(cell, "not one <svg> document", r.out);
