@@ -219,7 +219,7 @@ const std::vector<DefectInfo>& defect_catalog() {
       {
           "flashmla-no-work-marker",
           "-",
-          "vllm-project/FlashMLA #3",
+          "FlashMLA #3",
           "upstream FlashMLA's get_mla_metadata (no-work parts marked begin_req = batch size, combine skipping == 1) with vLLM padding after the metadata build (vLLM PR #21691; padding moved before it in #28579)",
           "planner",
           "core/stacks/vllm_cuda/schedule_arrays.cpp (metadata batch, marker), core/stacks/vllm_cuda/plan.cpp (notes)",

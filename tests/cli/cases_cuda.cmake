@@ -38,7 +38,7 @@ mlactl_cli_test(defect-no-work-marker-schedule RC 0 ARGS schedule fixtures/flash
                 STDOUT "no work and begin_req 3 \\(the metadata's batch size\\), below the kernel's params.b = 5")
 mlactl_cli_test(defect-triton-causal-run RC 4 ARGS run fixtures/triton-causal-per-request.json --backend cpu STDOUT "outside the index list")
 mlactl_cli_test(defect-triton-causal-route RC 0 ARGS route fixtures/triton-causal-per-request.json
-                STDOUT "reorder_batch_threshold raised.*1 -> 2.*6 q rows against 3 rows of block_table/seq_lens")
+                STDOUT "6 q rows against 3 rows of block_table/seq_lens.*reorder_batch_threshold raised +1 -> 2")
 # captured FlashMLA arrays are validated as a plan of the batch before anything runs
 mlactl_cli_test(cuda-captured-bad-num-splits RC 3 ARGS run fixtures/cuda-captured-matches.json --set captured.num_splits.2=1
                 STDERR "/captured/num_splits/2: is 1, below num_splits\\[1\\] = 2: request 1 would have -1 splits")
@@ -56,7 +56,7 @@ mlactl_cli_test(cuda-schedule-stacks RC 0 ARGS schedule fixtures/cuda-flashmla-f
                 STDOUT "vllm-rocm-aiter +gfx950 +256 +asm_persistent.*vllm-cuda +sm90 +132 +flashmla +flashmla .*63,2,1,24,1.*splits per request differ on 2 of 5 requests")
 mlactl_cli_test(cuda-aiter-planner-on-sm90 RC 2 ARGS schedule fixtures/cuda-flashmla-worked.json --planner aiter
                 STDERR "--planner aiter is not a planner of the vllm-cuda stack")
-mlactl_cli_test(cuda-defects-list RC 0 ARGS defects STDOUT "flashmla-qlen-planned-as-one +- +#27368 +planner.*flashmla-stale-schedule +- +#35175 +planner.*flashmla-fp8-zero-pad +- +#35969 +padding.*flashmla-no-work-marker +- +vllm-project/FlashMLA #3 +planner.*triton-causal-per-request +- +#51065 +planner")
+mlactl_cli_test(cuda-defects-list RC 0 ARGS defects STDOUT "flashmla-qlen-planned-as-one +- +#27368 +planner.*flashmla-stale-schedule +- +#35175 +planner.*flashmla-fp8-zero-pad +- +#35969 +padding.*flashmla-no-work-marker +- +FlashMLA #3 +planner.*triton-causal-per-request +- +#51065 +planner")
 # run executes captured arrays by default (docs/design.md §2 captured); --own-metadata runs
 # mlactl's plan and still reports the difference
 mlactl_cli_test(cuda-captured-stale-run RC 0 ARGS run fixtures/cuda-captured-stale.json --own-metadata

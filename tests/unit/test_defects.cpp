@@ -123,7 +123,7 @@ TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, 
       {"pad-repeat-noop", {"003", "#50578"}},         {"pad-append-only", {"003", "#50578"}},
       {"gluon-arch-ungated", {"003", "#50578"}},      {"metadata-dtype-omitted", {"004", "#46997"}},
       {"flashmla-qlen-planned-as-one", {"-", "#27368"}}, {"flashmla-stale-schedule", {"-", "#35175"}},
-      {"flashmla-fp8-zero-pad", {"-", "#35969"}},        {"flashmla-no-work-marker", {"-", "vllm-project/FlashMLA #3"}},
+      {"flashmla-fp8-zero-pad", {"-", "#35969"}},        {"flashmla-no-work-marker", {"-", "FlashMLA #3"}},
       {"triton-causal-per-request", {"-", "#51065"}}};
   const std::set<std::string> stages = {"builder", "router", "planner", "padding"};
   for (size_t i = 0; i < ids.size(); ++i) {
