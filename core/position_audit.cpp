@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "core/decode_metadata.hpp"
+#include "core/inputs.hpp"
 
 namespace mlactl {
 
@@ -37,7 +37,8 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
   const WorkList& w = plan.work;
   const int64_t num_idx = (int64_t)plan.kv_indices.size();
 
-  // slot -> (request, position), from the batch's placement alone (never the metadata)
+  // slot -> (request, position), from the batch's placement alone (never the metadata):
+  // the oracle's kv_slot_of, not the builder's token_slot (docs/design.md §3)
   const int64_t num_slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
   std::vector<int32_t> slot_req((size_t)num_slots, -1);
   std::vector<int32_t> slot_pos((size_t)num_slots, -1);
@@ -45,7 +46,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
     if (b.requests[r].padding) continue;
     const int64_t s = b.requests[r].seq_len();
     for (int64_t p = 0; p < s; ++p) {
-      const int64_t slot = token_slot(b, (int)r, p);
+      const int64_t slot = kv_slot_of(b, (int)r, p);
       if (slot >= 0 && slot < num_slots) {
         slot_req[slot] = (int32_t)r;
         slot_pos[slot] = (int32_t)p;

@@ -1,0 +1,399 @@
+#include "core/gemm.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include <Eigen/Dense>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MLACTL_GEMM_X86 1
+#endif
+
+namespace mlactl::gemm {
+
+const char* to_string(Isa isa) {
+  switch (isa) {
+    case Isa::eigen: return "eigen";
+    case Isa::avx: return "avx";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+namespace {
+
+// Eigen (built without FMA, SSE: mr 8, nr 4) transposes a row-major product into a
+// col-major C' = A'·B' and, per depth panel of kc, accumulates every element of its
+// 2-packet rows as a plain sequential fp32 sum from 0 (one mul, one add per step),
+// then adds that to C'. Only the last row block's tail (< mr rows) takes other paths
+// (1-packet rows with split accumulators, scalar rows). `product` runs the 2-packet
+// rows with the same per-element arithmetic on 8 or 16 lanes (no FMA: the products
+// stay rounded) and hands the tail rows to Eigen's own packing and kernel on exactly
+// the blocks Eigen's driver would give them; anything else (no AVX, GEMV or
+// coefficient-based shapes, a different Eigen kernel) is Eigen itself.
+// tests/unit/test_gemm.cpp checks every Isa bit for bit against Eigen's expressions.
+using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Index = Eigen::Index;
+namespace ei = Eigen::internal;
+using Traits = ei::gebp_traits<float, float>;
+
+constexpr bool kEigenSseKernel =
+#if defined(EIGEN_VECTORIZE_SSE) && !defined(EIGEN_VECTORIZE_AVX) && !defined(EIGEN_HAS_SINGLE_INSTRUCTION_MADD)
+    Traits::mr == 8 && Traits::nr == 4 && Traits::LhsProgress == 4;
+#else
+    false;
+#endif
+
+bool cpu_has(Isa isa) {
+#ifdef MLACTL_GEMM_X86
+  switch (isa) {
+    case Isa::eigen: return true;
+    case Isa::avx: return kEigenSseKernel && __builtin_cpu_supports("avx");
+    case Isa::avx512: return kEigenSseKernel && __builtin_cpu_supports("avx512f");
+  }
+  return false;
+#else
+  return isa == Isa::eigen;
+#endif
+}
+
+std::atomic<int> g_forced{-1};  // set_isa_for_testing; -1: the default
+
+}  // namespace
+
+bool isa_available(Isa isa) { return cpu_has(isa); }
+
+Isa active_isa() {
+  const int forced = g_forced.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<Isa>(forced);
+  static const Isa best = cpu_has(Isa::avx512) ? Isa::avx512 : cpu_has(Isa::avx) ? Isa::avx : Isa::eigen;
+  return best;
+}
+
+void set_isa_for_testing(std::optional<Isa> isa) { g_forced.store(isa && cpu_has(*isa) ? static_cast<int>(*isa) : -1); }
+
+namespace {
+
+constexpr int kColTile = 12;  // columns of C' per packed B' tile
+
+#ifdef MLACTL_GEMM_X86
+// dst[k*W + r] = src[r*ld + k] for r < nrows, 0 for nrows <= r < W, k < kc (W % 4 == 0).
+__attribute__((target("avx"))) void pack_transposed(const float* src, Index ld, Index nrows, Index kc, float* dst,
+                                                        int W) {
+  Index k = 0;
+  for (; k + 8 <= kc; k += 8) {
+    for (int r0 = 0; r0 < W; r0 += 8) {
+      __m256 row[8];
+      for (int r = 0; r < 8; ++r)
+        row[r] = (r0 + r < nrows) ? _mm256_loadu_ps(src + (r0 + r) * ld + k) : _mm256_setzero_ps();
+      const __m256 t0 = _mm256_unpacklo_ps(row[0], row[1]), t1 = _mm256_unpackhi_ps(row[0], row[1]);
+      const __m256 t2 = _mm256_unpacklo_ps(row[2], row[3]), t3 = _mm256_unpackhi_ps(row[2], row[3]);
+      const __m256 t4 = _mm256_unpacklo_ps(row[4], row[5]), t5 = _mm256_unpackhi_ps(row[4], row[5]);
+      const __m256 t6 = _mm256_unpacklo_ps(row[6], row[7]), t7 = _mm256_unpackhi_ps(row[6], row[7]);
+      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+      __m256 o[8];
+      o[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+      o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+      o[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+      o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+      o[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+      o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+      o[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+      o[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+      if (r0 + 8 <= W) {
+        for (int kk = 0; kk < 8; ++kk) _mm256_storeu_ps(dst + (k + kk) * W + r0, o[kk]);
+      } else {  // W % 8 == 4: the last four rows
+        for (int kk = 0; kk < 8; ++kk) _mm_storeu_ps(dst + (k + kk) * W + r0, _mm256_castps256_ps128(o[kk]));
+      }
+    }
+  }
+  for (; k < kc; ++k)
+    for (int r = 0; r < W; ++r) dst[k * W + r] = r < nrows ? src[r * ld + k] : 0.0f;
+}
+
+// A' as the micro kernel reads it: RZ panels of W rows, panel r at base + r*panel,
+// depth k at + k*stride. Rows past `valid` exist as zeros when `padded` (packed A'),
+// else must not be read (A' in place).
+struct PanelView {
+  const float* base;
+  Index stride, panel;
+  int valid;  // rows of the RZ panels that exist (1 .. W*RZ)
+  bool padded;
+};
+
+// W fp32 lanes as a GCC vector: the code below is written once and compiled for AVX
+// (W 8) and AVX-512 (W 16) by the target of the function it is inlined into.
+template <int W>
+struct VecOf;
+template <>
+struct VecOf<8> {
+  typedef float T __attribute__((vector_size(32)));
+};
+template <>
+struct VecOf<16> {
+  typedef float T __attribute__((vector_size(64)));
+};
+
+// The micro tile per width: RZ panels x NC columns of accumulators, kept in registers
+// (AVX-512: 24 + 4 + 1 of 32 zmm; AVX: 12 + 2 + 1 of 16 ymm). 64 x 6 on AVX-512 was
+// measured faster than 32 x 12 (fewer broadcasts per multiply; docs/bench_notes.md).
+template <int W>
+struct MicroShape;
+template <>
+struct MicroShape<16> {
+  static constexpr int panels = 4, cols = 6;
+};
+template <>
+struct MicroShape<8> {
+  static constexpr int panels = 2, cols = 6;
+};
+
+// C'[rows, NC columns] += A'·B' over one depth panel: per element a sequential fp32
+// sum from 0 (mul, then add, never fused), added to C' at the end. B: k-major,
+// kColTile floats per k (the NC columns from B on). Only the `valid` rows are stored.
+template <int W, int RZ, int NC>
+__attribute__((always_inline)) inline void micro_body(const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
+  typedef typename VecOf<W>::T V;
+  V acc[RZ][NC];
+  for (int r = 0; r < RZ; ++r)
+    for (int j = 0; j < NC; ++j) acc[r][j] = V{};
+  const int last_valid = A.valid - (RZ - 1) * W;
+  const bool last_full = A.padded || last_valid >= W;
+  // kc >= 1. (A do-while: with a loop that may run zero times GCC 12 also stores
+  // every accumulator to the stack on each step.)
+  Index k = 0;
+  do {
+    V a[RZ];
+    for (int r = 0; r + 1 < RZ; ++r) std::memcpy(&a[r], A.base + r * A.panel + k * A.stride, sizeof(V));
+    const float* last = A.base + (RZ - 1) * A.panel + k * A.stride;
+    if (last_full) {
+      std::memcpy(&a[RZ - 1], last, sizeof(V));
+    } else {
+      a[RZ - 1] = V{};
+      for (int l = 0; l < last_valid; ++l) a[RZ - 1][l] = last[l];
+    }
+    for (int j = 0; j < NC; ++j) {
+      const float bj = B[k * kColTile + j];
+      for (int r = 0; r < RZ; ++r) {
+        V t = a[r] * bj;
+        __asm__("" : "+v"(t));  // the product stays rounded: no contraction into an FMA
+        acc[r][j] += t;
+      }
+    }
+  } while (++k < kc);
+  for (int j = 0; j < NC; ++j) {
+    float* rj = res + j * ldr;
+    for (int r = 0; r < RZ; ++r) {
+      const int v = A.valid - r * W;
+      if (v >= W) {
+        V c;
+        std::memcpy(&c, rj + r * W, sizeof c);
+        c += acc[r][j];
+        std::memcpy(rj + r * W, &c, sizeof c);
+      } else {
+        for (int l = 0; l < v; ++l) rj[r * W + l] += acc[r][j][l];
+      }
+    }
+  }
+}
+
+template <int W, int RZ>
+__attribute__((always_inline)) inline void micro_cols(int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
+  switch (nc) {
+    case 1: micro_body<W, RZ, 1>(A, kc, B, res, ldr); break;
+    case 2: micro_body<W, RZ, 2>(A, kc, B, res, ldr); break;
+    case 3: micro_body<W, RZ, 3>(A, kc, B, res, ldr); break;
+    case 4: micro_body<W, RZ, 4>(A, kc, B, res, ldr); break;
+    case 5: micro_body<W, RZ, 5>(A, kc, B, res, ldr); break;
+    case 6: micro_body<W, RZ, 6>(A, kc, B, res, ldr); break;
+  }
+}
+static_assert(MicroShape<8>::cols == 6 && MicroShape<16>::cols == 6, "micro_cols instantiates 1..6 columns");
+
+__attribute__((target("avx512f"))) void micro_tile_avx512(int rz, int nc, const PanelView& A, Index kc, const float* B, float* res,
+                                                         Index ldr) {
+  static_assert(MicroShape<16>::panels == 4, "micro_tile_avx512 instantiates 1..4 panels");
+  switch (rz) {
+    case 1: micro_cols<16, 1>(nc, A, kc, B, res, ldr); break;
+    case 2: micro_cols<16, 2>(nc, A, kc, B, res, ldr); break;
+    case 3: micro_cols<16, 3>(nc, A, kc, B, res, ldr); break;
+    case 4: micro_cols<16, 4>(nc, A, kc, B, res, ldr); break;
+  }
+}
+
+__attribute__((target("avx"))) void micro_tile_avx(int rz, int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
+  static_assert(MicroShape<8>::panels == 2, "micro_tile_avx instantiates 1..2 panels");
+  switch (rz) {
+    case 1: micro_cols<8, 1>(nc, A, kc, B, res, ldr); break;
+    case 2: micro_cols<8, 2>(nc, A, kc, B, res, ldr); break;
+  }
+}
+
+template <int W>
+void micro_tile(int rz, int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
+  if (W == 16) micro_tile_avx512(rz, nc, A, kc, B, res, ldr);
+  else micro_tile_avx(rz, nc, A, kc, B, res, ldr);
+}
+
+// res (col-major C', ld ldr) += A'·B' for rows [0, rows_main), all columns, in depth
+// panels of kc:  A'(i, k) = BT ? b[i*ldb + k] : b[k*ldb + i],  B'(k, j) = a[j*lda + k].
+// BT's A' is packed (transposed) W rows at a time; otherwise it is read in place.
+template <bool BT, int W>
+void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
+               Index depth, Index kc, Scratch& s) {
+  constexpr Index kRowBlock = 256;  // rows of A' at a time (stay in L2)
+  constexpr int kMicroPanels = MicroShape<W>::panels, kMicroCols = MicroShape<W>::cols;
+  const Index col_tiles = (cols + kColTile - 1) / kColTile;
+  auto pack_b = [&](Index k2, Index akc, float* dst) {
+    for (Index t = 0; t < col_tiles; ++t)
+      pack_transposed(a + t * kColTile * lda + k2, lda, std::min<Index>(kColTile, cols - t * kColTile), akc, dst + t * kColTile * akc,
+                      kColTile);
+  };
+  // keep_b: B' for every depth panel (panel k2 at col_tiles * kColTile * k2), kept for
+  // the next call on the same operand; else one depth panel at a time
+  float* bfull = nullptr;
+  if (s.keep_b) {
+    bfull = s.b.get((size_t)(col_tiles * kColTile * depth));
+    const bool reuse = s.b_valid && s.b_src == a && s.b_ld == lda && s.b_cols == cols && s.b_depth == depth && s.b_kc == kc;
+    if (!reuse) {
+      for (Index k2 = 0; k2 < depth; k2 += kc) pack_b(k2, std::min(k2 + kc, depth) - k2, bfull + col_tiles * kColTile * k2);
+      s.b_valid = true;
+      s.b_src = a;
+      s.b_ld = lda;
+      s.b_cols = cols;
+      s.b_depth = depth;
+      s.b_kc = kc;
+    }
+  }
+  for (Index k2 = 0; k2 < depth; k2 += kc) {
+    const Index akc = std::min(k2 + kc, depth) - k2;
+    const float* bp;
+    if (bfull) {
+      bp = bfull + col_tiles * kColTile * k2;
+    } else {
+      float* const panel = s.b.get((size_t)(col_tiles * kColTile * akc));
+      pack_b(k2, akc, panel);
+      bp = panel;
+    }
+    for (Index i0 = 0; i0 < rows_main; i0 += kRowBlock) {
+      const Index nrows = std::min(kRowBlock, rows_main - i0);
+      const Index panels = (nrows + W - 1) / W;
+      const float* abase;
+      Index astride, apanel;
+      if (BT) {
+        float* const ap = s.a.get((size_t)(panels * W * akc));
+        for (Index p = 0; p < panels; ++p) {
+          const Index r0 = i0 + p * W;
+          pack_transposed(b + r0 * ldb + k2, ldb, std::min<Index>(W, rows_main - r0), akc, ap + p * W * akc, W);
+        }
+        abase = ap;
+        astride = W;
+        apanel = W * akc;
+      } else {
+        abase = b + k2 * ldb + i0;
+        astride = ldb;
+        apanel = W;
+      }
+      for (Index t = 0; t < col_tiles; ++t) {
+        const int nc = (int)std::min<Index>(kColTile, cols - t * kColTile);
+        for (int j0 = 0; j0 < nc; j0 += kMicroCols) {
+          const float* B = bp + t * kColTile * akc + j0;
+          float* r = res + (t * kColTile + j0) * ldr + i0;
+          for (Index p = 0; p < panels; p += kMicroPanels) {
+            const int rz = (int)std::min<Index>(kMicroPanels, panels - p);
+            micro_tile<W>(rz, std::min(kMicroCols, nc - j0),
+                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W), BT}, akc, B,
+                          r + p * W, ldr);
+          }
+        }
+      }
+    }
+  }
+}
+
+template <bool BT>
+void main_rows_on(Isa isa, const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
+                  Index depth, Index kc, Scratch& s) {
+  if (isa == Isa::avx512) main_rows<BT, 16>(a, lda, b, ldb, res, ldr, rows_main, cols, depth, kc, s);
+  else main_rows<BT, 8>(a, lda, b, ldb, res, ldr, rows_main, cols, depth, kc, s);
+}
+#else
+template <bool BT>
+void main_rows_on(Isa, const float*, Index, const float*, Index, float*, Index, Index, Index, Index, Index, Scratch&) {}
+#endif
+
+}  // namespace
+
+template <bool BT>
+void product(const float* a, int64_t lda, const float* b, int64_t ldb, float* dst, int64_t ldd, int64_t M, int64_t N, int64_t K,
+             bool accumulate, Scratch& s) {
+  using Stride = Eigen::OuterStride<>;
+  using ConstMap = Eigen::Map<const RowMatrix, 0, Stride>;
+  // Eigen's col-major view of the row-major product: C'(N x M) = A'(N x K) · B'(K x M)
+  const Index rows = N, cols = M, depth = K;
+  const bool gemm_path = M > 1 && N > 1 && K > 0 && K + M + N >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD;
+  Index kc = 0, mc = 0, nc = 0;
+  const Isa isa = active_isa();
+  if (gemm_path && isa != Isa::eigen) {
+    ei::gemm_blocking_space<Eigen::ColMajor, float, float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Dynamic, 1, false>
+        blocking(rows, cols, depth, 1, true);
+    kc = blocking.kc();
+    mc = std::min(rows, blocking.mc());
+    nc = std::min(cols, blocking.nc());
+  }
+  if (kc <= 0 || (rows > mc && mc % Traits::mr != 0)) {
+    ConstMap A(a, M, K, Stride(lda));
+    Eigen::Map<RowMatrix, 0, Stride> C(dst, M, N, Stride(ldd));
+    if (BT) {
+      ConstMap X(b, N, K, Stride(ldb));
+      if (accumulate) C.noalias() += A * X.transpose();
+      else C.noalias() = A * X.transpose();
+    } else {
+      ConstMap X(b, K, N, Stride(ldb));
+      if (accumulate) C.noalias() += A * X;
+      else C.noalias() = A * X;
+    }
+    return;
+  }
+  if (!accumulate)
+    for (Index i = 0; i < M; ++i) std::fill(dst + i * ldd, dst + i * ldd + N, 0.0f);
+  // C' rows Eigen runs through its 2-packet paths: all but the last row block's tail
+  const Index last_i2 = ((rows - 1) / mc) * mc;
+  const Index rows_main = last_i2 + ((rows - last_i2) / Traits::mr) * Traits::mr;
+  if (rows_main > 0) main_rows_on<BT>(isa, a, lda, b, ldb, dst, ldd, rows_main, cols, depth, kc, s);
+  if (rows_main == rows) return;
+  // the tail rows: Eigen's own packing and kernel, on the blocks its driver makes
+  using LhsMapper = ei::const_blas_data_mapper<float, Index, BT ? Eigen::RowMajor : Eigen::ColMajor>;
+  using RhsMapper = ei::const_blas_data_mapper<float, Index, Eigen::ColMajor>;
+  using ResMapper = ei::blas_data_mapper<float, Index, Eigen::ColMajor, Eigen::Unaligned, 1>;
+  const LhsMapper lhs(b, ldb);
+  const RhsMapper rhs(a, lda);
+  const ResMapper res(dst, ldd);
+  ei::gemm_pack_lhs<float, Index, LhsMapper, Traits::mr, Traits::LhsProgress, typename Traits::LhsPacket4Packing,
+                    BT ? Eigen::RowMajor : Eigen::ColMajor>
+      pack_lhs;
+  ei::gemm_pack_rhs<float, Index, RhsMapper, Traits::nr, Eigen::ColMajor> pack_rhs;
+  ei::gebp_kernel<float, float, Index, ResMapper, Traits::mr, Traits::nr, false, false> gebp;
+  const Index tail = rows - rows_main;
+  float* const ea = s.ea.get((size_t)(tail * kc));
+  float* const eb = s.eb.get((size_t)(kc * nc));
+  for (Index k2 = 0; k2 < depth; k2 += kc) {
+    const Index akc = std::min(k2 + kc, depth) - k2;
+    pack_lhs(ea, lhs.getSubMapper(rows_main, k2), akc, tail);
+    for (Index j2 = 0; j2 < cols; j2 += nc) {
+      const Index anc = std::min(j2 + nc, cols) - j2;
+      pack_rhs(eb, rhs.getSubMapper(k2, j2), akc, anc);
+      gebp(res.getSubMapper(rows_main, j2), ea, eb, tail, akc, anc, 1.0f);
+    }
+  }
+}
+
+template void product<true>(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, int64_t, int64_t, bool, Scratch&);
+template void product<false>(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, int64_t, int64_t, bool, Scratch&);
+
+}  // namespace mlactl::gemm
