@@ -23,7 +23,7 @@ const std::vector<int64_t> kLens = {65, 129, 3000};
 
 Batch batch() {
   return parse_batch_text(R"({"schema": 1, "platform": {"arch": "sm90"}, "model": {"num_heads": 16},
-      "kv_cache": {"dtype": "fp8"}, "decode": {"max_num_seqs": 7},
+      "kv_cache": {"dtype": "auto"}, "decode": {"attention_backend": "FLASHMLA", "max_num_seqs": 7},
       "requests": [{"seq_len": 65, "query_len": 1}, {"seq_len": 129, "query_len": 1}, {"seq_len": 3000, "query_len": 1}]})",
                           "test");
 }
@@ -47,8 +47,8 @@ Arrays fresh() {
 
 std::string error_of(const Arrays& a, bool tsm = true, bool ns = true, bool sl = true) {
   try {
-    validate_flashmla_captured(batch(), {a.sl.values.begin(), a.sl.values.begin() + 3}, 132, tsm ? &a.tsm : nullptr, ns ? &a.ns : nullptr,
-                               sl ? &a.sl : nullptr);
+    validate_flashmla_captured(batch(), {a.sl.values.begin(), a.sl.values.begin() + 3}, 132, FlashMlaEncoding::blocks, tsm ? &a.tsm : nullptr,
+                               ns ? &a.ns : nullptr, sl ? &a.sl : nullptr);
   } catch (const Error& e) {
     CHECK(e.exit_code() == kExitInvalidInput);
     return e.what();
@@ -146,6 +146,29 @@ TEST_CASE("flashmla captured: seq_lens violations", "[cuda][captured]") {
     Arrays a = fresh();
     a.sl.values[0] = 200;  // 4 blocks of 64; its table has 2
     CHECK_THAT(error_of(a, false, false), Catch::Contains("/captured/seq_lens/0: seq_len 200 of request 0 needs 4 blocks of 64, but its block table has 2"));
+  }
+}
+
+TEST_CASE("flashmla captured: fp8 rows are token offsets", "[cuda][captured]") {
+  const Batch b = parse_batch_text(R"({"schema": 1, "platform": {"arch": "sm90"}, "model": {"num_heads": 16},
+      "kv_cache": {"dtype": "fp8"}, "requests": [{"seq_len": 65, "query_len": 1}, {"seq_len": 129, "query_len": 1}, {"seq_len": 3000, "query_len": 1}]})",
+                                   "test");
+  const auto s = flashmla_get_mla_metadata(kLens, 132, NoWorkMarker::minus_one, FlashMlaEncoding::fp8_tokens);
+  StackArray tsm{"tile_scheduler_metadata", 8, false, {}};
+  for (const auto& row : s.tile_scheduler_metadata)
+    for (int32_t x : row) tsm.values.push_back(x);
+  // the fp8 metadata: part 0 ends request 0 mid-way at token 64, part 1 finishes it at its seq_len
+  CHECK(s.tile_scheduler_metadata[0][3] == 64);
+  CHECK(s.tile_scheduler_metadata[1][1] == 64);
+  CHECK(s.tile_scheduler_metadata[1][3] == 65);
+  CHECK(s.tile_scheduler_metadata.back()[0] == 3);  // no work: begin_req = b, never -1
+  validate_flashmla_captured(b, kLens, 132, FlashMlaEncoding::fp8_tokens, &tsm, nullptr, nullptr);
+  tsm.values[1 * 8 + 1] = 65;  // not a block start
+  try {
+    validate_flashmla_captured(b, kLens, 132, FlashMlaEncoding::fp8_tokens, &tsm, nullptr, nullptr);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("/captured/tile_scheduler_metadata/1/1: begin_seqlen 65 of SM part 1 is outside request 0's 65 tokens"));
   }
 }
 

@@ -21,8 +21,9 @@ std::string req_name(const Batch& b, int64_t r) {
 
 }  // namespace
 
-void validate_flashmla_captured(const Batch& b, const std::vector<int64_t>& kernel_seqlens, int parts, const StackArray* tsm,
-                                const StackArray* ns, const StackArray* sl) {
+void validate_flashmla_captured(const Batch& b, const std::vector<int64_t>& kernel_seqlens, int parts, FlashMlaEncoding encoding,
+                                const StackArray* tsm, const StackArray* ns, const StackArray* sl) {
+  const bool fp8 = encoding == FlashMlaEncoding::fp8_tokens;
   const int64_t R = (int64_t)b.requests.size();
   const int64_t Kb = b.kv_cache.block_size;
   // vLLM's persistent buffers (flashmla.py): num_splits max_num_seqs + 1, seq_lens
@@ -75,7 +76,15 @@ void validate_flashmla_captured(const Batch& b, const std::vector<int64_t>& kern
     if (rows > std::max<int64_t>(parts, b.platform.num_cu))
       throw invalid_input(p, "has " + std::to_string(rows) + " rows, more than vLLM's (num_sms = " + std::to_string(b.platform.num_cu) + ", 8) buffer");
     auto at = [&](int64_t i, int k) { return tsm->values[(size_t)(i * 8 + k)]; };
+    // blocks as the metadata counts them (bf16: max(s - 1, 0) / 64 + 1; fp8 rows are token
+    // offsets within [0, s])
     auto meta_blocks = [&](int64_t r) { return std::max<int64_t>(kernel_seqlens[(size_t)r] - 1, 0) / kFlashMlaBlockN + 1; };
+    const char* unit = fp8 ? "token" : "block";
+    auto limit = [&](int64_t r) { return fp8 ? kernel_seqlens[(size_t)r] : meta_blocks(r); };
+    auto what = [&](int64_t r) {
+      return fp8 ? std::to_string(kernel_seqlens[(size_t)r]) + " tokens" : std::to_string(meta_blocks(r)) + " blocks of 64 (seq_len " +
+                                                                               std::to_string(kernel_seqlens[(size_t)r]) + ")";
+    };
     // the kernel runs the first num_sm_parts rows; later ones are the buffer's stale tail
     for (int64_t i = 0; i < std::min<int64_t>(rows, parts); ++i) {
       const std::string rp = p + "/" + std::to_string(i);
@@ -88,12 +97,13 @@ void validate_flashmla_captured(const Batch& b, const std::vector<int64_t>& kern
       if (er < br || er >= R)
         throw invalid_input(rp + "/2", "end_req " + std::to_string(er) + " of " + part + " is not a request in [" + std::to_string(br) + ", " + std::to_string(R) +
                                            ") (it begins at request " + std::to_string(br) + ")");
-      if (bb < 0 || bb >= meta_blocks(br))
-        throw invalid_input(rp + "/1", "begin_block " + std::to_string(bb) + " of " + part + " is outside " + req_name(b, br) + "'s " +
-                                           std::to_string(meta_blocks(br)) + " blocks of 64 (seq_len " + std::to_string(kernel_seqlens[(size_t)br]) + ")");
-      if (eb < 0 || eb > meta_blocks(er) || (er == br && eb < bb))
-        throw invalid_input(rp + "/3", "end_block " + std::to_string(eb) + " of " + part + " is outside " + req_name(b, er) + "'s blocks [" +
-                                           std::to_string(er == br ? bb : 0) + ", " + std::to_string(meta_blocks(er)) + "]");
+      const bool bb_ok = fp8 ? bb >= 0 && bb % kFlashMlaBlockN == 0 && (bb < limit(br) || (bb == 0 && limit(br) == 0)) : bb >= 0 && bb < limit(br);
+      if (!bb_ok)
+        throw invalid_input(rp + "/1", std::string("begin_") + (fp8 ? "seqlen " : "block ") + std::to_string(bb) + " of " + part + " is outside " +
+                                           req_name(b, br) + "'s " + what(br) + (fp8 ? " (a multiple of 64 below the seq_len)" : ""));
+      if (eb < 0 || eb > limit(er) || (er == br && eb < bb))
+        throw invalid_input(rp + "/3", std::string("end_") + (fp8 ? "seqlen " : "block ") + std::to_string(eb) + " of " + part + " is outside " +
+                                           req_name(b, er) + "'s " + unit + "s [" + std::to_string(er == br ? bb : 0) + ", " + std::to_string(limit(er)) + "]");
       if (bs < 0) throw invalid_input(rp + "/4", "begin_split " + std::to_string(bs) + " of " + part + " is negative");
       if (!splits.empty() && bs >= std::max<int64_t>(1, splits[(size_t)br]))
         throw invalid_input(rp + "/4", "begin_split " + std::to_string(bs) + " of " + part + " is not one of " + req_name(b, br) + "'s " +

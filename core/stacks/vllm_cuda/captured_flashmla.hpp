@@ -6,6 +6,7 @@
 
 #include "core/batch.hpp"
 #include "core/stack_arrays.hpp"
+#include "core/stacks/vllm_cuda/planners/flashmla.hpp"
 
 namespace mlactl::vllm_cuda {
 
@@ -13,7 +14,8 @@ namespace mlactl::vllm_cuda {
 // slots with their pad values); `parts`: the kernel's num_sm_parts. Any array may be null.
 // Throws invalid_input (exit 3) naming /captured/<field>/<index> and the request or SM part
 // it hurts.
-void validate_flashmla_captured(const Batch& b, const std::vector<int64_t>& kernel_seqlens, int parts, const StackArray* tile_scheduler_metadata,
-                                const StackArray* num_splits, const StackArray* seq_lens);
+// `encoding`: blocks (bf16/fp16 metadata) or token offsets (the fp8 metadata).
+void validate_flashmla_captured(const Batch& b, const std::vector<int64_t>& kernel_seqlens, int parts, FlashMlaEncoding encoding,
+                                const StackArray* tile_scheduler_metadata, const StackArray* num_splits, const StackArray* seq_lens);
 
 }  // namespace mlactl::vllm_cuda

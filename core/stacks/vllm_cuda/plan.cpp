@@ -139,7 +139,7 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
     const size_t R = (size_t)md.num_requests;
     if (cap_sl && cap_sl->values.size() >= R) kernel_lens.assign(cap_sl->values.begin(), cap_sl->values.begin() + (ptrdiff_t)R);
     // a plan of this batch before anything runs it (docs/stacks/vllm-cuda.md §C12)
-    validate_flashmla_captured(b, kernel_lens, parts, cap_tsm, cap_ns, cap_sl);
+    validate_flashmla_captured(b, kernel_lens, parts, s.encoding, cap_tsm, cap_ns, cap_sl);
     if (cap_ns) {
       if (cap_ns->values.size() < R + 1)
         throw invalid_input("/captured/num_splits", "has " + std::to_string(cap_ns->values.size()) + " entries, fewer than the batch's " + std::to_string(R + 1));

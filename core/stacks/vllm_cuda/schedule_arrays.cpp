@@ -11,6 +11,11 @@ NoWorkMarker schedule_marker(const Batch& b) {
   return b.has_defect("flashmla-no-work-marker") ? NoWorkMarker::batch_size : NoWorkMarker::minus_one;
 }
 
+FlashMlaEncoding flashmla_encoding(const Batch& b) {
+  // an fp8 cache: get_mla_metadata_dense_fp8, the fork's fp8 metadata (docs/stacks/vllm-cuda.md §C7)
+  return b.kv_cache.dtype == DType::fp8 ? FlashMlaEncoding::fp8_tokens : FlashMlaEncoding::blocks;
+}
+
 int64_t metadata_batch_size(const Batch& b) {
   const int64_t R = (int64_t)b.requests.size();
   if (!b.has_defect("flashmla-no-work-marker") || b.num_padding() == 0) return R;
@@ -30,7 +35,7 @@ FlashMlaSchedule flashmla_vllm_schedule(const Batch& b, const std::vector<int64_
   // fills its persistent buffer: cg_buf_num_splits[n:].fill_(num_splits[-1])
   const int64_t n = metadata_batch_size(b);
   const std::vector<int64_t> lens(seqlens.begin(), seqlens.begin() + (ptrdiff_t)std::min<int64_t>(n, (int64_t)seqlens.size()));
-  FlashMlaSchedule s = flashmla_get_mla_metadata(lens, parts, schedule_marker(b));
+  FlashMlaSchedule s = flashmla_get_mla_metadata(lens, parts, schedule_marker(b), flashmla_encoding(b));
   s.num_splits.resize(seqlens.size() + 1, s.num_splits.back());
   return s;
 }
@@ -57,7 +62,7 @@ std::vector<std::string> flashmla_words(const FlashMlaSchedule& s, const std::ve
     }
     for (int64_t r = row[0]; r <= row[2] && r < b; ++r) {
       const int64_t nb = planner_util::ceil_div(seqlens_k[r], kFlashMlaBlockN);
-      const int64_t sb = r == row[0] ? row[1] : 0, eb = r == row[2] ? row[3] : nb;
+      const int64_t sb = r == row[0] ? flashmla_row_begin_block(s, row[1]) : 0, eb = r == row[2] ? flashmla_row_end_block(s, row[3]) : nb;
       const int64_t split = r == row[0] ? row[4] : 0;
       const int64_t splits = (int64_t)s.num_splits[r + 1] - s.num_splits[r];
       if (r != row[0]) line += "; ";

@@ -14,6 +14,8 @@ namespace mlactl::vllm_cuda {
 
 // the no-work marker the modelled FlashMLA writes: -1 (vLLM's fork)
 NoWorkMarker schedule_marker(const Batch& b);
+// the row encoding of the metadata FLASHMLA calls for this batch's cache dtype
+FlashMlaEncoding flashmla_encoding(const Batch& b);
 // The requests get_mla_metadata is called for: all of them (padding slots included, padded
 // before the build since vLLM PR #28579), or under flashmla-no-work-marker the ones before
 // the cudagraph padding (exit 5 when a request follows a padding slot)
