@@ -126,11 +126,12 @@ ShapeCost shape_cost(const Batch& b, const std::vector<RowWindow>& rows) {
   return c;
 }
 
-enum class BenchStatus { ok, refused, failed, nonfinite };
+enum class BenchStatus { ok, refused, skipped, failed, nonfinite };
 const char* to_string(BenchStatus s) {
   switch (s) {
     case BenchStatus::ok: return "ok";
     case BenchStatus::refused: return "refused";
+    case BenchStatus::skipped: return "skipped";
     case BenchStatus::failed: return "failed";
     case BenchStatus::nonfinite: return "nonfinite";
   }
@@ -143,6 +144,8 @@ struct RouteResult {
   BenchStatus status = BenchStatus::ok;
   bool ran() const { return status == BenchStatus::ok || status == BenchStatus::nonfinite; }
   std::string message;
+  // the route a table row names: the decided one, or the one asked for when it is refused
+  std::string shown() const { return route.route == Route::refused && requested != "auto" ? requested : to_string(route.route); }
   PlannerId planner = PlannerId::aiter;
   int workgroups = 0;
   int64_t works = 0, partial_rows = 0;
@@ -294,6 +297,14 @@ BenchReport run_bench(const Batch& b, const BenchOptions& opt, const std::vector
     r.exit_code = kExitSkipped;
     return r;
   }
+  if (!r.have_gpu) {
+    // some routes refused (an answer on any machine), the others cannot be timed here
+    for (auto& rr : r.results)
+      if (rr.status != BenchStatus::refused) {
+        rr.status = BenchStatus::skipped;
+        rr.message = no_gpu_reason(why);
+      }
+  }
 
   r.cost = shape_cost(b, rows);
   const bool progress = isatty(STDERR_FILENO) && !quiet;
@@ -401,7 +412,7 @@ void print_bench_csv(std::ostream& out, const BenchReport& r, double peak) {
   for (const auto& rr : r.results) {
     const bool ran = rr.ran();
     auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
-    c.add({to_string(rr.route.route), ran ? to_string(rr.planner) : "", ran ? stage1_text(rr.bench) : "",
+    c.add({rr.shown(), ran ? to_string(rr.planner) : "", ran ? stage1_text(rr.bench) : "",
            ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
            num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
            num(rr.plan_us, 1), num(r.gbps(rr.total.median), 1), num(r.pct_bw(rr.total.median), 2), num(r.tflops(rr.total.median), 2),
@@ -420,7 +431,7 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
   t.right_align = {false, false, false, true, true, true, true, true, true, true, true, true, true, false};
   for (const auto& rr : r.results) {
     if (!rr.ran()) {
-      t.add({to_string(rr.route.route), "", "", "", "", "", "", "", "", "", "", "", "", std::string(to_string(rr.status)) + ": " + rr.message});
+      t.add({rr.shown(), "", "", "", "", "", "", "", "", "", "", "", "", std::string(to_string(rr.status)) + ": " + rr.message});
       continue;
     }
     t.add({to_string(rr.route.route), to_string(rr.planner), stage1_text(rr.bench), std::to_string(rr.workgroups),

@@ -245,7 +245,7 @@ void expect_windows(CaseContext& c, const nlohmann::json& want_j) {
 void expect_captured(CaseContext& c, const nlohmann::json& want) {
   CapturedMetadata cap = parse_captured(c.b, c.b.captured, (int64_t)c.rows.size());
   // a captured work list must be a plan of this batch before it is compared (exit 3 otherwise)
-  if (!c.rb.refused() && cap.work_indptr) (void)plan_captured(c.b, c.rb, c.rows, cap);
+  if (!c.rb.refused() && (cap.work_indptr || !cap.stack_arrays.empty())) (void)plan_captured(c.b, c.rb, c.rows, cap);
   // a captured work list or a stack's own schedule arrays (FlashMLA's) compare with the route's plan
   const RoutePlan* plan = !c.rb.refused() && (cap.work_indptr || !cap.stack_arrays.empty()) ? &c.own_plan() : nullptr;
   CapturedDiff cd = diff_captured(c.b, c.rb.metadata, c.rows, cap, plan);

@@ -367,7 +367,7 @@ void setup_schedule(CLI::App& app, Context& ctx) {
     std::optional<CapturedDiff> cdiff;
     if (!b.captured.is_null() && !routed.refused()) {
       const CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
-      if (cap.work_indptr) (void)plan_captured(b, routed, rows, cap);
+      if (cap.work_indptr || !cap.stack_arrays.empty()) (void)plan_captured(b, routed, rows, cap);
       cdiff = diff_captured(b, routed.metadata, rows, cap, &cases.front().plan);
       if (!cdiff->same) worst = kExitVerifyFailed;
     }

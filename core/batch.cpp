@@ -541,7 +541,7 @@ Batch parse_batch(const json& doc) {
   bool ndt_given = false, mns_given = false;
   if (const json* d = find(doc, "decode")) {
     require_object(*d, "/decode");
-    check_keys(*d, "/decode", {"causal", "small_head_mode", "mtp_qlen", "q_dtype", "num_decode_tokens", "max_num_seqs", "attention_backend"});
+    check_keys(*d, "/decode", {"causal", "small_head_mode", "mtp_qlen", "q_dtype", "num_decode_tokens", "max_num_seqs", "attention_backend", "max_num_splits"});
     if (const json* v = find(*d, "attention_backend")) {
       const std::string s = get_enum(*v, "/decode/attention_backend",
                                      {"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"});
@@ -549,6 +549,13 @@ Batch parse_batch(const json& doc) {
         throw invalid_input("/decode/attention_backend", "names a vLLM CUDA backend; it applies to platform.arch \"sm90\" only (this batch is " +
                                                             std::string(to_string(b.platform.arch)) + ")");
       b.decode.attention_backend = attention_backend_from_string(s);
+    }
+    if (const json* v = find(*d, "max_num_splits")) {
+      // FA3's mha_fwd: "num_splits > 256 not supported"
+      b.decode.max_num_splits = get_int(*v, "/decode/max_num_splits", 0, 256);
+      if (b.platform.arch != Arch::sm90)
+        throw invalid_input("/decode/max_num_splits", "is FA3's num_splits (FLASH_ATTN_MLA); it applies to platform.arch \"sm90\" only (this batch is " +
+                                                         std::string(to_string(b.platform.arch)) + ")");
     }
     if (const json* v = find(*d, "causal")) b.decode.causal = get_bool(*v, "/decode/causal");
     if (const json* v = find(*d, "small_head_mode")) {

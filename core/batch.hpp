@@ -85,6 +85,10 @@ struct Batch {
     int64_t max_num_seqs = 0;      // resolved (default number of requests)
     // sm90 only: the backend forced by vLLM's --attention-backend (unset = vLLM's priority list)
     std::optional<AttentionBackend> attention_backend;
+    // sm90 FLASH_ATTN_MLA: the num_splits vLLM passes to FA3's get_scheduler_metadata and the
+    // kernel (max_num_splits: flash_attn_max_num_splits_for_cuda_graph under full cudagraph,
+    // 0 eager = FA3's heuristic), docs/stacks/vllm-cuda.md §C5
+    int64_t max_num_splits = 0;
   } decode;
 
   std::vector<Request> requests;

@@ -86,7 +86,8 @@ ojson batch_json_schema() {
                       {"num_decode_tokens", integer(0, "tokens of the (cudagraph-padded) step")},
                       {"max_num_seqs", integer(1, "sizes the AITER buffers")},
                       {"attention_backend", en({"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"}, nullptr,
-                                               "sm90 only: force vLLM's attention backend (--attention-backend); unset = vLLM's priority list")}})},
+                                               "sm90 only: force vLLM's attention backend (--attention-backend); unset = vLLM's priority list")},
+                      {"max_num_splits", integer(0, "sm90 FLASH_ATTN_MLA: num_splits vLLM passes to FA3 (flash_attn_max_num_splits_for_cuda_graph under full cudagraph; 0 = eager, FA3's heuristic) [0]")}})},
       {"requests", ojson{{"type", "array"}, {"items", request}}},
       {"sparse", obj({{"topk", integer(1, "top-k KV positions per token")},
                       {"geometry", en({"rope", "rope_free"}, "rope", "rope_free: head_size 512")},
@@ -136,6 +137,7 @@ ojson batch_to_json(const Batch& b) {
                  {"q_dtype", b.decode.q_dtype_is_model ? "model" : "fp8"}, {"num_decode_tokens", b.decode.num_decode_tokens},
                  {"max_num_seqs", b.decode.max_num_seqs}};
   if (b.decode.attention_backend) o["decode"]["attention_backend"] = to_string(*b.decode.attention_backend);
+  if (b.decode.max_num_splits > 0) o["decode"]["max_num_splits"] = b.decode.max_num_splits;
   ojson reqs = ojson::array();
   for (const auto& r : b.requests) {
     if (r.padding) reqs.push_back({{"padding", true}});

@@ -197,6 +197,63 @@ const std::vector<DefectInfo>& defect_catalog() {
           "step (every seq_len q_len shorter) and shows the uncovered KV.",
           {},
       },
+      {
+          "flashmla-fp8-zero-pad",
+          "-",
+          "#35969",
+          "the model runner's default cudagraph padding (seq_lens 0, block_table -1) reaching FlashMLA's fp8 decode (issue #33664)",
+          "padding",
+          "core/stacks/vllm_cuda/builder.cpp (pad_values), core/stacks/vllm_cuda/plan.cpp (the fp8 kernel's first block read)",
+          "FlashMLA fp8 padding slots get seq_len 0 / block id -1 instead of 1 / 0",
+          "`route` finding naming block_table[r][-1]; `schedule` notes each padding segment's read (block, slot); `run` stops with the out-of-cache read (exit 4) where that block id is -1",
+          "Under full cudagraph vLLM pads the unused batch slots with seq_len 0 and block id -1, which most kernels never "
+          "touch. FlashMLA's fp8 decode kernel starts each request at its last block, n_block = ceil(seq_len / 64) - 1, and "
+          "reads that block's table entry and 64 K rows before its loop: at seq_len 0 it reads block_table[r][-1] (the last "
+          "column of the row before) and, where that is a padding row's -1, a negative KV offset. Servers with "
+          "--kv-cache-dtype fp8 crashed with an illegal memory access once the fp8 schedule was copied into the graph's "
+          "buffers (#35175 made the replay run the fresh metadata). #35969 clamps the fp8 builder's seq_lens to >= 1 and "
+          "block ids to >= 0. mlactl pads with 0 / -1 when the defect is on and turns each padding segment's read into a "
+          "work over the 64 slots the kernel touches, so the executor meets the negative slot.",
+          {},
+      },
+      {
+          "flashmla-no-work-marker",
+          "-",
+          "FlashMLA #3",
+          "upstream FlashMLA's get_mla_metadata (no-work parts marked begin_req = batch size, combine skipping == 1) with vLLM padding after the metadata build (vLLM PR #21691; padding moved before it in #28579)",
+          "planner",
+          "core/stacks/vllm_cuda/schedule_arrays.cpp (metadata batch, marker), core/stacks/vllm_cuda/plan.cpp (notes)",
+          "get_mla_metadata over the requests before the cudagraph padding, no-work parts marked begin_req = that count, num_splits padded with its last value",
+          "`schedule`: tile rows with begin_req = n (not -1) that the kernel run over all slots does not skip, num_splits' padded tail, the combine running for 0-split padding slots; `run` passes (real rows are unaffected)",
+          "When vLLM still padded the batch for the cudagraph after building the attention metadata, FlashMLA's schedule "
+          "was computed for the n real requests while the captured kernel ran over all B slots. Upstream FlashMLA marks SM "
+          "parts with no work by begin_req = n, which the kernel only skips when n >= params.b; here n < B, so those parts "
+          "go on (copying a padding slot's q) instead of returning. And padding num_splits to B + 1 entries needs one split "
+          "per padding slot, since upstream's combine skips only num_splits == 1. vLLM's fork (PR #3, used by vLLM PR #21691, "
+          "which fixed an illegal memory access under full cudagraph with wide EP) writes -1 for no-work parts, returns "
+          "for begin_req < 0 and skips num_splits <= 1, so the buffer tail can simply repeat the last value. mlactl "
+          "shows the upstream rows and tail; the kernel code read walks nothing for such a part, so the record's crash "
+          "needs more than the marker (a stale num_splits tail, which `captured` validation names).",
+          {},
+      },
+      {
+          "triton-causal-per-request",
+          "-",
+          "#51065",
+          "TRITON_MLA's forward_mqa expanding block_table/seq_lens per token only on the non-causal path, with the reorder threshold raised by a non-causal draft route (issue #51848)",
+          "planner",
+          "core/stacks/vllm_cuda/router.cpp (the raised threshold), core/stacks/vllm_cuda/plan.cpp (the unexpanded rows)",
+          "a causal multi-token batch on TRITON_MLA reaches the decode kernel with one block_table/seq_lens row per request",
+          "`route` finding naming the row/table mismatch; `schedule`: invariants broken (rows read other requests' KV); `run` stops at the reads past the tables (exit 4)",
+          "TRITON_MLA decodes one token per row. A DSpark draft (non-causal) route raised its group's reorder threshold past "
+          "1, so a causal speculative-verify block of q tokens per request was sent to the decode path, and forward_mqa "
+          "expanded block_table and seq_lens to one row per token only when the block was non-causal. decode_attention_fwd "
+          "runs one program per q row and loads seq_lens[row] and block_table[row]: row i read request i's KV, and rows "
+          "past the number of requests read past both tensors (Triton: an illegal memory access, issue #51848 on sm_86). "
+          "#51065 fixes the causal path; mlactl's fixed stack sends the causal multi-token batch to the prefill path as "
+          "SINGLE_ONLY says (exit 5, not modelled), and the defect shows the unexpanded rows.",
+          {},
+      },
   };
   return catalog;
 }

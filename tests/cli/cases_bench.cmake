@@ -4,6 +4,11 @@ if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
   mlactl_cli_test(bench-no-gpu RC 77 ARGS bench --heads 16 --context 8191 --batch-size 4 STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-compare RC 77 ARGS bench --heads 12 --context 32767 --compare gluon_decode,asm_persistent STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-stage1 RC 77 ARGS bench --heads 128 --context 4095 --stage1 wgmma STDERR "no GPU")
+  # the vllm-cuda stack's routes side by side (docs/stacks/vllm-cuda.md): timed on the H200 only
+  mlactl_cli_test(bench-no-gpu-compare-cuda RC 77 ARGS bench --arch sm90 --heads 16 --context 8191 --compare flash_attn_mla,flashmla,triton_mla STDERR "no GPU")
+  # a refused route is answered (exit 5), the others say why they were not timed
+  mlactl_cli_test(bench-compare-cuda-refused RC 5 ARGS bench --arch sm90 --heads 16 --context 8191 --kv-dtype fp8 --compare flash_attn_mla,flashmla
+                  STDOUT "flash_attn_mla +refused: ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN_MLA is not valid for this configuration. Reason: \\['kv_cache_dtype not supported'\\]\nflashmla +skipped: no GPU")
 endif()
 mlactl_cli_test(bench-stage1-unknown RC 2 ARGS bench --heads 16 --context 10 --stage1 bogus
                 STDERR "--stage1: bogus not in {automatic,wgmma,mma,cuda_core}")

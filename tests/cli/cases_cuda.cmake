@@ -12,7 +12,38 @@ mlactl_cli_test(cuda-backend-off-sm90 RC 3 ARGS validate --heads 16 --context 10
                 STDERR "/decode/attention_backend: names a vLLM CUDA backend; it applies to platform.arch \"sm90\" only \\(this batch is gfx950\\)")
 mlactl_cli_test(cuda-heads-any RC 0 ARGS route --arch sm90 --heads 129 --context 100 --kv-dtype fp8 STDOUT "route: +flashmla")
 mlactl_cli_test(cuda-schedule-sparse RC 5 ARGS schedule fixtures/cuda-sparse-routing.json STDERR "flashmla_sparse: FLASHMLA_SPARSE's schedule is not modelled yet")
-mlactl_cli_test(cuda-run-fa3 RC 5 ARGS run fixtures/cuda-default-fa3.json STDOUT "REFUSED.*FA3's scheduler .* is not modelled yet")
+mlactl_cli_test(cuda-run-fa3 RC 0 ARGS run fixtures/cuda-default-fa3.json --backend cpu STDOUT "PASSED.*route: +flash_attn_mla")
+mlactl_cli_test(cuda-schedule-fa3-words RC 0 ARGS schedule fixtures/cuda-default-fa3.json
+                STDOUT "tile 1: request 1 m block 0 \\(q tokens \\[0, 1\\)\\), split 0 of 71: KV blocks \\[0, 2\\) = tokens \\[0, 128\\)")
+mlactl_cli_test(cuda-schedule-fa3-json RC 0 ARGS --format json schedule fixtures/cuda-default-fa3.json
+                STDOUT "\"num_splits_dynamic\": \\[\n? *1,\n? *71\n? *\\]")
+mlactl_cli_test(cuda-fa3-cudagraph-splits RC 0 ARGS --format json metadata fixtures/cuda-default-fa3.json --set decode.max_num_splits=32
+                STDOUT "\"num_splits\": 32,.*\"num_splits_dynamic\": \\[\n? *1,\n? *32\n? *\\]")
+mlactl_cli_test(cuda-fa3-max-splits-off-sm90 RC 3 ARGS validate --heads 16 --context 100 --set decode.max_num_splits=8
+                STDERR "/decode/max_num_splits: is FA3's num_splits \\(FLASH_ATTN_MLA\\); it applies to platform.arch \"sm90\" only")
+mlactl_cli_test(cuda-fa3-max-splits-range RC 3 ARGS validate --arch sm90 --heads 16 --context 100 --set decode.max_num_splits=257
+                STDERR "/decode/max_num_splits")
+mlactl_cli_test(cuda-run-fa3-mtp RC 0 ARGS run fixtures/cuda-fa3-varlen-cudagraph.json --backend cpu STDOUT "PASSED.*route: +flash_attn_mla")
+# the vllm-cuda defects from the public record (docs/stacks/vllm-cuda.md §C11): each pair
+# passes `check`, and the symptom through run / schedule
+foreach(id flashmla-fp8-zero-pad flashmla-no-work-marker triton-causal-per-request)
+  mlactl_cli_test(check-${id} RC 0 ARGS check fixtures/${id}.json --backend cpu STDOUT "(passed|refused-as-expected) +${id} .*1 passed, 0 failed")
+  mlactl_cli_test(check-${id}-fixed RC 0 ARGS check fixtures/${id}-fixed.json --backend cpu STDOUT "(passed|refused-as-expected) +${id}-fixed .*1 passed, 0 failed")
+endforeach()
+mlactl_cli_test(defect-fp8-zero-pad-run RC 4 ARGS run fixtures/flashmla-fp8-zero-pad.json --backend cpu STDOUT "reads slot -64")
+mlactl_cli_test(defect-fp8-zero-pad-schedule RC 0 ARGS schedule fixtures/flashmla-fp8-zero-pad.json
+                STDOUT "padding slot 3 \\(seq_len 0\\): the fp8 kernel reads block_table\\[3\\]\\[-1\\] = -1 \\(row 2, column 3\\).*a negative KV offset, an illegal memory access")
+mlactl_cli_test(defect-fp8-zero-pad-fixed-run RC 0 ARGS run fixtures/flashmla-fp8-zero-pad-fixed.json --backend cpu STDOUT "PASSED")
+mlactl_cli_test(defect-no-work-marker-schedule RC 0 ARGS schedule fixtures/flashmla-no-work-marker.json
+                STDOUT "no work and begin_req 3 \\(the metadata's batch size\\), below the kernel's params.b = 5")
+mlactl_cli_test(defect-triton-causal-run RC 4 ARGS run fixtures/triton-causal-per-request.json --backend cpu STDOUT "outside the index list")
+mlactl_cli_test(defect-triton-causal-route RC 0 ARGS route fixtures/triton-causal-per-request.json
+                STDOUT "6 q rows against 3 rows of block_table/seq_lens.*reorder_batch_threshold raised +1 -> 2")
+# captured FlashMLA arrays are validated as a plan of the batch before anything runs
+mlactl_cli_test(cuda-captured-bad-num-splits RC 3 ARGS run fixtures/cuda-captured-matches.json --set captured.num_splits.2=1
+                STDERR "/captured/num_splits/2: is 1, below num_splits\\[1\\] = 2: request 1 would have -1 splits")
+mlactl_cli_test(cuda-captured-bad-row RC 3 ARGS schedule fixtures/cuda-captured-matches.json --set captured.tile_scheduler_metadata.3.0=9
+                STDERR "/captured/tile_scheduler_metadata/3/0: begin_req 9 of SM part 3")
 mlactl_cli_test(cuda-schedule-json RC 0 ARGS --format json schedule fixtures/cuda-flashmla-worked.json
                 STDOUT "\"num_sm_parts\": 66,.*\"tile_scheduler_metadata\": \\[.*\\[\n? *0,\n? *2,\n? *0,\n? *4,\n? *1,.*\"num_splits\": \\[\n? *0,\n? *8,\n? *9,\n? *49,\n? *50\n? *\\]")
 mlactl_cli_test(cuda-schedule-words RC 0 ARGS schedule fixtures/cuda-flashmla-worked.json
@@ -25,7 +56,7 @@ mlactl_cli_test(cuda-schedule-stacks RC 0 ARGS schedule fixtures/cuda-flashmla-f
                 STDOUT "vllm-rocm-aiter +gfx950 +256 +asm_persistent.*vllm-cuda +sm90 +132 +flashmla +flashmla .*63,2,1,24,1.*splits per request differ on 2 of 5 requests")
 mlactl_cli_test(cuda-aiter-planner-on-sm90 RC 2 ARGS schedule fixtures/cuda-flashmla-worked.json --planner aiter
                 STDERR "--planner aiter is not a planner of the vllm-cuda stack")
-mlactl_cli_test(cuda-defects-list RC 0 ARGS defects STDOUT "flashmla-qlen-planned-as-one +- +#27368 +planner.*flashmla-stale-schedule +- +#35175 +planner")
+mlactl_cli_test(cuda-defects-list RC 0 ARGS defects STDOUT "flashmla-qlen-planned-as-one +- +#27368 +planner.*flashmla-stale-schedule +- +#35175 +planner.*flashmla-fp8-zero-pad +- +#35969 +padding.*flashmla-no-work-marker +- +FlashMLA #3 +planner.*triton-causal-per-request +- +#51065 +planner")
 # run executes captured arrays by default (docs/design.md §2 captured); --own-metadata runs
 # mlactl's plan and still reports the difference
 mlactl_cli_test(cuda-captured-stale-run RC 0 ARGS run fixtures/cuda-captured-stale.json --own-metadata

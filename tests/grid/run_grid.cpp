@@ -110,7 +110,10 @@ json random_cuda_batch(Rng& rng, int index) {
     d["decode"]["attention_backend"] = "TRITON_MLA";
     if (fp8) d["decode"]["q_dtype"] = "model";
   } else if (!fp8) {
-    d["decode"]["attention_backend"] = "FLASHMLA";  // the natural bf16 route is FLASH_ATTN_MLA (FA3: not modelled)
+    // the natural bf16 route is FLASH_ATTN_MLA (FA3's scheduler), eager or under full
+    // cudagraph (vLLM's max_num_splits); FLASHMLA forced the other half
+    if (rng.below(2) == 0) d["decode"]["attention_backend"] = "FLASHMLA";
+    else if (rng.below(2) == 0) d["decode"]["max_num_splits"] = 32;
   }
   const int nreq = 1 + (int)rng.below(6);
   json reqs = json::array();

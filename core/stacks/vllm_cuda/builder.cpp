@@ -12,8 +12,8 @@ namespace mlactl::vllm_cuda {
 PadValues pad_values(Route r, const Batch& b) {
   PadValues p;
   // FlashMLA's fp8 kernel indexes block_table[n_block - 1] for seq_len 0: its builder pads
-  // with seq_len 1 and block 0 (vLLM PR #35969)
-  if (r == Route::flashmla && b.kv_cache.dtype == DType::fp8) {
+  // with seq_len 1 and block 0 (vLLM PR #35969; flashmla-fp8-zero-pad is the time before)
+  if (r == Route::flashmla && b.kv_cache.dtype == DType::fp8 && !b.has_defect("flashmla-fp8-zero-pad")) {
     p.seq_len = 1;
     p.block_id = 0;
   }
@@ -66,9 +66,10 @@ DecodeMetadata build_cuda_decode(const Batch& b, PadValues pad, std::optional<Ro
     const int64_t s_q = std::max<int64_t>(1, md.max_qo_len);
     const int planned_sq = b.has_defect("flashmla-qlen-planned-as-one") ? 1 : (int)s_q;
     const int parts = flashmla_num_sm_parts(b.platform.num_cu, 1, (int64_t)planned_sq * b.model.num_heads);
-    const FlashMlaSchedule s = flashmla_get_mla_metadata(md.seq_k, parts, schedule_marker(b));
+    const FlashMlaSchedule s = flashmla_vllm_schedule(b, md.seq_k, parts);
     md.stack_arrays = flashmla_arrays(s);
   }
+  if (route == Route::flash_attn_mla) md.stack_arrays = fa3_arrays(fa3_get_scheduler_metadata(fa3_scheduler_input(b, md)));
   return md;
 }
 

@@ -4,9 +4,13 @@
 // in mlactl's one work-list format with the oracle's expectations.
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 
 #include "core/planners/row_plan.hpp"
 #include "core/stacks/vllm_cuda/backends.hpp"
+#include "core/stacks/vllm_cuda/captured_flashmla.hpp"
+#include "core/stacks/vllm_cuda/planners/fa3.hpp"
 #include "core/stacks/vllm_cuda/planners/flashmla.hpp"
 #include "core/stacks/vllm_cuda/schedule_arrays.hpp"
 #include "core/stacks/vllm_cuda/stack.hpp"
@@ -40,6 +44,50 @@ KernelView base_view(const Batch& b) {
   return kv;
 }
 
+// flashmla-fp8-zero-pad (vLLM PR #35969): the fp8 kernel
+// (vllm-project/FlashMLA csrc/extension/sm90/dense_fp8/flash_fwd_mla_kernel.h@46d64a8,
+// compute_attn_1rowblock_splitkv_mla) starts every (part, request) segment at n_block =
+// n_block_max - 1 and, before its block loop, reads block_table[r][n_block] and copies the
+// 64 K rows of that block. At seq_len 0 that is block_table[r][-1]: the last column of the
+// row before in vLLM's [max_num_reqs, max_blocks] table (zero-initialised, padding rows -1),
+// and a block id of -1 is a negative KV offset. Each such segment becomes a work over the
+// 64 slots the kernel reads, appended to the index list; its rows are padding (never compared),
+// so what shows is the read itself: a slot outside the cache is the illegal memory access.
+void fp8_zero_length_reads(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
+  const int64_t Kb = b.kv_cache.block_size;
+  int64_t width = 1;
+  for (const auto& row : b.kv_cache.block_table) width = std::max<int64_t>(width, (int64_t)row.size());
+  const PadValues pad = pad_values(Route::flashmla, b);
+  auto table_entry = [&](int64_t r, int64_t col) -> std::optional<int64_t> {
+    const int64_t flat = r * width + col;
+    if (flat < 0) return std::nullopt;  // before the tensor
+    const int64_t rr = flat / width, cc = flat % width;
+    if (b.requests[(size_t)rr].padding) return pad.block_id;
+    const auto& row = b.kv_cache.block_table[(size_t)rr];
+    return cc < (int64_t)row.size() ? (int64_t)row[(size_t)cc] : 0;
+  };
+  for (int g = 0; g < p.work.num_workgroups; ++g)
+    for (int32_t w = p.work.work_indptr[g]; w < p.work.work_indptr[g + 1]; ++w) {
+      WorkInfo& x = p.work.work_info[(size_t)w];
+      const int64_t r = x.batch_idx;
+      if (md.seq_k[(size_t)r] != 0) continue;
+      const auto blk = table_entry(r, -1);
+      std::string what = "SM part " + std::to_string(g) + ", padding slot " + std::to_string(r) + " (seq_len 0): the fp8 kernel reads block_table[" +
+                         std::to_string(r) + "][-1]";
+      if (!blk) {
+        p.notes.push_back(what + ", before the block table's first entry (not modelled further)");
+        continue;
+      }
+      what += " = " + std::to_string(*blk) + (r > 0 ? " (row " + std::to_string(r - 1) + ", column " + std::to_string(width - 1) + ")" : "") +
+              " and copies 64 K rows at slot " + std::to_string(*blk * Kb);
+      p.notes.push_back(what + (*blk < 0 ? ": a negative KV offset, an illegal memory access" : ": another block's KV, read and discarded"));
+      x.kv_start = (int32_t)p.kv_indices.size();
+      for (int64_t j = 0; j < kFlashMlaBlockN; ++j) p.kv_indices.push_back((int32_t)(*blk * Kb + j));
+      x.kv_end = (int32_t)p.kv_indices.size();
+      x.kv_offset = 0;
+    }
+}
+
 void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   const int s_q = (int)std::max<int64_t>(1, md.max_qo_len);
   // flashmla-qlen-planned-as-one (vLLM PR #27368): get_mla_metadata given the q_len-1 token
@@ -58,7 +106,25 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   if (stale)
     for (int64_t r = 0; r < md.num_requests; ++r)
       if (!b.requests[r].padding) planned_lens[r] = std::max<int64_t>(0, md.seq_k[r] - md.qo_len[r]);
-  FlashMlaSchedule s = flashmla_get_mla_metadata(planned_lens, parts, schedule_marker(b));
+  FlashMlaSchedule s = flashmla_vllm_schedule(b, planned_lens, parts);
+  const int64_t planned_b = metadata_batch_size(b);
+  if (planned_b < md.num_requests) {
+    // flashmla-no-work-marker: what the upstream kernel does with the smaller batch's rows
+    int first = -1, last = -1;
+    for (int i = 0; i < (int)s.tile_scheduler_metadata.size(); ++i)
+      if (s.tile_scheduler_metadata[i][0] == planned_b) {
+        if (first < 0) first = i;
+        last = i;
+      }
+    if (first >= 0)
+      p.notes.push_back("SM parts " + std::to_string(first) + ".." + std::to_string(last) + " have no work and begin_req " + std::to_string(planned_b) +
+                        " (the metadata's batch size), below the kernel's params.b = " + std::to_string(md.num_requests) +
+                        ": they pass its `begin_idx >= params.b` return, copy the q of padding slot " + std::to_string(planned_b) +
+                        " and walk nothing (vLLM's fork marks them -1 and returns)");
+    p.notes.push_back("num_splits is padded with its last value (0 splits for padding slots " + std::to_string(planned_b) + ".." +
+                      std::to_string(md.num_requests - 1) + "): upstream's combine skips only num_splits == 1, so it runs for them over zero partials "
+                      "(the fork skips <= 1); padding slots get no split-kernel work, their rows are never compared");
+  }
   // run --use-captured: the kernel runs the captured schedule (and seq_lens) instead
   const StackArray* cap_tsm = nullptr;
   const StackArray* cap_ns = nullptr;
@@ -71,6 +137,9 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   std::vector<int64_t> kernel_lens = md.seq_k;
   if (cap_tsm || cap_ns || cap_sl) {
     const size_t R = (size_t)md.num_requests;
+    if (cap_sl && cap_sl->values.size() >= R) kernel_lens.assign(cap_sl->values.begin(), cap_sl->values.begin() + (ptrdiff_t)R);
+    // a plan of this batch before anything runs it (docs/stacks/vllm-cuda.md §C12)
+    validate_flashmla_captured(b, kernel_lens, parts, s.encoding, cap_tsm, cap_ns, cap_sl);
     if (cap_ns) {
       if (cap_ns->values.size() < R + 1)
         throw invalid_input("/captured/num_splits", "has " + std::to_string(cap_ns->values.size()) + " entries, fewer than the batch's " + std::to_string(R + 1));
@@ -102,6 +171,8 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   in.heads = b.model.num_heads;
   in.kernel_parts = (int)s.tile_scheduler_metadata.size();
   p.work = flashmla_work_list(s, in);
+  p.kv_indices = md.paged_kv_indices;
+  if (b.has_defect("flashmla-fp8-zero-pad") && b.kv_cache.dtype == DType::fp8) fp8_zero_length_reads(b, md, p);
   if (cap_tsm || cap_ns || cap_sl) {
     p.planner = PlannerId::captured;
     p.work.planner = "captured_flashmla_schedule";
@@ -119,17 +190,55 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
                       std::to_string(s_q) + " (" + std::to_string(tokens) + " q rows per KV head, " + std::to_string(m_tiles) +
                       " tiles): its grid is " + std::to_string(ctas) + " CTAs, " + std::to_string((ctas + b.platform.num_cu - 1) / b.platform.num_cu) +
                       " waves on " + std::to_string(b.platform.num_cu) + " SMs, where " + std::to_string(intended) + " parts would give one (vLLM PR #27368)");
-  p.kv_indices = md.paged_kv_indices;
   p.kernel_view.q_layout = QLayout::per_request;
   p.kernel_view.q_tokens_per_tile = s_q;
   p.kernel_view.causal = true;  // causal=True always; FlashMLA drops it at s_q 1 (same windows)
   p.uniform_qlen = s_q;
 }
 
+void plan_fa3(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const Fa3Schedule s = fa3_get_scheduler_metadata(fa3_scheduler_input(b, md));
+  Fa3WorkInput in;
+  in.seqlens = md.seq_k;
+  in.kv_indptr = md.paged_kv_indptr;
+  in.qo_indptr = md.qo_indptr;
+  in.heads = b.model.num_heads;
+  Fa3WorkList fw = fa3_work_list(s, in);
+  p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p.work = std::move(fw.work);
+  p.stack_arrays = fa3_arrays(s);
+  p.stack_arrays.push_back({"kernel_tiles", 0, true, {fw.kernel_tiles}});
+  fw.work = WorkList{};
+  p.schedule_words = fa3_words(fw, md.seq_k);
+  p.notes.push_back("FA3 (tile " + std::to_string(s.tile.block_m) + " x " + std::to_string(s.tile.block_n) + ", q packed with its heads): num_splits " +
+                    std::to_string(s.num_splits_static) + (b.decode.max_num_splits > 0 ? " (decode.max_num_splits)" : " (num_splits_heuristic)") +
+                    (s.dynamic_split ? ", per batch min(ceil(n_blocks / " + std::to_string(s.blocks_per_sm) + "), num_splits)" : "") + "; " +
+                    std::to_string(fw.kernel_tiles) + " tiles (m blocks x splits) on " + std::to_string(b.platform.num_cu) + " SMs" +
+                    (s.is_causal ? "" : "; causal dropped at max_seqlen_q 1"));
+  p.kv_indices = md.paged_kv_indices;
+  p.kernel_view.q_layout = QLayout::per_request;
+  p.kernel_view.q_tokens_per_tile = p.work.planned_view.q_tokens_per_tile;
+  p.kernel_view.causal = s.is_causal;
+  p.uniform_qlen = md.uni_seqlen ? md.max_qo_len : 0;
+}
+
 void plan_triton(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   // q_len 1 (SINGLE_ONLY, checked by the router): one row per request over [0, seq_len)
   RowPlanInput in;
   in.row_indptr = md.paged_kv_indptr;
+  if (md.max_qo_len > 1 && b.has_defect("triton-causal-per-request")) {
+    // forward_mqa without the per-token expansion (vLLM issue #51848): decode_attention_fwd
+    // runs one program per q row i and loads seq_lens[i] and block_table[i], so row i < R
+    // reads request i's whole list and rows >= R read past both arrays (modelled as entries
+    // past the index list's end: nothing of this batch lies there)
+    const int64_t R = md.num_requests, N = md.qo_indptr.back(), E = (int64_t)md.paged_kv_indices.size();
+    in.row_indptr.assign((size_t)N + 1, 0);
+    for (int64_t i = 0; i < N; ++i) in.row_indptr[(size_t)i + 1] = (int32_t)(i < R ? md.paged_kv_indptr[(size_t)i + 1] : E + (i - R) + 1);
+    p.notes.push_back("q rows 0.." + std::to_string(std::min(N, R) - 1) + " read the whole lists of requests 0.." + std::to_string(std::min(N, R) - 1) +
+                      " by row index, not their own causal windows; q rows " + std::to_string(R) + ".." + std::to_string(N - 1) +
+                      " read seq_lens and block_table past their " + std::to_string(R) + " rows (vLLM issue #51848)");
+  }
   in.heads = p.kernel_view.heads;
   in.num_cu = b.platform.num_cu;  // a grid launch: programs dealt to the SMs in order
   const auto t0 = std::chrono::steady_clock::now();
@@ -137,7 +246,7 @@ void plan_triton(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p.work.planner = "triton_fixed_4";
   p.kv_indices = md.paged_kv_indices;
-  p.row_indptr = md.paged_kv_indptr;
+  p.row_indptr = in.row_indptr;
   p.kernel_view.q_layout = QLayout::flattened_rows;
   p.kernel_view.q_tokens_per_tile = 1;
   p.kernel_view.causal = false;  // a row's list is its causal window already (q_len 1)
@@ -162,8 +271,6 @@ RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md_in, const RouteDeci
     throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) + " does not plan route " + to_string(rd.route) +
                                     " of the vllm-cuda stack (its planner is " + to_string(*own) + ")");
   p.planner = *own;
-  if (rd.route == Route::flash_attn_mla)
-    throw Error(kExitRefused, "", "flash_attn_mla: FA3's scheduler (get_scheduler_metadata, num_splits per batch) is not modelled yet");
 
   // the padding contract: the route's own pad values, before planning (vLLM PR #28579)
   DecodeMetadata md_route;
@@ -183,6 +290,7 @@ RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md_in, const RouteDeci
   p.heads = identity_heads(b.model.num_heads);
   p.kernel_view = base_view(b);
   if (rd.route == Route::flashmla) plan_flashmla(b, md, p);
+  else if (rd.route == Route::flash_attn_mla) plan_fa3(b, md, p);
   else plan_triton(b, md, p);
   p.work.planned_view.head_dim = p.kernel_view.head_dim;
   p.work.planned_view.v_dim = p.kernel_view.v_dim;

@@ -120,8 +120,20 @@ RouteDecision route_cuda(const Batch& b, std::optional<Route> forced_route) {
 
   // decode rows: queries up to reorder_batch_threshold tokens take the decode path
   // (split_decodes_and_prefills), docs/stacks/vllm-cuda.md §C3
-  const int thr = reorder_batch_threshold(be);
+  int thr = reorder_batch_threshold(be);
   const int64_t maxq = std::max<int64_t>(1, b.max_query_len());
+  // triton-causal-per-request (vLLM issue #51848): a group whose reorder threshold the
+  // non-causal (DSpark draft) route raised past 1 sends a causal multi-token batch to
+  // TRITON_MLA's decode, and forward_mqa expands block_table/seq_lens per token only when
+  // non-causal
+  if (be == AttentionBackend::triton_mla && maxq > 1 && b.decode.causal && b.has_defect("triton-causal-per-request")) {
+    d.chain.push_back({"reorder_batch_threshold raised", std::to_string(thr) + " -> " + std::to_string(maxq),
+                       "the non-causal route's flags raise it after the base __init__ asserted SINGLE_ONLY => 1 (vLLM PR #51065)"});
+    thr = (int)maxq;
+    d.findings.push_back("TRITON_MLA's reorder threshold is raised past 1, so this causal q_len-" + std::to_string(maxq) +
+                         " batch reaches forward_mqa unflattened: " + std::to_string(b.total_query_tokens()) + " q rows against " +
+                         std::to_string(b.requests.size()) + " rows of block_table/seq_lens, expanded per token only on the non-causal path (vLLM issue #51848)");
+  }
   const bool uniform = uniform_decode_qlen(b);
   const QueryLenSupport qls = query_len_support(be);
   d.chain.push_back({"decode rows: max query_len <= reorder_batch_threshold", std::to_string(maxq) + " <= " + std::to_string(thr),
@@ -175,6 +187,12 @@ RouteDecision route_cuda(const Batch& b, std::optional<Route> forced_route) {
                          ": num_sm_parts comes from the wrong token count (vLLM PR #27368)");
   if (be == AttentionBackend::flashmla && b.has_defect("flashmla-stale-schedule"))
     d.findings.push_back("the kernel is handed a stale schedule (tile_scheduler_metadata/num_splits of other seq_lens, vLLM PR #35175)");
+  if (be == AttentionBackend::flashmla && kv_fp8 && b.num_padding() > 0 && b.has_defect("flashmla-fp8-zero-pad"))
+    d.findings.push_back("FlashMLA fp8 padding slots get seq_len 0 and block id -1 (before vLLM PR #35969): the fp8 kernel starts at "
+                         "n_block = ceil(0 / 64) - 1 = -1, reads block_table[r][-1] and copies 64 K rows of that block");
+  if (be == AttentionBackend::flashmla && b.num_padding() > 0 && b.has_defect("flashmla-no-work-marker"))
+    d.findings.push_back("get_mla_metadata is computed for the requests before the cudagraph padding slots and upstream FlashMLA marks parts "
+                         "with no work begin_req = that batch size, not -1 (vllm-project/FlashMLA PR #3): the kernel, run over every slot, does not skip them");
   const PadValues pad = pad_values(*route, b);
   if (b.num_padding() > 0)
     d.chain.push_back({"cudagraph padding", "seq_len " + std::to_string(pad.seq_len) + ", block id " + std::to_string(pad.block_id),

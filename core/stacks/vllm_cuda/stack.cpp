@@ -13,7 +13,8 @@ class VllmCudaStack final : public Stack {
     return r;
   }
   const std::vector<std::string>& defect_ids() const override {
-    static const std::vector<std::string> ids = {"flashmla-qlen-planned-as-one", "flashmla-stale-schedule"};
+    static const std::vector<std::string> ids = {"flashmla-qlen-planned-as-one", "flashmla-stale-schedule", "flashmla-fp8-zero-pad",
+                                                  "flashmla-no-work-marker", "triton-causal-per-request"};
     return ids;
   }
   // Pads for the backend the batch itself selects; plan() re-pads for a --kernel route.

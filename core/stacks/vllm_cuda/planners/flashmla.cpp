@@ -15,11 +15,22 @@ int flashmla_num_sm_parts(int sm_count, int h_kv, int64_t num_q_tokens_per_head_
   return (int)std::max<int64_t>(sm_count / std::max(1, h_kv) / m_tiles, 1);
 }
 
-FlashMlaSchedule flashmla_get_mla_metadata(const std::vector<int64_t>& seqlens_k, int num_sm_parts, NoWorkMarker marker) {
+int64_t flashmla_row_begin_block(const FlashMlaSchedule& s, int64_t value) {
+  return s.encoding == FlashMlaEncoding::fp8_tokens ? value / kFlashMlaBlockN : value;
+}
+int64_t flashmla_row_end_block(const FlashMlaSchedule& s, int64_t value) {
+  return s.encoding == FlashMlaEncoding::fp8_tokens ? planner_util::ceil_div(value, kFlashMlaBlockN) : value;
+}
+
+FlashMlaSchedule flashmla_get_mla_metadata(const std::vector<int64_t>& seqlens_k, int num_sm_parts, NoWorkMarker marker,
+                                           FlashMlaEncoding encoding) {
+  const bool fp8 = encoding == FlashMlaEncoding::fp8_tokens;
+  if (fp8) marker = NoWorkMarker::batch_size;  // the fp8 metadata writes now_idx
   if (num_sm_parts < 1) throw invalid_input("", "flashmla planner: num_sm_parts must be >= 1");
   const int64_t b = (int64_t)seqlens_k.size();
   FlashMlaSchedule out;
   out.num_sm_parts = num_sm_parts;
+  out.encoding = encoding;
   out.num_splits.assign((size_t)b + 1, 0);
   if (b == 0) {
     // the kernel is never called for an empty decode batch (vLLM skips the decode path)
@@ -33,7 +44,7 @@ FlashMlaSchedule flashmla_get_mla_metadata(const std::vector<int64_t>& seqlens_k
   for (int64_t i = 0; i < b; ++i) {
     if (seqlens_k[i] < 0) throw invalid_input("", "flashmla planner: seqlens_k must be >= 0");
     last_block[i] = std::max<int64_t>(seqlens_k[i] - 1, 0) / kFlashMlaBlockN;
-    num_blocks[i] = last_block[i] + 1;
+    num_blocks[i] = fp8 ? planner_util::ceil_div(seqlens_k[i], kFlashMlaBlockN) : last_block[i] + 1;
     total += num_blocks[i] + kFlashMlaFixedOverhead;
   }
   const int64_t payload = planner_util::ceil_div(total, num_sm_parts) + kFlashMlaFixedOverhead;
@@ -47,7 +58,7 @@ FlashMlaSchedule flashmla_get_mla_metadata(const std::vector<int64_t>& seqlens_k
     // begin_block = now_block + first_block_idx_shared[now_idx]; for a part with no work
     // that index is one past the shared array, which in the kernel's layout is
     // last_block_idx_shared[0] (docs/stacks/vllm-cuda.md §C4 "no-work rows")
-    row[1] = (int32_t)(now_block + (no_work ? last_block[0] : 0));
+    row[1] = (int32_t)(fp8 ? now_block * kFlashMlaBlockN : now_block + (no_work ? last_block[0] : 0));
     row[4] = (int32_t)now_split;
     int64_t remain = payload;
     while (now_idx < b) {
@@ -68,7 +79,8 @@ FlashMlaSchedule flashmla_get_mla_metadata(const std::vector<int64_t>& seqlens_k
       }
     }
     row[2] = (int32_t)(now_block > 0 ? now_idx : now_idx - 1);
-    row[3] = (int32_t)(now_block > 0 ? now_block : (seqlens_k[now_idx - 1] == 0 ? 0 : last_block[now_idx - 1] + 1));
+    if (fp8) row[3] = (int32_t)(now_block > 0 ? now_block * kFlashMlaBlockN : seqlens_k[now_idx - 1]);
+    else row[3] = (int32_t)(now_block > 0 ? now_block : (seqlens_k[now_idx - 1] == 0 ? 0 : last_block[now_idx - 1] + 1));
   }
   // FLASH_DEVICE_ASSERT(now_idx == batch_size && now_block == 0 && now_n_split_idx == 0)
   if (now_idx != b || now_block != 0 || now_split != 0)
@@ -98,8 +110,8 @@ WorkList flashmla_work_list(const FlashMlaSchedule& s, const FlashMlaWorkInput& 
     if (br >= 0 && br < b) {
       for (int64_t r = br; r <= er && r < b; ++r) {
         const int64_t sk = in.kernel_seqlens[r];
-        const int64_t start_block = r == br ? bb : 0;
-        const int64_t end_block = r == er ? eb : planner_util::ceil_div(sk, kFlashMlaBlockN);
+        const int64_t start_block = r == br ? flashmla_row_begin_block(s, bb) : 0;
+        const int64_t end_block = r == er ? flashmla_row_end_block(s, eb) : planner_util::ceil_div(sk, kFlashMlaBlockN);
         const int64_t n_split = r == br ? bs : 0;
         const int64_t splits = (int64_t)s.num_splits[r + 1] - s.num_splits[r];
         const int32_t q0 = in.qo_indptr[r], q1 = in.qo_indptr[r + 1];

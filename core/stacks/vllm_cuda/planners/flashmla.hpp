@@ -22,8 +22,17 @@ int flashmla_num_sm_parts(int sm_count, int h_kv, int64_t num_q_tokens_per_head_
 // vLLM's fork (vllm-project/FlashMLA PR #3) writes -1.
 enum class NoWorkMarker { batch_size, minus_one };
 
+// How a row gives its KV range. The dense bf16/fp16 metadata (csrc/smxx/get_mla_metadata.cu)
+// writes blocks and counts a zero-length request as one block; the fork's fp8 metadata
+// (vllm-project/FlashMLA csrc/extension/sm90/dense_fp8/flash_fwd_mla_metadata.cu@46d64a8,
+// get_mla_decoding_metadata_dense_fp8) writes token offsets (begin block·64; end block·64,
+// or the request's seq_len where the part finishes it), counts ceil(s / 64) blocks (zero
+// for s = 0) and always marks a part with no work begin_req = b.
+enum class FlashMlaEncoding { blocks, fp8_tokens };
+
 struct FlashMlaSchedule {
   int num_sm_parts = 0;
+  FlashMlaEncoding encoding = FlashMlaEncoding::blocks;
   // [num_sm_parts][8]: begin_req, begin_block, end_req (inclusive), end_block (exclusive),
   // begin_split, 0, 0, 0
   std::vector<std::array<int32_t, 8>> tile_scheduler_metadata;
@@ -32,7 +41,14 @@ struct FlashMlaSchedule {
 
 // get_mla_metadata_kernel over seqlens_k (the decode rows' seq_lens, padding rows included).
 FlashMlaSchedule flashmla_get_mla_metadata(const std::vector<int64_t>& seqlens_k, int num_sm_parts,
-                                           NoWorkMarker marker = NoWorkMarker::minus_one);
+                                           NoWorkMarker marker = NoWorkMarker::minus_one,
+                                           FlashMlaEncoding encoding = FlashMlaEncoding::blocks);
+
+// A row's KV blocks of request r as the split kernel reads them: [first, end) with the row's
+// begin for its first request and end for its last (fp8 rows: begin_seqlen / 64 and
+// ceil(end_seqlen / 64), the fp8 kernel's n_block_min / n_block_max).
+int64_t flashmla_row_begin_block(const FlashMlaSchedule& s, int64_t value);
+int64_t flashmla_row_end_block(const FlashMlaSchedule& s, int64_t value);
 
 // The split kernel's walk, as works: SM part i = workgroup i, one work per (part, request)
 // segment over KV index entries [kv_indptr[r] + 64·begin, kv_indptr[r] + min(64·end, s_r)).
