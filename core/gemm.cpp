@@ -181,7 +181,12 @@ __attribute__((always_inline)) inline void micro_body(const PanelView& A, Index 
       const float bj = B[k * kColTile + j];
       for (int r = 0; r < RZ; ++r) {
         V t = a[r] * bj;
-        __asm__("" : "+v"(t));  // the product stays rounded: no contraction into an FMA
+        // the product stays rounded, never contracted into an FMA: clang keeps this
+        // file's -ffp-contract=off (CMakeLists.txt), GCC 12 drops it inside target
+        // functions, so there an empty asm holds t in a register first
+#ifndef __clang__
+        __asm__("" : "+v"(t));
+#endif
         acc[r][j] += t;
       }
     }
