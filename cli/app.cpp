@@ -181,7 +181,7 @@ void collect_options(const CLI::App* app, std::vector<std::string>& names) {
 }
 
 // Global options that take a value, so the scan for the subcommand word skips it.
-bool global_takes_value(const std::string& a) { return a == "--format" || a == "--color" || a == "--max-memory"; }
+bool global_takes_value(const std::string& a) { return a == "--format" || a == "--color" || a == "--max-memory" || a == "--output" || a == "-o"; }
 
 // The first word that is not a global option (or its value): the subcommand, or a typo of one.
 std::optional<std::string> subcommand_word(const std::vector<std::string>& args) {
@@ -224,6 +224,11 @@ void build_app(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"auto", "always", "never"}));
   app.add_flag("-v,--verbose", ctx.global.verbose, "more detail on stderr (repeatable)");
   app.add_flag("-q,--quiet", ctx.global.quiet, "only the verdict line on stdout; only errors on stderr");
+  app.add_flag("--compact", ctx.global.compact, "with --format json: each JSON document on one line, no indentation (for machines)");
+  app.add_option("-o,--output", ctx.global.output,
+                 "write the report (what stdout would get) to FILE: a temporary file in its folder, renamed over FILE at the end; only a "
+                 "regular file is replaced (a symlink is written through; a directory, device or FIFO is refused); a write error is exit 4")
+      ->type_name("FILE");
   app.add_option("--max-memory", ctx.global.max_memory, "memory budget: batches needing more are refused (exit 3) [4G]")
       ->each([](const std::string& v) { set_memory_budget(parse_bytes(v)); });
   setup_validate(app, ctx);
@@ -248,6 +253,16 @@ void build_app(CLI::App& app, Context& ctx) {
       for (Format x : vf.formats) have += (have.empty() ? "" : ", ") + std::string(to_string(x));
       throw Error(kExitUsage, "", "`" + verb + "` has no --format " + to_string(f) + " output (it writes " + have + ")");
     }
+    if (ctx.global.compact && f != Format::json) throw Error(kExitUsage, "", "--compact applies to --format json (JSON on one line)");
+    set_json_compact(ctx.global.compact);
+    // the verb's report goes to the file from here on (checked now: a directory or a
+    // device is refused before the verb runs)
+    if (!ctx.global.output.empty() && ctx.global.output != "-") {
+      ctx.output_file = std::make_unique<AtomicFile>(ctx.global.output);
+      ctx.output_buf = std::make_unique<AtomicFileBuf>(*ctx.output_file);
+      ctx.output_stream = std::make_unique<std::ostream>(ctx.output_buf.get());
+      ctx.out = ctx.output_stream.get();
+    }
   });
 }
 
@@ -256,8 +271,10 @@ namespace {
 // asked for (docs/design.md §6): a script reading stdout sees the same envelope whatever
 // happened.
 // A verb that does not write JSON Lines prints no error in them either (stdout stays empty).
-void print_error_json(std::ostream& out, Format f, const std::string& command, int exit_code, const std::string& kind, const std::string& message) {
-  if (f == Format::jsonl && !verb_writes(command, Format::jsonl)) return;
+// Returns whether it wrote a document (so --output knows whether FILE gets one).
+bool print_error_json(std::ostream& out, Format f, const std::string& command, int exit_code, const std::string& kind, const std::string& message) {
+  if (f != Format::json && f != Format::jsonl) return false;
+  if (f == Format::jsonl && !verb_writes(command, Format::jsonl)) return false;
   nlohmann::ordered_json j;
   if (f == Format::jsonl) j["type"] = "error";
   j.update(json_envelope(command));
@@ -266,12 +283,37 @@ void print_error_json(std::ostream& out, Format f, const std::string& command, i
   j["error"] = message;
   if (f == Format::jsonl) out << json_line(j) << "\n";
   else print_json(out, j);
+  return true;
+}
+
+// --output FILE: the report is moved over FILE when it is whole (the verb finished, or
+// an error was written as a JSON document); otherwise FILE is left as it was. A write
+// error is exit 4 (docs/design.md §9).
+int finish_output(Context& ctx, std::ostream& err, int exit_code, bool report_written) {
+  if (!ctx.output_file) {
+    ctx.out->flush();
+    return exit_code;
+  }
+  ctx.output_stream->flush();
+  if (!report_written) {
+    ctx.output_file->discard();
+    return exit_code;
+  }
+  try {
+    if (ctx.output_stream->bad()) ctx.output_stream->clear();
+    ctx.output_file->commit();
+  } catch (const Error& e) {
+    err << "mlactl: error: " << terminal_safe(e.what()) << "\n";
+    return e.exit_code();
+  }
+  return exit_code;
 }
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   set_current_argv(args);
   set_memory_budget(kDefaultMemoryBudget);
+  set_json_compact(false);
   Context ctx;
   ctx.out = &out;
   ctx.err = &err;
@@ -283,6 +325,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   auto usage_error = [&](const std::string& command, const std::string& message, const std::string& hint) {
     err << "mlactl: " << terminal_safe(message) << "\n" << hint;
     if (json_errors) print_error_json(out, *json_errors, command, kExitUsage, "usage error", message);
+    if (ctx.output_file) ctx.output_file->discard();  // FILE is left as it was
     return kExitUsage;
   };
   if (const auto word = subcommand_word(args); word && std::find(verbs.begin(), verbs.end(), *word) == verbs.end()) {
@@ -321,24 +364,21 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                        sub ? "Run 'mlactl " + sub->get_name() + " --help' for its options.\n" : "Run 'mlactl --help' for the commands.\n");
   } catch (const Error& e) {
     err << "mlactl: error: " << terminal_safe(e.what()) << "\n";  // messages quote file-supplied strings
-    if (ctx.global.fmt() == Format::json || ctx.global.fmt() == Format::jsonl)
-      print_error_json(out, ctx.global.fmt(), command(), e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input"
+    const bool wrote = print_error_json(*ctx.out, ctx.global.fmt(), command(), e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input"
                                                                                      : e.exit_code() == kExitRefused ? "refused"
                                                                                      : e.exit_code() == kExitSkipped ? "skipped" : "error",
-                       e.what());
-    return e.exit_code();
+                     e.what());
+    return finish_output(ctx, err, e.exit_code(), wrote);
   } catch (const std::bad_alloc&) {
     err << "mlactl: error: out of memory (raise --max-memory only if the machine has it)\n";
-    if (ctx.global.fmt() == Format::json || ctx.global.fmt() == Format::jsonl)
-      print_error_json(out, ctx.global.fmt(), command(), kExitInvalidInput, "invalid input", "out of memory");
-    return kExitInvalidInput;
+    const bool wrote = print_error_json(*ctx.out, ctx.global.fmt(), command(), kExitInvalidInput, "invalid input", "out of memory");
+    return finish_output(ctx, err, kExitInvalidInput, wrote);
   } catch (const std::exception& e) {
     err << "mlactl: internal error: " << terminal_safe(e.what()) << "\n";
-    if (ctx.global.fmt() == Format::json || ctx.global.fmt() == Format::jsonl)
-      print_error_json(out, ctx.global.fmt(), command(), kExitDevice, "error", std::string("internal error: ") + e.what());
-    return kExitDevice;
+    const bool wrote = print_error_json(*ctx.out, ctx.global.fmt(), command(), kExitDevice, "error", std::string("internal error: ") + e.what());
+    return finish_output(ctx, err, kExitDevice, wrote);
   }
-  return ctx.exit_code;
+  return finish_output(ctx, err, ctx.exit_code, true);
 }
 
 }  // namespace mlactl::cli

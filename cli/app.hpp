@@ -2,6 +2,8 @@
 // (CLI11, one file per subcommand); run_cli() maps everything to exit codes.
 #pragma once
 #include <iosfwd>
+#include <memory>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +21,8 @@ struct GlobalOptions {
   std::string color = "auto";
   int verbose = 0;
   bool quiet = false;
+  bool compact = false;  // --compact: JSON on one line
+  std::string output;    // --output FILE ("" or "-": stdout)
   std::string max_memory;
   Format fmt() const {
     return format == "json" ? Format::json : format == "jsonl" ? Format::jsonl : format == "csv" ? Format::csv : format == "svg" ? Format::svg : Format::table;
@@ -50,8 +54,12 @@ Batch load_batch(const BatchOptions& o);
 struct Context {
   GlobalOptions global;
   int exit_code = 0;
-  std::ostream* out = nullptr;
+  std::ostream* out = nullptr;  // stdout, or the --output file
   std::ostream* err = nullptr;
+  // --output FILE: the report goes to a temporary file renamed over FILE at the end
+  std::unique_ptr<AtomicFile> output_file;
+  std::unique_ptr<AtomicFileBuf> output_buf;
+  std::unique_ptr<std::ostream> output_stream;
 };
 
 // subcommands

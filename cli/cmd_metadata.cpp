@@ -8,26 +8,43 @@
 
 namespace mlactl::cli {
 
+// Member by member: paged_kv_indices has one entry per KV token of the batch (67M for
+// 16,384 requests of 4096), written element by element, never as a DOM.
+void write_metadata_members(JsonWriter& w, const DecodeMetadata& md, bool with_flatten) {
+  const auto& hp = md.heads;
+  w.field("builder", md.builder);
+  w.field("num_requests", md.num_requests);
+  w.field("max_qo_len", md.max_qo_len);
+  w.field("uniform_padded_mtp_qo_len", md.uniform_pad);
+  w.field("uni_seqlen_qo", md.uni_seqlen ? md.max_qo_len : -1);
+  w.key("qo_indptr").int_array(md.qo_indptr);
+  w.key("seq_lens").int_array(md.seq_k);
+  w.key("paged_kv_indptr").int_array(md.paged_kv_indptr);
+  w.key("paged_kv_indices").int_array(md.paged_kv_indices);
+  w.key("paged_kv_last_page_len").int_array(md.paged_kv_last_page_len);
+  w.key("min_kv_seq_len").begin_object().field("r1", md.min_kv_seq_len_r1).field("r0", md.min_kv_seq_len_r0).end_object();
+  if (with_flatten) {
+    w.key("r0_verify_flatten").begin_object();
+    w.key("indptr").int_array(md.flat_indptr);
+    w.key("indices").int_array(md.flat_indices);
+    w.end_object();
+  }
+  w.key("head_padding").begin_object();
+  w.field("num_heads", hp.num_heads).field("padded_heads", hp.padded_heads).field("method", hp.method);
+  w.key("source").int_array(hp.source);
+  w.key("unpad").int_array(hp.unpad);
+  w.end_object();
+  w.key("notes").value(nlohmann::ordered_json(md.notes));
+  for (const auto& a : md.stack_arrays) w.key(a.name), write_stack_array(w, a);
+}
+
 nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten) {
   (void)b;
-  const auto& hp = md.heads;
-  nlohmann::ordered_json j;
-  j["builder"] = md.builder;
-  j["num_requests"] = md.num_requests;
-  j["max_qo_len"] = md.max_qo_len;
-  j["uniform_padded_mtp_qo_len"] = md.uniform_pad;
-  j["uni_seqlen_qo"] = md.uni_seqlen ? md.max_qo_len : -1;
-  j["qo_indptr"] = md.qo_indptr;
-  j["seq_lens"] = md.seq_k;
-  j["paged_kv_indptr"] = md.paged_kv_indptr;
-  j["paged_kv_indices"] = md.paged_kv_indices;
-  j["paged_kv_last_page_len"] = md.paged_kv_last_page_len;
-  j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
-  if (with_flatten) j["r0_verify_flatten"] = {{"indptr", md.flat_indptr}, {"indices", md.flat_indices}};
-  j["head_padding"] = {{"num_heads", hp.num_heads}, {"padded_heads", hp.padded_heads}, {"method", hp.method}, {"source", hp.source}, {"unpad", hp.unpad}};
-  j["notes"] = md.notes;
-  for (const auto& a : md.stack_arrays) j[a.name] = stack_array_json(a);
-  return j;
+  return json_from_writer([&](JsonWriter& w) {
+    w.begin_object();
+    write_metadata_members(w, md, with_flatten);
+    w.end_object();
+  });
 }
 
 void setup_metadata(CLI::App& app, Context& ctx) {
@@ -48,11 +65,10 @@ void setup_metadata(CLI::App& app, Context& ctx) {
     auto& os = *ctx.out;
     const auto& hp = md.heads;
     if (ctx.global.fmt() == Format::json) {
-      auto j = json_envelope("metadata");
-      j["case"] = b.name;
-      const auto part = metadata_json(b, md, want_flatten);
-      for (auto it = part.begin(); it != part.end(); ++it) j[it.key()] = it.value();
-      print_json(os, j);
+      JsonWriter w(os, json_compact());
+      w.begin_object().members(json_envelope("metadata")).field("case", b.name);
+      write_metadata_members(w, md, want_flatten);
+      w.end_object().finish();
       return;
     }
     if (ctx.global.fmt() == Format::csv) {

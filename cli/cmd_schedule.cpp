@@ -49,18 +49,19 @@ nlohmann::ordered_json captured_json(const CapturedDiff& c) {
 
 void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& rd, const std::vector<PlannedCase>& cases,
                          const std::optional<CapturedDiff>& cdiff) {
-  auto j = json_envelope("schedule");
-  j["case"] = b.name;
-  j["route"] = route_json(rd);
-  if (cdiff) j["captured"] = captured_json(*cdiff);
-  auto arr = nlohmann::ordered_json::array();
+  JsonWriter w(os, json_compact());
+  w.begin_object().members(json_envelope("schedule"));
+  w.field("case", b.name);
+  w.key("route").value(route_json(rd));
+  if (cdiff) w.key("captured").value(captured_json(*cdiff));
+  w.key("plans").begin_array();
   for (const auto& c : cases) {
-    nlohmann::ordered_json o = plan_json(c.plan, c.inv);
-    o["timing_ms"] = {{"planner", c.plan.planner_ms}, {"plan", c.plan_ms}, {"check", c.check_ms}};
-    arr.push_back(o);
+    w.begin_object();
+    write_plan_members(w, c.plan, c.inv);
+    w.key("timing_ms").value(nlohmann::ordered_json{{"planner", c.plan.planner_ms}, {"plan", c.plan_ms}, {"check", c.check_ms}});
+    w.end_object();
   }
-  j["plans"] = arr;
-  print_json(os, j);
+  w.end_array().end_object().finish();
 }
 
 // several planners side by side (the table format with --planner a,b)
@@ -259,24 +260,24 @@ void print_stack_comparison(std::ostream& os, const std::vector<StackCase>& cs, 
     return;
   }
   if (fmt == Format::json) {
-    auto j = json_envelope("schedule");
-    auto arr = nlohmann::ordered_json::array();
+    JsonWriter w(os, json_compact());
+    w.begin_object().members(json_envelope("schedule"));
+    w.key("stacks").begin_array();
     for (const auto& c : cs) {
-      nlohmann::ordered_json o;
-      o["stack"] = c.stack;
-      o["arch"] = c.arch;
-      o["num_cu"] = c.num_cu;
-      o["route"] = route_json(c.decision);  // the one route object (docs/design.md §6)
+      w.begin_object();
+      w.field("stack", c.stack).field("arch", c.arch).field("num_cu", c.num_cu);
+      w.key("route").value(route_json(c.decision));  // the one route object (docs/design.md §6)
       if (!c.pc) {
-        o["refused"] = c.refusal;
+        w.field("refused", c.refusal);
       } else {
-        o["splits_per_request"] = c.splits;
-        o["plan"] = plan_json(c.pc->plan, c.pc->inv);
+        w.key("splits_per_request").int_array(c.splits);
+        w.key("plan").begin_object();
+        write_plan_members(w, c.pc->plan, c.pc->inv);
+        w.end_object();
       }
-      arr.push_back(o);
+      w.end_object();
     }
-    j["stacks"] = arr;
-    print_json(os, j);
+    w.end_array().end_object().finish();
     return;
   }
   Table t;
@@ -349,15 +350,24 @@ void setup_schedule(CLI::App& app, Context& ctx) {
     const Stack& stack = *routed.stack;
     std::vector<PlannedCase> cases;
     for (const auto& id : ids) {
-      RoutedBatch rb = routed;
+      // a copy only where the planner needs another route or metadata: the routed batch
+      // holds the metadata's index list (268 MB for 16,384 requests x 4096 tokens)
+      std::optional<RoutedBatch> changed;
       if (id) {
         // a planner runs with a route it serves: the batch's route when it is one
         const PlannerEntry* entry = find_planner(stack, *id);
         const bool serves = entry && std::find(entry->serves.begin(), entry->serves.end(), rd.route) != entry->serves.end();
-        if (!serves) rb.decision.route = stack.route_for_planner(*id, b, rb.metadata.max_qo_len);
+        if (!serves) {
+          changed = routed;
+          changed->decision.route = stack.route_for_planner(*id, b, routed.metadata.max_qo_len);
+        }
       }
-      if (stack.needs_flattened_metadata(rb.decision.route) && rb.metadata.flat_indptr.empty()) rb.metadata = stack.build_metadata(b, true);
-      cases.push_back(plan_and_check(b, rb, rows, id));
+      const RoutedBatch& cur = changed ? *changed : routed;
+      if (stack.needs_flattened_metadata(cur.decision.route) && cur.metadata.flat_indptr.empty()) {
+        if (!changed) changed = routed;
+        changed->metadata = stack.build_metadata(b, true);
+      }
+      cases.push_back(plan_and_check(b, changed ? *changed : routed, rows, id));
     }
     int worst = 0;
     for (const auto& c : cases)

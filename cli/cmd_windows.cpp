@@ -55,35 +55,29 @@ void setup_windows(CLI::App& app, Context& ctx) {
       return w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
     };
     if (ctx.global.fmt() == Format::json) {
-      auto j = json_envelope("windows");
-      j["case"] = b.name;
-      j["ranges"] = "half-open [begin, end)";
-      j["route"] = route_json(rd);
-      j["metadata_path"] = mw.path;
-      j["min_kv_seq_len"] = {{"r1", md.min_kv_seq_len_r1}, {"r0", md.min_kv_seq_len_r0}};
-      j["mismatched_rows"] = mismatches;
-      if (cdiff) j["captured"] = {{"matches", cdiff->same}, {"field", cdiff->field}, {"index", cdiff->index}, {"rows", cdiff->rows}, {"message", cdiff->message}};
-      auto arr = nlohmann::ordered_json::array();
+      // one object per query row (131,072 for 16,384 requests x 8), written as it goes
+      JsonWriter w(os, json_compact());
+      w.begin_object().members(json_envelope("windows"));
+      w.field("case", b.name);
+      w.field("ranges", "half-open [begin, end)");
+      w.key("route").value(route_json(rd));
+      w.field("metadata_path", mw.path);
+      w.key("min_kv_seq_len").begin_object().field("r1", md.min_kv_seq_len_r1).field("r0", md.min_kv_seq_len_r0).end_object();
+      w.field("mismatched_rows", mismatches);
+      if (cdiff)
+        w.key("captured").value(nlohmann::ordered_json{
+            {"matches", cdiff->same}, {"field", cdiff->field}, {"index", cdiff->index}, {"rows", cdiff->rows}, {"message", cdiff->message}});
+      w.key("rows").begin_array();
       for (size_t i = 0; i < rows.size(); ++i) {
-        const auto& w = rows[i];
-        nlohmann::ordered_json r;
-        r["row"] = w.row;
-        r["request"] = w.request;
-        r["token"] = w.token;
-        r["position"] = w.position;
-        r["begin"] = w.begin;
-        r["end"] = w.end;
-        r["length"] = row_length(w);
-        r["mask"] = to_string(w.kind);
-        if (mw.available) {
-          r["metadata_begin"] = mw.begin[i];
-          r["metadata_end"] = mw.end[i];
-        }
-        r["mismatch"] = (bool)flag[i];
-        arr.push_back(r);
+        const auto& r = rows[i];
+        w.begin_object();
+        w.field("row", r.row).field("request", r.request).field("token", r.token).field("position", r.position);
+        w.field("begin", r.begin).field("end", r.end).field("length", row_length(r)).field("mask", to_string(r.kind));
+        if (mw.available) w.field("metadata_begin", mw.begin[i]).field("metadata_end", mw.end[i]);
+        w.field("mismatch", (bool)flag[i]);
+        w.end_object();
       }
-      j["rows"] = arr;
-      print_json(os, j);
+      w.end_array().end_object().finish();
     } else if (ctx.global.fmt() == Format::csv) {
       // the fields of the JSON rows, one record per query row (empty metadata fields
       // when the route's metadata gives no windows)

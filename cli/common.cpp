@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli/json_writer.hpp"
 #include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
@@ -30,54 +31,76 @@ nlohmann::ordered_json view_json(const KernelView& v) {
           {"q_dtype", to_string(v.q_dtype)}, {"kv_dtype", to_string(v.kv_dtype)}};
 }
 
-// The plan as `schedule --format json` prints it; `check`'s expect.schedule is a subset of it.
-nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& inv) {
-  const WorkList& w = plan.work;
-  nlohmann::ordered_json o;
-  o["planner"] = to_string(plan.planner);
-  o["work_planner"] = w.planner;
-  o["kernel_route"] = to_string(plan.route);
-  o["planned_view"] = view_json(w.planned_view);
-  o["kernel_view"] = view_json(plan.kernel_view);
-  o["num_workgroups"] = w.num_workgroups;
-  o["work_indptr"] = w.work_indptr;
-  auto wi = nlohmann::ordered_json::array();
-  for (const auto& x : w.work_info) wi.push_back(x.as_array());
-  o["work_info_set"] = wi;
-  o["reduce_indptr"] = w.reduce_indptr;
-  o["reduce_final_map"] = w.reduce_final_map;
-  o["reduce_partial_map"] = w.reduce_partial_map;
-  o["num_partial_rows"] = w.num_partial_rows;
+void write_view(JsonWriter& w, const KernelView& v) { w.value(view_json(v)); }
+
+// The plan as `schedule --format json` prints it, written member by member: its work list
+// is the large part (a work_info_set row of 8 per work), never built as a DOM.
+void write_plan_members(JsonWriter& w, const RoutePlan& plan, const InvariantReport& inv) {
+  const WorkList& wl = plan.work;
+  w.field("planner", to_string(plan.planner));
+  w.field("work_planner", wl.planner);
+  w.field("kernel_route", to_string(plan.route));
+  w.key("planned_view"), write_view(w, wl.planned_view);
+  w.key("kernel_view"), write_view(w, plan.kernel_view);
+  w.field("num_workgroups", wl.num_workgroups);
+  w.key("work_indptr").int_array(wl.work_indptr);
+  w.key("work_info_set").begin_array();
+  for (const auto& x : wl.work_info) w.int_array(x.as_array());
+  w.end_array();
+  w.key("reduce_indptr").int_array(wl.reduce_indptr);
+  w.key("reduce_final_map").begin_array();
+  for (const auto& x : wl.reduce_final_map) w.int_array(x);
+  w.end_array();
+  w.key("reduce_partial_map").int_array(wl.reduce_partial_map);
+  w.field("num_partial_rows", wl.num_partial_rows);
   if (plan.capacity) {
     const auto& m = *plan.capacity;
-    o["buffers"] = {{"work_indptr", {{"used", w.work_indptr.size()}, {"capacity", m.work_indptr}}},
-                    {"work_info_set", {{"used", w.work_info.size()}, {"capacity", m.work_info_set}}},
-                    {"reduce_indptr", {{"used", w.reduce_indptr.size()}, {"capacity", m.reduce_indptr}}},
-                    {"reduce_final_map", {{"used", w.reduce_final_map.size()}, {"capacity", m.reduce_final_map}}},
-                    {"reduce_partial_map", {{"used", w.reduce_partial_map.size()}, {"capacity", m.reduce_partial_map}}}};
+    w.key("buffers").value(nlohmann::ordered_json{
+        {"work_indptr", {{"used", wl.work_indptr.size()}, {"capacity", m.work_indptr}}},
+        {"work_info_set", {{"used", wl.work_info.size()}, {"capacity", m.work_info_set}}},
+        {"reduce_indptr", {{"used", wl.reduce_indptr.size()}, {"capacity", m.reduce_indptr}}},
+        {"reduce_final_map", {{"used", wl.reduce_final_map.size()}, {"capacity", m.reduce_final_map}}},
+        {"reduce_partial_map", {{"used", wl.reduce_partial_map.size()}, {"capacity", m.reduce_partial_map}}}});
   }
   const auto& bal = inv.balance;
-  o["balance"] = {{"workgroups", bal.workgroups}, {"works", bal.works}, {"split_tiles", bal.split_tiles},
-                  {"max_load", bal.max_load}, {"mean_load", bal.mean_load}, {"efficiency", bal.efficiency}};
+  w.key("balance").value(nlohmann::ordered_json{{"workgroups", bal.workgroups}, {"works", bal.works}, {"split_tiles", bal.split_tiles},
+                                                {"max_load", bal.max_load}, {"mean_load", bal.mean_load}, {"efficiency", bal.efficiency}});
+  // violations are capped (InvariantOptions::max_violations_listed): a small DOM
   auto viol = nlohmann::ordered_json::array();
   for (const auto& v : inv.violations)
     viol.push_back({{"kind", v.kind}, {"q_row", v.q_row}, {"kv_begin", v.kv_begin}, {"kv_end", v.kv_end}, {"work", v.work}, {"message", v.message}});
-  o["invariants"] = {{"ok", inv.ok}, {"total_violations", inv.total_violations}, {"violations", viol}};
-  o["notes"] = plan.notes;
+  w.key("invariants").value(nlohmann::ordered_json{{"ok", inv.ok}, {"total_violations", inv.total_violations}, {"violations", viol}});
+  w.key("notes").value(nlohmann::ordered_json(plan.notes));
   // the stack's own arrays under their upstream names (vllm-cuda FlashMLA: num_sm_parts,
   // tile_scheduler_metadata rows of 8, num_splits); absent for AITER plans
-  for (const auto& a : plan.stack_arrays) o[a.name] = stack_array_json(a);
-  if (!plan.schedule_words.empty()) o["schedule_words"] = plan.schedule_words;
-  return o;
+  for (const auto& a : plan.stack_arrays) w.key(a.name), write_stack_array(w, a);
+  if (!plan.schedule_words.empty()) w.key("schedule_words").value(nlohmann::ordered_json(plan.schedule_words));
 }
 
-nlohmann::ordered_json stack_array_json(const StackArray& a) {
-  if (a.scalar && a.values.size() == 1) return a.values.front();
-  if (a.row_width <= 0) return a.values;
-  auto rows = nlohmann::ordered_json::array();
-  for (size_t i = 0; i + a.row_width <= a.values.size(); i += a.row_width)
-    rows.push_back(std::vector<int64_t>(a.values.begin() + i, a.values.begin() + i + a.row_width));
-  return rows;
+nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& inv) {
+  return json_from_writer([&](JsonWriter& w) {
+    w.begin_object();
+    write_plan_members(w, plan, inv);
+    w.end_object();
+  });
+}
+
+void write_stack_array(JsonWriter& w, const StackArray& a) {
+  if (a.scalar && a.values.size() == 1) {
+    w.value(a.values.front());
+    return;
+  }
+  if (a.row_width <= 0) {
+    w.int_array(a.values);
+    return;
+  }
+  w.begin_array();
+  for (size_t i = 0; i + a.row_width <= a.values.size(); i += a.row_width) {
+    w.begin_array();
+    for (size_t k = i; k < i + a.row_width; ++k) w.value(a.values[k]);
+    w.end_array();
+  }
+  w.end_array();
 }
 
 std::optional<ExternalSpec> ExecutorArgs::spec() const {

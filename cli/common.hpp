@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/external_executor.hpp"
+#include "cli/json_writer.hpp"
 #include "core/batch.hpp"
 #include "core/decode_metadata.hpp"
 #include "core/invariants.hpp"
@@ -32,10 +33,15 @@ std::optional<Route> forced_route(const std::string& kernel);
 std::optional<PlannerId> planner_option(const std::string& name);
 nlohmann::ordered_json route_json(const RouteDecision& rd);
 nlohmann::ordered_json view_json(const KernelView& v);
-// The plan as `schedule --format json` prints it (expect.schedule in `check` is a subset).
+// The plan as `schedule --format json` prints it (expect.schedule in `check` is a subset):
+// written member by member into an open object (the large arrays element by element),
+// or as a DOM for `check` (built by the same writer).
+void write_plan_members(JsonWriter& w, const RoutePlan& plan, const InvariantReport& inv);
 nlohmann::ordered_json plan_json(const RoutePlan& plan, const InvariantReport& inv);
-// A stack array as JSON: a scalar, a flat list, or rows of row_width.
-nlohmann::ordered_json stack_array_json(const StackArray& a);
+// A stack array: a scalar, a flat list, or rows of row_width.
+void write_stack_array(JsonWriter& w, const StackArray& a);
+// The metadata as `metadata --format json` prints it (after the envelope and "case").
+void write_metadata_members(JsonWriter& w, const DecodeMetadata& md, bool with_flatten);
 nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten);
 
 }  // namespace mlactl::cli

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/build_info.hpp"
+#include "cli/json_writer.hpp"
 #include "core/types.hpp"
 
 
@@ -23,6 +24,7 @@ namespace mlactl::cli {
 
 namespace {
 std::vector<std::string> g_argv;
+bool g_compact = false;
 }
 
 const char* to_string(Format f) {
@@ -95,72 +97,132 @@ nlohmann::ordered_json json_envelope(const std::string& command) {
 // byte aborting in dump): invalid bytes print as U+FFFD instead of throwing.
 std::string json_text(const nlohmann::ordered_json& j) { return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
 
-void print_json(std::ostream& os, const nlohmann::ordered_json& j) { os << json_text(j) << "\n"; }
+void print_json(std::ostream& os, const nlohmann::ordered_json& j) {
+  JsonWriter w(os, g_compact);
+  w.value(j).finish();
+}
 
 std::string json_line(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
 
-void write_file_atomic(const std::string& path, const std::string& content, Symlinks links) {
+void set_json_compact(bool compact) { g_compact = compact; }
+bool json_compact() { return g_compact; }
+
+AtomicFile::AtomicFile(const std::string& path, Symlinks links) : path_(path) {
   // Only a regular file is ever replaced: as root, renaming over a device node or a
   // symlink replaced it with a regular file. A symlink is written through (the file it
   // names is replaced, the link stays) or refused; anything else that exists is refused.
-  std::string target = path;
+  target_ = path;
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode)) {
       if (links == Symlinks::refuse) throw Error(kExitUsage, "", path + ": is a symbolic link; mlactl writes no file through a link here");
       char* real = ::realpath(path.c_str(), nullptr);
       if (!real) throw Error(kExitUsage, "", path + ": is a symbolic link to a missing file");
-      target = real;
+      target_ = real;
       std::free(real);
-      if (::stat(target.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        throw Error(kExitUsage, "", path + ": links to " + target + ", which is not a regular file");
+      if (::stat(target_.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw Error(kExitUsage, "", path + ": links to " + target_ + ", which is not a regular file");
     } else if (!S_ISREG(st.st_mode)) {
       throw Error(kExitUsage, "", path + ": exists and is not a regular file (a directory, device, FIFO or socket); mlactl replaces only regular files");
     }
   }
   // a unique temporary file in the same folder (rename is atomic only within a file
   // system; two runs writing one path no longer share a temp name)
-  const auto slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : target.substr(0, slash == 0 ? 1 : slash);
-  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  const auto slash = target_.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : target_.substr(0, slash == 0 ? 1 : slash);
+  const std::string base = slash == std::string::npos ? target_ : target_.substr(slash + 1);
   std::string tmpl = dir + "/." + base + ".tmp.XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
-  const int fd = ::mkstemp(name.data());
-  if (fd < 0) throw Error(kExitDevice, "", "cannot write " + path + ": " + std::strerror(errno));
-  const std::string tmp(name.data());
-  auto fail = [&](const std::string& what) {
-    const int e = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw Error(kExitDevice, "", what + " " + path + " failed: " + std::strerror(e));
-  };
+  fd_ = ::mkstemp(name.data());
+  if (fd_ < 0) throw Error(kExitDevice, "", "cannot write " + path + ": " + std::strerror(errno));
+  tmp_ = name.data();
+}
+
+AtomicFile::~AtomicFile() { discard(); }
+
+void AtomicFile::discard() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
+  fd_ = -1;
+  tmp_.clear();
+}
+
+bool AtomicFile::write(const char* data, size_t n) {
+  if (error_ || fd_ < 0) return false;
   size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("writing");
-    done += (size_t)n;
+  while (done < n) {
+    const ssize_t k = ::write(fd_, data + done, n - done);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      error_ = k < 0 ? errno : EIO;
+      return false;
+    }
+    done += (size_t)k;
   }
+  return true;
+}
+
+void AtomicFile::commit() {
+  auto fail = [&](const std::string& what, int e) {
+    discard();
+    throw Error(kExitDevice, "", what + " " + path_ + " failed: " + std::strerror(e));
+  };
+  if (error_) fail("writing", error_);
   // the mode a plain create would give (mkstemp's is 0600), or the replaced file's
+  struct stat st {};
   mode_t mode = 0666;
-  if (::stat(target.c_str(), &st) == 0) mode = st.st_mode & 07777;
+  if (::stat(target_.c_str(), &st) == 0) mode = st.st_mode & 07777;
   else {
     const mode_t mask = ::umask(0);
     ::umask(mask);
     mode &= ~mask;
   }
-  if (::fchmod(fd, mode) != 0) fail("setting the mode of");
-  if (::fsync(fd) != 0) fail("flushing");
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error(kExitDevice, "", "writing " + path + " failed: " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+  if (::fchmod(fd_, mode) != 0) fail("setting the mode of", errno);
+  if (::fsync(fd_) != 0) fail("flushing", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("writing", errno);
+  if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
     const int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(kExitDevice, "", "cannot move the new file over " + path + ": " + std::strerror(e));
+    discard();
+    throw Error(kExitDevice, "", "cannot move the new file over " + path_ + ": " + std::strerror(e));
   }
+  committed_ = true;
+  tmp_.clear();
+}
+
+void write_file_atomic(const std::string& path, const std::string& content, Symlinks links) {
+  AtomicFile f(path, links);
+  f.write(content.data(), content.size());
+  f.commit();
+}
+
+AtomicFileBuf::AtomicFileBuf(AtomicFile& f) : file_(f), buf_(1 << 16) { setp(buf_.data(), buf_.data() + buf_.size()); }
+
+AtomicFileBuf::~AtomicFileBuf() { sync(); }
+
+bool AtomicFileBuf::drain() {
+  const size_t n = (size_t)(pptr() - pbase());
+  setp(buf_.data(), buf_.data() + buf_.size());
+  return n == 0 || file_.write(buf_.data(), n);
+}
+
+AtomicFileBuf::int_type AtomicFileBuf::overflow(int_type c) {
+  if (!drain()) return traits_type::eof();
+  if (!traits_type::eq_int_type(c, traits_type::eof())) {
+    *pptr() = traits_type::to_char_type(c);
+    pbump(1);
+  }
+  return traits_type::not_eof(c);
+}
+
+int AtomicFileBuf::sync() { return drain() ? 0 : -1; }
+
+std::streamsize AtomicFileBuf::xsputn(const char* s, std::streamsize n) {
+  // large writes (the streaming JSON writer's 64 KiB chunks) go straight to the file
+  if (n >= (std::streamsize)buf_.size()) return drain() && file_.write(s, (size_t)n) ? n : 0;
+  return std::streambuf::xsputn(s, n);
 }
 
 std::string path_component(const std::string& name) {

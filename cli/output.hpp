@@ -2,6 +2,7 @@
 // NVBench-style: schema_version, tool, argv).
 #pragma once
 #include <iosfwd>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,13 @@ void print_kv(std::ostream& os, const std::vector<std::pair<std::string, std::st
 nlohmann::ordered_json json_envelope(const std::string& command);
 // Pretty JSON text; bytes that are not UTF-8 become U+FFFD.
 std::string json_text(const nlohmann::ordered_json& j);
+// One document on stdout: pretty, or one line with --compact (cli/json_writer.hpp).
 void print_json(std::ostream& os, const nlohmann::ordered_json& j);
 // One-line JSON text (no newline inside), for JSON Lines; the same U+FFFD rule.
 std::string json_line(const nlohmann::ordered_json& j);
+// --compact (run_cli sets it): every document printed on stdout is one line.
+void set_json_compact(bool compact);
+bool json_compact();
 
 // Writes `content` to `path` through a unique temporary file in the same folder and a
 // rename, so an interrupted run never leaves a partial file that looks complete
@@ -39,6 +44,45 @@ std::string json_line(const nlohmann::ordered_json& j);
 // failed write throws Error(kExitDevice) naming the path and the reason.
 enum class Symlinks { follow, refuse };
 void write_file_atomic(const std::string& path, const std::string& content, Symlinks links = Symlinks::follow);
+
+// The same rules for a file written as it goes (`--output FILE`): the constructor checks
+// the path (exit 2) and makes the temporary file; commit() moves it over the path; a
+// file never committed is removed. A write error is kept and thrown by commit()
+// (Error(kExitDevice)).
+class AtomicFile {
+ public:
+  AtomicFile(const std::string& path, Symlinks links = Symlinks::follow);
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  ~AtomicFile();
+  bool write(const char* data, size_t n);  // false after a write error (commit() reports it)
+  void commit();
+  void discard();  // removes the temporary file; the path is left as it was
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_, target_, tmp_;
+  int fd_ = -1;
+  int error_ = 0;
+  bool committed_ = false;
+};
+
+// A std::ostream's buffer over an AtomicFile (ctx.out under `--output FILE`).
+class AtomicFileBuf : public std::streambuf {
+ public:
+  explicit AtomicFileBuf(AtomicFile& f);
+  ~AtomicFileBuf() override;
+
+ protected:
+  int_type overflow(int_type c) override;
+  int sync() override;
+  std::streamsize xsputn(const char* s, std::streamsize n) override;
+
+ private:
+  bool drain();
+  AtomicFile& file_;
+  std::vector<char> buf_;
+};
 
 // A name from a batch file made safe as one path component: letters, digits, '-', '_',
 // '.' kept, everything else '_', no leading dot (no "..", no hidden file), at most 100

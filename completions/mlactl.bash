@@ -14,6 +14,9 @@ _mlactl() {
   case "$prev" in
     --format) COMPREPLY=($(compgen -W "table json csv svg jsonl" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+    -o|--output)
+      if [[ "$sub" == schema ]]; then COMPREPLY=($(compgen -W "validate metadata windows route schedule run check defects bench error" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
+      return ;;
     --backend) COMPREPLY=($(compgen -W "auto cpu gpu" -- "$cur")); return ;;
     --arch) COMPREPLY=($(compgen -W "gfx942 gfx950 sm90" -- "$cur")); return ;;
     --kv-dtype) COMPREPLY=($(compgen -W "auto bf16 fp16 fp8" -- "$cur")); return ;;
@@ -23,7 +26,7 @@ _mlactl() {
   esac
   if [[ -z "$sub" ]]; then
     if [[ "$cur" == -* ]]; then
-      COMPREPLY=($(compgen -W "--format --color --verbose --quiet --max-memory --version --help" -- "$cur"))
+      COMPREPLY=($(compgen -W "--format --compact --output --color --verbose --quiet --max-memory --version --help" -- "$cur"))
     else
       COMPREPLY=($(compgen -W "$cmds" -- "$cur"))
     fi
