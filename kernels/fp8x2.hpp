@@ -140,4 +140,71 @@ MLA_FP8X2_FN uint32_t fp8_fix_nan_bf16x2(uint32_t v, bool fnuz) {
   return r;
 }
 
+// ---- fp16 operands (the transposed wgmma kernel when q is exact in fp16) --------
+// Every e4m3 value of both flavours is a normal fp16 (|x| in [2^-10, 448]), so
+// with fp16 MMA operands the KV needs no bf16 step. On the device e4m3fn goes
+// through the hardware conversion cvt.rn.f16x2.e4m3x2 (two codes per instruction,
+// NaN codes to NaN; as CUTLASS include/cutlass/numeric_conversion.h@v3.5.0
+// converts float_e4m3_t x4 to half_t x4 on sm_89+); e4m3fnuz has no hardware
+// form and takes this integer form: the code's byte b in the high byte of an
+// fp16 lane, sign kept, e | m shifted into the exponent's low 4 bits and the
+// mantissa's top 3 (bits 13..7), which is the fp16 2^(e - 15) (1 + m/8), or the
+// subnormal m 2^-17 for e = 0, times 2^(15 - bias) in one f16x2 multiply: exact
+// (results >= 2^-10, normal in fp16; f16x2 arithmetic keeps subnormal inputs).
+// The NaN codes come out as values no other code gives (e4m3fn 0x7f/0xff ->
+// +-480, e4m3fnuz 0x80 -> -0): fp8x4_nan_bytes finds them, fp8_fix_nan_f16x2
+// sets them to 0x7e00.
+
+// Two fp16 lanes times two fp16 lanes (both operands exact here: a power of two
+// times a 4-bit significand, product normal, so no rounding).
+MLA_FP8X2_FN uint32_t f16x2_mul_exact(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  auto to_float = [](uint32_t h) {  // fp16 bits -> float (normal and subnormal; no inf/NaN here)
+    const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    const float mag = e == 0 ? float(m) * (1.0f / 16777216.0f)
+                             : float(0x400u | m) * (1.0f / 1024.0f) * float(1u << (e > 15 ? e - 15 : 0)) /
+                                   float(1u << (e < 15 ? 15 - e : 0));
+    return (h & 0x8000u) ? -mag : mag;
+  };
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i) {
+    const float p = to_float((a >> (16 * i)) & 0xffffu) * to_float((b >> (16 * i)) & 0xffffu);
+    uint32_t bits;
+    __builtin_memcpy(&bits, &p, 4);
+    // The product is a normal fp16 (or zero): re-bias the exponent, keep 10 mantissa bits.
+    const uint32_t e8 = (bits >> 23) & 0xffu;
+    const uint32_t h = ((bits >> 16) & 0x8000u) | (e8 == 0 ? 0u : ((e8 - 127 + 15) << 10) | ((bits >> 13) & 0x3ffu));
+    r |= h << (16 * i);
+  }
+  return r;
+#endif
+}
+
+// Four codes (code i in byte i of w) -> fp16 bits of codes 0-1 in *lo, 2-3 in *hi,
+// the decoded value for every non-NaN code (NaN codes: fp8_fix_nan_f16x2).
+MLA_FP8X2_FN void fp8x4_to_f16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint32_t* hi) {
+  const uint32_t scale = fnuz ? 0x58005800u : 0x5C005C00u;  // fp16 2^7, 2^8
+  const uint32_t x = byte_perm(w, 0, 0x3120u);               // bytes b0 b2 b1 b3: lane high bytes b2, b3
+  const uint32_t y = x << 8;                                 // lane high bytes b0, b1
+  const uint32_t h = (x & 0x80008000u) | ((x >> 1) & 0x3f803f80u);
+  const uint32_t l = (y & 0x80008000u) | ((y >> 1) & 0x3f803f80u);
+  *lo = f16x2_mul_exact(l, scale);
+  *hi = f16x2_mul_exact(h, scale);
+}
+
+// One output word of fp8x4_to_f16x4_fast with its NaN-code lanes set to 0x7e00.
+MLA_FP8X2_FN uint32_t fp8_fix_nan_f16x2(uint32_t v, bool fnuz) {
+  uint32_t r = 0;
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t b = (v >> (16 * i)) & 0xffffu;
+    const bool nan = fnuz ? b == 0x8000u : (b & 0x7fffu) == 0x5f80u;
+    r |= (nan ? 0x7e00u : b) << (16 * i);
+  }
+  return r;
+}
+
 }  // namespace mla

@@ -50,6 +50,12 @@ struct Stage1Params {
   int64_t kv_elements = 0;               // num_slots * kv_row_stride
   ElemType kv_type = ElemType::bf16;
   float kv_scale = 1.0f;                 // fp8 KV only
+  // Every q element times q_f16_scale (a power of two) is exact in fp16 (fp8 and
+  // fp16 q always, scale 1; bf16 q as scanned on the host, scaled so its largest
+  // magnitude is in [2^14, 2^15)): the wgmma kernel then runs fp8 KV with fp16
+  // operands, q scaled, the scores times 1 / q_f16_scale (exact: powers of two).
+  bool q_f16_exact = false;
+  float q_f16_scale = 1.0f;
   bool fp8_fnuz = false;
   int32_t heads = 16, head_dim = 576, v_dim = 512;
   bool causal = true;

@@ -248,6 +248,14 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
         v = make_uint4(word[0], word[1], word[2], word[3]);
       } else {
         v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
+        if (F16 && p.q_type == ElemType::bf16) {  // fp8 KV, q scaled exact in fp16 (Stage1Params::q_f16_exact)
+          const float f = p.q_f16_scale;
+          uint32_t* word = &v.x;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+            word[j] = uint32_t(encode_fp16(decode_bf16(uint16_t(word[j])) * f)) |
+                      (uint32_t(encode_fp16(decode_bf16(uint16_t(word[j] >> 16)) * f)) << 16);
+        }
       }
     }
     *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = v;
@@ -292,7 +300,15 @@ __device__ inline void cp_async16_ordered(uint32_t dst, const void* src, int src
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
 
-template <int QR, int NT, int S, int HD>
+// e4m3fn codes -> fp16 by the hardware conversion (sm_89+), two per instruction
+// (CUTLASS include/cutlass/numeric_conversion.h@v3.5.0, float_e4m3_t x4 -> half_t x4).
+__device__ inline void fp8x4_to_f16x4_cvt(uint32_t w, uint32_t* lo, uint32_t* hi) {
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(*lo), "=r"(*hi)
+      : "r"(w));
+}
+
+template <bool F16, int QR, int NT, int S, int HD>
 __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                          size_t stage_bytes, uint8_t* raw, uint32_t full_bar, uint32_t empty_bar,
                                          int ptid) {
@@ -331,24 +347,39 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
     for (int j = j0; j < j1; ++j) lds128(src + j * kProducers * 16, x[j - j0]);
     uint4 v[j1 - j0][2];
     uint32_t nan = 0;
+    if (F16 && !fnuz) {  // hardware conversion: NaN codes give NaN, nothing to fix
 #pragma unroll
-    for (int j = 0; j < j1 - j0; ++j) {
-      fp8x4_to_bf16x4_fast(x[j].x, fnuz, &v[j][0].x, &v[j][0].y);
-      fp8x4_to_bf16x4_fast(x[j].y, fnuz, &v[j][0].z, &v[j][0].w);
-      fp8x4_to_bf16x4_fast(x[j].z, fnuz, &v[j][1].x, &v[j][1].y);
-      fp8x4_to_bf16x4_fast(x[j].w, fnuz, &v[j][1].z, &v[j][1].w);
-      nan |= fp8x4_nan_bytes(x[j].x, fnuz) | fp8x4_nan_bytes(x[j].y, fnuz) | fp8x4_nan_bytes(x[j].z, fnuz) |
-             fp8x4_nan_bytes(x[j].w, fnuz);
+      for (int j = 0; j < j1 - j0; ++j) {
+        fp8x4_to_f16x4_cvt(x[j].x, &v[j][0].x, &v[j][0].y);
+        fp8x4_to_f16x4_cvt(x[j].y, &v[j][0].z, &v[j][0].w);
+        fp8x4_to_f16x4_cvt(x[j].z, &v[j][1].x, &v[j][1].y);
+        fp8x4_to_f16x4_cvt(x[j].w, &v[j][1].z, &v[j][1].w);
+      }
+    } else {
+      auto cv = [&](uint32_t w4, uint32_t* lo, uint32_t* hi) {
+        if constexpr (F16) fp8x4_to_f16x4_fast(w4, fnuz, lo, hi);
+        else fp8x4_to_bf16x4_fast(w4, fnuz, lo, hi);
+      };
+#pragma unroll
+      for (int j = 0; j < j1 - j0; ++j) {
+        cv(x[j].x, &v[j][0].x, &v[j][0].y);
+        cv(x[j].y, &v[j][0].z, &v[j][0].w);
+        cv(x[j].z, &v[j][1].x, &v[j][1].y);
+        cv(x[j].w, &v[j][1].z, &v[j][1].w);
+        nan |= fp8x4_nan_bytes(x[j].x, fnuz) | fp8x4_nan_bytes(x[j].y, fnuz) | fp8x4_nan_bytes(x[j].z, fnuz) |
+               fp8x4_nan_bytes(x[j].w, fnuz);
+      }
     }
     if (nan) {  // NaN codes: rare (none in encoded finite data)
+      auto fix = [&](uint32_t& u) { u = F16 ? fp8_fix_nan_f16x2(u, fnuz) : fp8_fix_nan_bf16x2(u, fnuz); };
 #pragma unroll
       for (int j = 0; j < j1 - j0; ++j)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          v[j][e].x = fp8_fix_nan_bf16x2(v[j][e].x, fnuz);
-          v[j][e].y = fp8_fix_nan_bf16x2(v[j][e].y, fnuz);
-          v[j][e].z = fp8_fix_nan_bf16x2(v[j][e].z, fnuz);
-          v[j][e].w = fp8_fix_nan_bf16x2(v[j][e].w, fnuz);
+          fix(v[j][e].x);
+          fix(v[j][e].y);
+          fix(v[j][e].z);
+          fix(v[j][e].w);
         }
     }
     if (wait_bar) mbar_wait(wait_bar, parity, p.error);
@@ -829,7 +860,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
     if constexpr (KV8)
-      produce_fp8_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), smem + plan.merge_off(),
+      produce_fp8_tiles<F16, kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), smem + plan.merge_off(),
                                                      full_bar, empty_bar, tid - kConsumers);
     else
       produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
@@ -846,7 +877,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   uint8_t* p_lo = p_hi + kTPairs * kRowBytes;
   constexpr float kLog2e = 1.4426950408889634f;
   const float kv_scale = KV8 ? p.kv_scale : 1.0f;  // fp8 KV: on the scores and the output, not the operands
-  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale * kLog2e;
+  // fp16 operands with bf16 q: q was staged times q_f16_scale, a power of two (exact).
+  const float q_unscale = F16 && KV8 && p.q_type == ElemType::bf16 ? 1.0f / p.q_f16_scale : 1.0f;
+  const float score_scale =
+      p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale * kLog2e * q_unscale;
   // This thread's 4 pair columns of every n16 accumulator: x = 2j + e (j: n8 block, e: low bit).
   auto pair_of = [&](int x) { return 8 * (x >> 1) + 2 * tq + (x & 1); };
   uint32_t k = 0;  // tiles of the block so far (both warpgroups count every tile)

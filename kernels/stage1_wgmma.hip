@@ -71,8 +71,12 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
 }  // namespace
 
 bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
-  // fp8 KV: the transposed kernel only (select_stage1 checked <= 16 pairs), bf16 operands.
-  if (p.kv_type == ElemType::fp8) return launch_transposed<false, true>(p, error);
+  // fp8 KV: the transposed kernel only (select_stage1 checked <= 16 pairs). fp16
+  // operands when q is exact in fp16 (every fp8 code is): e4m3fn then converts in
+  // hardware (cvt.rn.f16x2.e4m3x2), two codes per instruction, where bf16 takes
+  // ~4 integer operations per code pair; else bf16 operands.
+  if (p.kv_type == ElemType::fp8)
+    return p.q_f16_exact ? launch_transposed<true, true>(p, error) : launch_transposed<false, true>(p, error);
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
   return f16 ? launch_typed<true>(p, error) : launch_typed<false>(p, error);
 }

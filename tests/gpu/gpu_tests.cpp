@@ -69,6 +69,9 @@ struct Problem {
   std::vector<std::vector<WorkInfo>> per_workgroup;
   std::string expect_error;  // non-empty: the run must fail with this text
   bool poison_unused_slots = true;
+  // q[0] = 1e-30 (bf16 q): no power-of-two scale makes q exact in fp16, so fp8 KV
+  // runs the wgmma kernel's bf16-operand variant (Stage1Params::q_f16_exact false).
+  bool q_not_fp16 = false;
 };
 
 void add_work(Problem& p, int workgroup, WorkInfo w) {
@@ -108,6 +111,7 @@ void fill_inputs(Problem& p, uint64_t seed) {
   const int64_t q_elems = p.num_q_rows * v.heads * v.head_dim;
   std::vector<float> qf(q_elems);
   for (auto& x : qf) x = 3.0f * rq.uniform_pm1() / (v.q_dtype == DType::fp8 ? p.q_scale : 1.0f);
+  if (p.q_not_fp16) qf[0] = 1.2345e-30f;
   p.q.assign(q_elems * dtype_bytes(v.q_dtype), 0);
   encode_elements(v.q_dtype, p.flavor, qf.data(), q_elems, p.q.data(), 0);
 
@@ -518,6 +522,15 @@ std::vector<Case> contract_table() {
                    add_work(p, 0, make_work(0, 0, 0, 1, 0, 333, 0));
                    add_work(p, 1, make_work(0, 1, 0, 1, 333, 650, 0));
                    add_reduce_tile(p, 0, 1, {0, 1});
+                 }});
+  for (Fp8Flavor f : {Fp8Flavor::e4m3fn, Fp8Flavor::e4m3fnuz})
+    t.push_back({std::string("fp8 ") + to_string(f) + " KV, bf16 q not exact in fp16 (bf16 operands)",
+                 uint64_t(30 + (int)f), [f](Problem& p, Rng& r) {
+                   p.flavor = f;
+                   p.kv_scale = 0.5f;
+                   p.q_not_fp16 = true;
+                   setup(p, r, make_view(16, D::bf16, D::fp8), 1, 300, 260);
+                   add_work(p, 0, make_work(0, -1, 0, 1, 0, 260, 0));
                  }});
   std::vector<Case> more = {
       {"fp8 e4m3fnuz q (q_scale 0.05) and KV, causal q_len 3", 10,

@@ -94,3 +94,34 @@ TEST_CASE("fp8x2: fp8x4_nan_bytes marks exactly the NaN codes", "[kernels]") {
       }
     }
 }
+
+// The fp16 form (the transposed kernel's producer when q is exact in fp16; e4m3fnuz
+// there, e4m3fn on the host only: the device uses cvt.rn.f16x2.e4m3x2 for it) with
+// fp8_fix_nan_f16x2 gives the reference's fp16 bits for every code pair, at every
+// byte position; NaN codes give an fp16 NaN.
+TEST_CASE("fp8x2: the fp16 form decodes every code pair, both flavours", "[dtype][kernels]") {
+  for (const bool fnuz : {false, true}) {
+    const mlactl::Fp8Flavor flavor = fnuz ? mlactl::Fp8Flavor::e4m3fnuz : mlactl::Fp8Flavor::e4m3fn;
+    int mismatches = 0;
+    for (uint32_t w = 0; w < 65536; ++w) {
+      for (const uint32_t word : {w | (w << 16), (w << 8) | (w >> 8 << 24), w << 16}) {
+        uint32_t lo = 0, hi = 0;
+        mla::fp8x4_to_f16x4_fast(word, fnuz, &lo, &hi);
+        if (mla::fp8x4_nan_bytes(word, fnuz)) {
+          lo = mla::fp8_fix_nan_f16x2(lo, fnuz);
+          hi = mla::fp8_fix_nan_f16x2(hi, fnuz);
+        }
+        const uint16_t got[4] = {uint16_t(lo), uint16_t(lo >> 16), uint16_t(hi), uint16_t(hi >> 16)};
+        for (int i = 0; i < 4; ++i) {
+          const float ref = mlactl::fp8_bits_to_float(uint8_t(word >> (8 * i)), flavor);
+          const bool ok = std::isnan(ref) ? (got[i] & 0x7c00u) == 0x7c00u && (got[i] & 0x3ffu) != 0
+                                          : got[i] == mlactl::float_to_fp16_bits(ref);
+          if (!ok && ++mismatches <= 5)
+            FAIL_CHECK("flavor " << (fnuz ? "e4m3fnuz" : "e4m3fn") << " word 0x" << std::hex << word << " byte " << i
+                                 << ": got 0x" << got[i] << ", want 0x" << mlactl::float_to_fp16_bits(ref));
+        }
+      }
+    }
+    CHECK(mismatches == 0);
+  }
+}
