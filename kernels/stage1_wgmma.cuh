@@ -308,7 +308,10 @@ __device__ inline void fp8x4_to_f16x4_cvt(uint32_t w, uint32_t* lo, uint32_t* hi
       : "r"(w));
 }
 
-template <bool F16, int QR, int NT, int S, int HD>
+// FNUZ (the flavour) is a template parameter: each flavour's conversion is
+// compiled and register-allocated on its own path (the fp16 integer form of
+// e4m3fnuz needs more registers than the hardware conversion of e4m3fn).
+template <bool F16, bool FNUZ, int QR, int NT, int S, int HD>
 __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                          size_t stage_bytes, uint8_t* raw, uint32_t full_bar, uint32_t empty_bar,
                                          int ptid) {
@@ -317,7 +320,7 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
   constexpr uint32_t kHalfBytes = uint32_t(kHalfRows) * HD;
   static_assert(NT == 2 * kHalfRows && (HD / 16) % kTpr == 0, "fp8 producer: two 32-row halves per tile");
   const int heads = p.heads, r0 = ptid / kTpr, c0 = ptid % kTpr;
-  const bool fnuz = p.fp8_fnuz;
+  constexpr bool fnuz = FNUZ;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
   const uint32_t raw_base = saddr(raw) + uint32_t(ptid) * 16;
   // Half h: chunk j of this thread at raw_base + (h % kRawHalves) * kHalfBytes + j * kProducers * 16.
@@ -347,7 +350,7 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
     for (int j = j0; j < j1; ++j) lds128(src + j * kProducers * 16, x[j - j0]);
     uint4 v[j1 - j0][2];
     uint32_t nan = 0;
-    if (F16 && !fnuz) {  // hardware conversion: NaN codes give NaN, nothing to fix
+    if constexpr (F16 && !FNUZ) {  // hardware conversion: NaN codes give NaN, nothing to fix
 #pragma unroll
       for (int j = 0; j < j1 - j0; ++j) {
         fp8x4_to_f16x4_cvt(x[j].x, &v[j][0].x, &v[j][0].y);
@@ -859,10 +862,16 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   if (!pipeline_start(p, full_bar, empty_bar, kTStages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
-    if constexpr (KV8)
-      produce_fp8_tiles<F16, kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), smem + plan.merge_off(),
-                                                     full_bar, empty_bar, tid - kConsumers);
-    else
+    if constexpr (KV8) {
+      if (p.fp8_fnuz)
+        produce_fp8_tiles<F16, true, kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(),
+                                                                  smem + plan.merge_off(), full_bar, empty_bar,
+                                                                  tid - kConsumers);
+      else
+        produce_fp8_tiles<F16, false, kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(),
+                                                                   smem + plan.merge_off(), full_bar, empty_bar,
+                                                                   tid - kConsumers);
+    } else
       produce_kv_tiles<kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar,
                                                     warp - kConsumers / 32, lane);
     return;
