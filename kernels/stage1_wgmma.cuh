@@ -342,7 +342,9 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
   // producer warp per scheduler latency-bound), then stored; the first group is
   // converted before the `empty` wait, overlapping the consumers still reading the
   // stage. (All 9 chunks before the wait spilled at the producer's 152 registers.)
-  constexpr int kPre = (kChunks + 1) / 2;
+  // The hardware conversion (fp16 operands, e4m3fn) needs few enough registers
+  // to convert a whole half before the wait.
+  constexpr int kPre = F16 && !FNUZ ? kChunks : (kChunks + 1) / 2;
   auto group = [&](auto j0c, auto j1c, uint32_t src, uint8_t* d0, uint8_t* d1, uint32_t wait_bar, uint32_t parity) {
     constexpr int j0 = decltype(j0c)::value, j1 = decltype(j1c)::value;
     uint4 x[j1 - j0];
@@ -406,7 +408,8 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
     const uint32_t wait_bar = (h & 1) == 0 ? empty_bar + 8 * s : 0;  // 0: no wait (a shared address is never 0 here)
     group(std::integral_constant<int, 0>{}, std::integral_constant<int, kPre>{}, src, d0, d1, wait_bar,
           ((k / S) & 1) ^ 1);
-    group(std::integral_constant<int, kPre>{}, std::integral_constant<int, kChunks>{}, src, d0, d1, 0u, 0u);
+    if constexpr (kPre < kChunks)
+      group(std::integral_constant<int, kPre>{}, std::integral_constant<int, kChunks>{}, src, d0, d1, 0u, 0u);
     if (h & 1) {
       fence_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
       mbar_arrive(full_bar + 8 * s);
