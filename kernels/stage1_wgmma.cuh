@@ -281,19 +281,15 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
 // registers however the loads are batched: docs/bench_notes.md step 19). So the raw
 // codes are staged asynchronously: each 64-token tile is two 32-token halves, each
 // half copied with cp.async into one of kRawHalves raw buffers, and the producer
-// converts half h - 3 shared -> shared into the swizzled 16-bit stage; half h is
-// issued into h - 3's buffer as soon as that is read, so h - 2, h - 1 and h are in
-// flight while the conversion waits for a free stage (when the whole half fits in
-// registers: the e4m3fn hardware conversion). Producer thread t copies and
-// converts the same 16-byte chunks (row t / 4 of each half, fp8 chunks t % 4 + 4j), so its own
+// converts half h - 2 shared -> shared into the swizzled bf16 stage while halves
+// h - 1 and h are in flight. Producer thread t copies and converts the same 16-byte
+// chunks (row t / 4 of each half, fp8 chunks t % 4 + 4j), so its own
 // cp.async.wait_group is all the synchronisation the raw buffers need; the raw
 // layout [chunk j][thread][16 B] makes every warp's shared load one contiguous
-// 512-byte run. The conversion: with fp16 operands (F16: q exact in fp16,
-// Stage1Params::q_f16_exact) e4m3fn by cvt.rn.f16x2.e4m3x2 and e4m3fnuz by
-// fp8x4_to_f16x4_fast; with bf16 operands fp8x4_to_bf16x4_fast (kernels/fp8x2.hpp:
-// one 16-bit x2 multiply per two codes; the exact form's ~10 integer operations
-// per code limited the producer); NaN codes fixed where present. The scores and
-// the output take kv_scale (the consumers).
+// 512-byte run. The conversion is fp8x4_to_bf16x4_fast (kernels/fp8x2.hpp: one
+// bf16x2 multiply per two codes; the exact form's ~10 integer operations per code
+// limited the producer) with NaN codes fixed where present. The scores and the
+// output take kv_scale (the consumers).
 constexpr int kRawHalves = 3;
 __device__ inline void lds128(uint32_t addr, uint4& v) {
   asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
@@ -349,10 +345,7 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
   // The hardware conversion (fp16 operands, e4m3fn) needs few enough registers
   // to convert a whole half before the wait.
   constexpr int kPre = F16 && !FNUZ ? kChunks : (kChunks + 1) / 2;
-  // `between` runs once the group's raw chunks are in registers (the half's last
-  // group frees its raw buffer: the next copy is issued into it there).
-  auto group = [&](auto j0c, auto j1c, uint32_t src, uint8_t* d0, uint8_t* d1, uint32_t wait_bar, uint32_t parity,
-                   auto&& between) {
+  auto group = [&](auto j0c, auto j1c, uint32_t src, uint8_t* d0, uint8_t* d1, uint32_t wait_bar, uint32_t parity) {
     constexpr int j0 = decltype(j0c)::value, j1 = decltype(j1c)::value;
     uint4 x[j1 - j0];
 #pragma unroll
@@ -394,7 +387,6 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
           fix(v[j][e].w);
         }
     }
-    between();
     if (wait_bar) mbar_wait(wait_bar, parity, p.error);
 #pragma unroll
     for (int j = j0; j < j1; ++j) {
@@ -402,8 +394,7 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
       *reinterpret_cast<uint4*>(d1 + j * NT * kRowBytes) = v[j - j0][1];
     }
   };
-  auto none = [] {};
-  auto convert = [&](uint32_t h, auto&& between) {
+  auto convert = [&](uint32_t h) {
     const uint32_t k = h / 2;
     const int s = int(k % S);
     const uint32_t src = raw_base + (h % kRawHalves) * kHalfBytes;
@@ -415,14 +406,10 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
     uint8_t* d0 = row + (((2 * c0) ^ (n & 7)) << 4);
     uint8_t* d1 = row + (((2 * c0 + 1) ^ (n & 7)) << 4);
     const uint32_t wait_bar = (h & 1) == 0 ? empty_bar + 8 * s : 0;  // 0: no wait (a shared address is never 0 here)
-    if constexpr (kPre < kChunks) {
-      group(std::integral_constant<int, 0>{}, std::integral_constant<int, kPre>{}, src, d0, d1, wait_bar,
-            ((k / S) & 1) ^ 1, none);
-      group(std::integral_constant<int, kPre>{}, std::integral_constant<int, kChunks>{}, src, d0, d1, 0u, 0u, between);
-    } else {  // the whole half read before the wait: the next copy is in flight during it
-      group(std::integral_constant<int, 0>{}, std::integral_constant<int, kChunks>{}, src, d0, d1, wait_bar,
-            ((k / S) & 1) ^ 1, between);
-    }
+    group(std::integral_constant<int, 0>{}, std::integral_constant<int, kPre>{}, src, d0, d1, wait_bar,
+          ((k / S) & 1) ^ 1);
+    if constexpr (kPre < kChunks)
+      group(std::integral_constant<int, kPre>{}, std::integral_constant<int, kChunks>{}, src, d0, d1, 0u, 0u);
     if (h & 1) {
       fence_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
       mbar_arrive(full_bar + 8 * s);
@@ -452,31 +439,21 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
         }
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
-          // Half h goes into the raw buffer of half h - 3, issued as soon as that
-          // half is read (inside its conversion), so up to three halves are in
-          // flight while the conversion waits for a free stage.
-          auto issue_h = [&] { issue(h, cur[u], tile + r0 + kHalfRows * u < max_end, w); };
-          if (h >= 3) {
-            frag::cp_async_wait_pending<2>();  // half h - 3 landed (h - 2, h - 1 may be in flight)
-            convert(h - 3, issue_h);
-          } else {
-            issue_h();
+          issue(h, cur[u], tile + r0 + kHalfRows * u < max_end, w);
+          if (h >= 2) {
+            frag::cp_async_wait_pending<2>();
+            convert(h - 2);
           }
           ++h;
         }
       }
     }
   }
-  // h is even: the last three halves (two when the block had one tile).
-  if (h >= 3) {
-    frag::cp_async_wait_pending<2>();
-    convert(h - 3, none);
-  }
-  if (h >= 2) {
+  if (h >= 2) {  // h is even: the last tile's two halves
     frag::cp_async_wait_pending<1>();
-    convert(h - 2, none);
+    convert(h - 2);
     frag::cp_async_wait_pending<0>();
-    convert(h - 1, none);
+    convert(h - 1);
   }
 }
 
