@@ -286,10 +286,12 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
 // chunks (row t / 4 of each half, fp8 chunks t % 4 + 4j), so its own
 // cp.async.wait_group is all the synchronisation the raw buffers need; the raw
 // layout [chunk j][thread][16 B] makes every warp's shared load one contiguous
-// 512-byte run. The conversion is fp8x4_to_bf16x4_fast (kernels/fp8x2.hpp: one
-// bf16x2 multiply per two codes; the exact form's ~10 integer operations per code
-// limited the producer) with NaN codes fixed where present. The scores and the
-// output take kv_scale (the consumers).
+// 512-byte run. The conversion: with fp16 operands (F16: q exact in fp16,
+// Stage1Params::q_f16_exact) e4m3fn by cvt.rn.f16x2.e4m3x2 and e4m3fnuz by
+// fp8x4_to_f16x4_fast; with bf16 operands fp8x4_to_bf16x4_fast (kernels/fp8x2.hpp:
+// one 16-bit x2 multiply per two codes; the exact form's ~10 integer operations
+// per code limited the producer); NaN codes fixed where present. The scores and
+// the output take kv_scale (the consumers).
 constexpr int kRawHalves = 3;
 __device__ inline void lds128(uint32_t addr, uint4& v) {
   asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr) : "memory");
