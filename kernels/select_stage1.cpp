@@ -38,8 +38,9 @@ std::string wgmma_rejects(const Stage1Params& p, const Stage1Device& d) {
     return "device compute capability " + std::to_string(d.compute_capability / 10) + "." +
            std::to_string(d.compute_capability % 10) + ", the sm_90a kernels need 9.0";
   if (std::string why = operands_inexact(p); !why.empty()) return why;
-  // fp8 KV: the producer converts the codes to bf16 (exact), so bf16 operands only
-  // (q bf16 or fp8), and only the transposed kernel (<= 16 pairs: its consumers
+  // fp8 KV: the producer converts the codes to bf16, or to fp16 when q is exact in
+  // fp16 (Stage1Params::q_f16_exact; both exact), for q bf16 or fp8 (fp16 q with fp8
+  // KV is not built), and only the transposed kernel (<= 16 pairs: its consumers
   // leave the producer the registers the conversion needs).
   if (p.kv_type == ElemType::fp8 && p.q_type == ElemType::fp16) return "fp8 KV needs bf16 operands; q is fp16";
   if (p.kv_type == ElemType::fp8 && stage1_pairs(p) > kSmallWorkPairs)
