@@ -65,8 +65,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
       w.key("min_kv_seq_len").begin_object().field("r1", md.min_kv_seq_len_r1).field("r0", md.min_kv_seq_len_r0).end_object();
       w.field("mismatched_rows", mismatches);
       if (cdiff)
-        w.key("captured").value(nlohmann::ordered_json{
-            {"matches", cdiff->same}, {"field", cdiff->field}, {"index", cdiff->index}, {"rows", cdiff->rows}, {"message", cdiff->message}});
+        w.key("captured").value(captured_json(*cdiff));
       w.key("rows").begin_array();
       for (size_t i = 0; i < rows.size(); ++i) {
         const auto& r = rows[i];

@@ -409,9 +409,7 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
     return k;
   };
   if (o.captured) {
-    const auto& c = *o.captured;
-    j["captured"] = {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"expected", c.expected}, {"got", c.got},
-                     {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
+    j["captured"] = captured_json(*o.captured);
   }
   if (o.probe) {
     const ProbeReport& p = *o.probe;

@@ -90,3 +90,9 @@ if(MLACTL_PYTHON3_FOR_JUNIT)
     set_tests_properties("cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})" PROPERTIES LABELS cli TIMEOUT 200)
   endforeach()
 endif()
+
+# every verb's JSON against `schema --output VERB`, with python3-jsonschema (scripts/deps.sh)
+find_program(MLACTL_PYTHON3_FOR_SCHEMAS python3 REQUIRED)
+add_test(NAME "cli: every verb's JSON validates against schema --output VERB"
+         COMMAND ${MLACTL_PYTHON3_FOR_SCHEMAS} ${CMAKE_CURRENT_LIST_DIR}/check_output_schemas.py $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR})
+set_tests_properties("cli: every verb's JSON validates against schema --output VERB" PROPERTIES LABELS cli TIMEOUT 600)
