@@ -1,5 +1,7 @@
 #include "cli/schedule_svg.hpp"
 
+#include "cli/svg_common.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,33 +12,9 @@ namespace mlactl::cli {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
-// Distinct hues for neighbouring requests (golden-angle steps), stable per batch index.
-std::string request_colour(int32_t batch) {
-  const double hue = std::fmod(std::max(0, batch) * 137.508, 360.0);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "hsl(%.0f,62%%,58%%)", hue);
-  return buf;
-}
+using svg::esc;
+using svg::num;
+using svg::request_colour;
 
 constexpr double kWidth = 960, kLeft = 64, kRight = 150, kTitle = 58, kAxis = 42, kGap = 24;
 

@@ -71,6 +71,14 @@ add_test(NAME "cli: schedule svg draws the plan"
                  -DRSVG=${MLACTL_RSVG} -P ${CMAKE_CURRENT_LIST_DIR}/svg_test.cmake)
 set_tests_properties("cli: schedule svg draws the plan" PROPERTIES LABELS cli)
 
+# windows --format svg: rows and mismatches as the JSON has them, rendered red (rsvg-convert)
+find_program(MLACTL_RSVG_REQUIRED rsvg-convert REQUIRED)
+find_program(MLACTL_PYTHON3_FOR_SVG python3 REQUIRED)
+add_test(NAME "cli: windows svg draws mismatches red"
+         COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                 -DRSVG=${MLACTL_RSVG_REQUIRED} -DPYTHON=${MLACTL_PYTHON3_FOR_SVG} -P ${CMAKE_CURRENT_LIST_DIR}/windows_svg_test.cmake)
+set_tests_properties("cli: windows svg draws mismatches red" PROPERTIES LABELS cli)
+
 # a long run on a terminal shows a progress line (stderr), erased before the report
 find_program(MLACTL_SCRIPT script)
 if(MLACTL_SCRIPT)
