@@ -60,12 +60,7 @@ void panel(std::ostringstream& os, double y0, const std::string& case_name, cons
         "partial (rN: its reduce group); right: KV entries per lane</text>\n";
   const double top = kTitle;
   // axis ticks along the KV index list
-  for (int t = 0; t <= 4; ++t) {
-    const int64_t kv = kv_total * t / 4;
-    const double x = kLeft + kv * sx;
-    os << "<line x1=\"" << num(x) << "\" y1=\"" << num(top) << "\" x2=\"" << num(x) << "\" y2=\"" << num(top + lanes * lh) << "\" class=\"grid\"/>\n";
-    os << "<text x=\"" << num(x) << "\" y=\"" << num(top + lanes * lh + 14) << "\" class=\"small\" text-anchor=\"middle\">" << kv << "</text>\n";
-  }
+  svg::kv_axis(os, kLeft, sx, kv_total, top, top + lanes * lh);
   for (int g = 0; g < lanes; ++g) {
     const double y = top + g * lh;
     const bool over = g < (int)load.size() && load[g] > kOverloadFactor * mean;

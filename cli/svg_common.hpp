@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <ostream>
 #include <string>
 
 namespace mlactl::cli::svg {
@@ -36,6 +37,17 @@ inline std::string request_colour(int64_t request) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "hsl(%.0f,62%%,58%%)", hue);
   return buf;
+}
+
+// Grid lines and labels at 0, 1/4, ... of a KV axis of `total` entries drawn from x =
+// left at `scale` px per entry, over the plot's rows [top, bottom).
+inline void kv_axis(std::ostream& os, double left, double scale, int64_t total, double top, double bottom) {
+  for (int t = 0; t <= 4; ++t) {
+    const int64_t kv = total * t / 4;
+    const double x = left + kv * scale;
+    os << "<line x1=\"" << num(x) << "\" y1=\"" << num(top) << "\" x2=\"" << num(x) << "\" y2=\"" << num(bottom) << "\" class=\"grid\"/>\n";
+    os << "<text x=\"" << num(x) << "\" y=\"" << num(bottom + 14) << "\" class=\"small\" text-anchor=\"middle\">" << kv << "</text>\n";
+  }
 }
 
 // The alarm colour: violations, overloaded lanes, mismatched windows.

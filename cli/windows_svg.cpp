@@ -54,12 +54,7 @@ std::string windows_svg(const WindowsPicture& p) {
   os << "<text x=\"" << kLeft << "\" y=\"52\" class=\"small\">x: KV positions; grey: the oracle window [begin, end); over it: the window the "
         "metadata gives (green: the same, red: different)</text>\n";
   const double top = kTitle;
-  for (int t = 0; t <= 4; ++t) {
-    const int64_t kv = kv_total * t / 4;
-    const double x = kLeft + kv * sx;
-    os << "<line x1=\"" << num(x) << "\" y1=\"" << num(top) << "\" x2=\"" << num(x) << "\" y2=\"" << num(top + drawn * lh) << "\" class=\"grid\"/>\n";
-    os << "<text x=\"" << num(x) << "\" y=\"" << num(top + drawn * lh + 14) << "\" class=\"small\" text-anchor=\"middle\">" << kv << "</text>\n";
-  }
+  svg::kv_axis(os, kLeft, sx, kv_total, top, top + drawn * lh);
   for (size_t i = 0; i < drawn; ++i) {
     const RowWindow& w = rows[i];
     const bool bad = (*p.mismatch)[i];
