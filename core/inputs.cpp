@@ -116,7 +116,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   const int64_t q_elems = in.num_rows * q_row_elems;
   in.q.dtype = b.decode.q_dtype;
   in.q.fp8_flavor = flavor;
-  in.q.bytes.assign((size_t)(q_elems * dtype_bytes(in.q.dtype)), 0);
+  in.q.bytes.resize((size_t)(q_elems * dtype_bytes(in.q.dtype)));  // every byte written below
   const bool q_is_fp8 = in.q.dtype == DType::fp8;
   std::vector<float> q_model;  // model-dtype values, kept only for fp8 quantization
   if (q_is_fp8) q_model.resize((size_t)q_elems);
@@ -180,7 +180,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   in.kv.dtype = b.kv_cache.dtype;
   in.kv.fp8_flavor = flavor;
   in.kv.scale = in.kv.dtype == DType::fp8 ? (float)b.kv_cache.scale : 1.0f;
-  in.kv.bytes.assign((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)), 0);
+  in.kv.bytes.resize((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));  // every slot written below
   const float kv_inv_scale = 1.0f / in.kv.scale;
   parallel_for(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](int64_t chunk) {
     const int64_t s0 = chunk * kKvSlotsPerChunk, s1 = std::min(in.num_slots, s0 + kKvSlotsPerChunk);

@@ -227,7 +227,7 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
     for (int64_t e = c * 64 * H * D; e < std::min(Q, (c + 1) * 64 * H * D); ++e)
       qv[(size_t)e] = round_to_dtype(kQAmplitude * rng.uniform_pm1(), b.model.dtype);
   }
-  std::vector<uint8_t> qbytes((size_t)(Q * dtype_bytes(in.q.dtype)));
+  StorageBytes qbytes((size_t)(Q * dtype_bytes(in.q.dtype)), 0);
   float qscale = 1.0f;
   if (in.q.dtype == DType::fp8) {
     float amax = 0;
@@ -244,7 +244,7 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
   for (const RowWindow& w : rows)
     if (w.kind != MaskKind::padding)
       for (int64_t p = 0; p < b.requests[w.request].seq_len(); ++p) used[(size_t)kv_slot_of(b, w.request, p)] = 1;
-  std::vector<uint8_t> kvbytes((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));
+  StorageBytes kvbytes((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)), 0);
   std::vector<float> vals((size_t)D);
   for (int64_t c = 0; c * 256 < in.num_slots; ++c) {
     Rng rng = chunk_rng(b.seed, kStreamKv, c);
