@@ -1,6 +1,7 @@
 #include "core/inputs.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -24,17 +25,20 @@ uint64_t chunk_seed(uint64_t seed, int64_t chunk) { return seed ^ (0xD1B54A32D19
 
 // Rng(seed, stream).uniform_pm1() `count` times into dst, the same values (checked
 // against Rng in test_numerics.cpp): SplitMix64's i-th output depends only on the
-// start state plus i steps, so eight lanes of AVX-512 run eight calls at once.
+// start state plus i steps, so eight lanes run eight calls at once (AVX-512, or
+// AVX2 with the 64-bit multiplies emulated by GCC/clang's vector lowering).
 // This mirrors core/rng.hpp (state seed ^ golden*(stream+1), += golden per call).
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+std::atomic<int> g_forced_generator{-1};  // set_generator_isa_for_testing; -1: the default
 
 #if defined(__x86_64__) && defined(__GNUC__)
 typedef uint64_t U64x8 __attribute__((vector_size(64)));
 typedef int32_t I32x8 __attribute__((vector_size(32)));
 typedef float F32x8 __attribute__((vector_size(32)));
 
-__attribute__((target("avx512f,avx512dq"))) void uniform_pm1_avx512(uint64_t seed, RngStream stream, int64_t count,
-                                                                      float* dst) {
+// The lanes' arithmetic, inlined into one function per target below.
+inline __attribute__((always_inline)) void uniform_pm1_lanes(uint64_t seed, RngStream stream, int64_t count, float* dst) {
   const uint64_t s0 = seed ^ (kGolden * ((uint64_t)stream + 1));
   U64x8 state;
   for (int l = 0; l < 8; ++l) state[l] = s0 + kGolden * (uint64_t)(l + 1);
@@ -53,13 +57,47 @@ __attribute__((target("avx512f,avx512dq"))) void uniform_pm1_avx512(uint64_t see
     state += kGolden * 8;
   }
 }
+
+__attribute__((target("avx512f,avx512dq"))) void uniform_pm1_avx512(uint64_t seed, RngStream stream, int64_t count,
+                                                                      float* dst) {
+  uniform_pm1_lanes(seed, stream, count, dst);
+}
+
+__attribute__((target("avx2"))) void uniform_pm1_avx2(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+  uniform_pm1_lanes(seed, stream, count, dst);
+}
 #endif
 
-void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+bool cpu_has(GeneratorIsa isa) {
+  switch (isa) {
+    case GeneratorIsa::scalar: return true;
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  if (avx512) return uniform_pm1_avx512(seed, stream, count, dst);
+    case GeneratorIsa::avx2: return __builtin_cpu_supports("avx2");
+    case GeneratorIsa::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+    default: return false;
 #endif
+  }
+  return false;
+}
+
+GeneratorIsa active_generator_isa() {
+  const int forced = g_forced_generator.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<GeneratorIsa>(forced);
+  static const GeneratorIsa best = cpu_has(GeneratorIsa::avx512) ? GeneratorIsa::avx512
+                                   : cpu_has(GeneratorIsa::avx2) ? GeneratorIsa::avx2
+                                                                 : GeneratorIsa::scalar;
+  return best;
+}
+
+void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+  switch (active_generator_isa()) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    case GeneratorIsa::avx512: return uniform_pm1_avx512(seed, stream, count, dst);
+    case GeneratorIsa::avx2: return uniform_pm1_avx2(seed, stream, count, dst);
+#endif
+    default: break;
+  }
   Rng rng(seed, stream);
   for (int64_t i = 0; i < count; ++i) dst[i] = rng.uniform_pm1();
 }
@@ -67,6 +105,12 @@ void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+bool generator_isa_available(GeneratorIsa isa) { return cpu_has(isa); }
+
+void set_generator_isa_for_testing(std::optional<GeneratorIsa> isa) {
+  g_forced_generator.store(isa && cpu_has(*isa) ? static_cast<int>(*isa) : -1);
+}
 
 void EncodedTensor::decode(int64_t first, int64_t count, float* dst) const {
   decode_elements(dtype, fp8_flavor, bytes.data(), first, count, dtype == DType::fp8 ? scale : 1.0f, dst);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,13 @@ int64_t estimated_input_bytes(const Batch& b, int64_t num_rows);
 // quantized per tensor (q.scale = amax / fp8 max); fp8 KV stores round(v / scale)
 // for v ~ U(-1,1), so scale·decoded is that realistic range.
 Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& rows, int threads = 0);
+
+// Which code runs the uniform generator's SplitMix64 lanes: one Rng call per value,
+// or eight at once on AVX2 / AVX-512 (the same values); the fastest the CPU has.
+enum class GeneratorIsa { scalar, avx2, avx512 };
+bool generator_isa_available(GeneratorIsa isa);
+// Tests run every available path against the scalar Rng; nullopt restores the default.
+void set_generator_isa_for_testing(std::optional<GeneratorIsa> isa);
 Inputs generate_inputs(const Batch& b);
 
 }  // namespace mlactl

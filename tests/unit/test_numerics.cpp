@@ -257,6 +257,17 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
     }
   }
   CHECK((in.kv.bytes == kvbytes));
+  // every generator path the CPU has gives the bytes just checked (in: the default path)
+  for (const GeneratorIsa isa : {GeneratorIsa::scalar, GeneratorIsa::avx2, GeneratorIsa::avx512}) {
+    if (!generator_isa_available(isa)) continue;
+    INFO("generator isa " << static_cast<int>(isa));
+    set_generator_isa_for_testing(isa);
+    const Inputs other = generate_inputs(b, rows, 2);
+    set_generator_isa_for_testing(std::nullopt);
+    CHECK(other.q.scale == in.q.scale);
+    CHECK((other.q.bytes == in.q.bytes));
+    CHECK((other.kv.bytes == in.kv.bytes));
+  }
 }
 
 TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 code", "[inputs]") {
