@@ -302,6 +302,23 @@ TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 c
       }
 }
 
+TEST_CASE("inputs: bulk bf16 encode equals float_to_bf16_bits (a stride over every float, ties, specials)", "[inputs]") {
+  std::vector<float> vals;
+  auto push_bits = [&](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    vals.push_back(f);
+  };
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 4099) push_bits((uint32_t)u);
+  for (uint32_t hi : {0x0000u, 0x3F80u, 0x3F81u, 0x7F7Fu, 0x7F80u, 0x7FC0u, 0x8000u, 0xBF80u, 0xFF7Fu, 0xFF80u, 0xFFC0u})
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) push_bits(hi << 16 | lo);
+  std::vector<uint16_t> got(vals.size());
+  encode_elements(DType::bf16, Fp8Flavor::e4m3fn, vals.data(), (int64_t)vals.size(), got.data(), 0);
+  int64_t bad = 0;
+  for (size_t i = 0; i < vals.size(); ++i) bad += got[i] != float_to_bf16_bits(vals[i]);
+  CHECK(bad == 0);
+}
+
 TEST_CASE("inputs: bulk fp8 encode equals float_to_fp8_bits (every exponent, rounding boundaries, specials)", "[inputs]") {
   std::vector<float> v;
   for (uint32_t sign : {0u, 0x80000000u})
