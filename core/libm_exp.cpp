@@ -95,6 +95,24 @@ constexpr uint64_t kC3 = 0x3fc555555555543cull;
 constexpr uint64_t kC4 = 0x3fa55555cf172b91ull;
 constexpr uint64_t kC5 = 0x3f81111167a4d017ull;
 constexpr uint64_t kShift = 0x4338000000000000ull;
+// glibc's expf (sysdeps/ieee754/flt-32/e_expf.c, __expf_fma) in double: N = 2^5,
+// kTabF[k] = bits of the double nearest 2^(k/N) minus (k << 47) (generated likewise and
+// equal to that libm's __exp2f_data table), exp(r) by a degree-3 polynomial C0..C2.
+constexpr uint64_t kTabF[32] = {
+0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,
+0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,
+0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
+0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull, 0x3feea47eb03a5585ull,
+0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull, 0x3feea11473eb0187ull, 0x3feea589994cce13ull,
+0x3feeace5422aa0dbull, 0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,
+0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull, 0x3fef3720dcef9069ull,
+0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full, 0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull};
+constexpr uint64_t kInvLn2NF = 0x40471547652b82feull;
+constexpr uint64_t kC0F = 0x3ebc6af84b912394ull;
+constexpr uint64_t kC1F = 0x3f2ebfce50fac4f3ull;
+constexpr uint64_t kC2F = 0x3f962e42ff0c52d6ull;
+// expf's main path: |x| < 88 (top12 <= 0x42a); other lanes are std::exp's.
+constexpr float kMainEndF = 88.0f;
 // glibc's main path covers 2^-54 <= |x| < 512; other lanes (0, tiny, huge, inf,
 // NaN) are recomputed by std::exp.
 constexpr double kMainMin = 0x1p-54, kMainEnd = 512.0;
@@ -109,8 +127,16 @@ void exp_scalar(double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
 }
 
+void expf_scalar(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
 #ifdef MLACTL_LIBM_EXP_X86
 typedef long long I64x8 __attribute__((vector_size(64)));
+// the float <-> double conversions as vector casts: GCC 12's _mm512_cvtps_pd /
+// _mm512_cvtpd_ps start from _mm512_undefined as well
+typedef float F32x8 __attribute__((vector_size(32)));
+typedef double F64x8 __attribute__((vector_size(64)));
 
 // Each step is glibc's __exp_fma step (its disassembly, in order): every multiply-add
 // there is an fma here and every plain add/multiply is one here; no mul feeds an add,
@@ -194,6 +220,73 @@ __attribute__((target("avx2,fma"))) void exp_avx2_fma(double* x, int64_t n) {
   }
   exp_scalar(x + i, n - i);
 }
+
+// __expf_fma's steps: xd = x; kd = fma(InvLn2N, xd, shift), ki its bits, kd -= shift;
+// r = fma(InvLn2N, xd, -kd); s = bits(T[ki % N] + (ki << 47)); z = fma(r, C0, C1);
+// y = fma(r, C2, 1); y = fma(z, r*r, y); (float)(y * s).
+__attribute__((target("avx512f"))) void expf_avx512(float* x, int64_t n) {
+  const __m512d inv_ln2n = _mm512_set1_pd(bits_double(kInvLn2NF)), shift = _mm512_set1_pd(bits_double(kShift));
+  const __m512d c0 = _mm512_set1_pd(bits_double(kC0F)), c1 = _mm512_set1_pd(bits_double(kC1F));
+  const __m512d c2 = _mm512_set1_pd(bits_double(kC2F)), one = _mm512_set1_pd(1.0);
+  const __m256 end = _mm256_set1_ps(kMainEndF);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m512i zero = _mm512_setzero_si512();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m512d xd = (__m512d)__builtin_convertvector((F32x8)v, F64x8);  // exact
+    const __m512d kd_shifted = _mm512_fmadd_pd(inv_ln2n, xd, shift);
+    const I64x8 ki = (I64x8)_mm512_castpd_si512(kd_shifted);
+    const __m512d kd = _mm512_sub_pd(kd_shifted, shift);
+    const __m512d r = _mm512_fmsub_pd(inv_ln2n, xd, kd);
+    const __m512i idx = (__m512i)(ki & 31);
+    const __m512d scale =
+        _mm512_castsi512_pd((__m512i)((I64x8)_mm512_mask_i64gather_epi64(zero, 0xFF, idx, kTabF, 8) + (ki << 47)));
+    const __m512d z = _mm512_fmadd_pd(r, c0, c1);
+    const __m512d r2 = _mm512_mul_pd(r, r);
+    __m512d y = _mm512_fmadd_pd(r, c2, one);
+    y = _mm512_fmadd_pd(z, r2, y);
+    y = _mm512_mul_pd(y, scale);
+    _mm256_storeu_ps(x + i, (__m256)__builtin_convertvector((F64x8)y, F32x8));  // rounded to nearest
+    const int main = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), end, _CMP_LT_OQ));
+    if (main != 0xFF)
+      for (int l = 0; l < 8; ++l)
+        if (!((main >> l) & 1)) x[i + l] = std::exp(v[l]);
+  }
+  expf_scalar(x + i, n - i);
+}
+
+__attribute__((target("avx2,fma"))) void expf_avx2_fma(float* x, int64_t n) {
+  const __m256d inv_ln2n = _mm256_set1_pd(bits_double(kInvLn2NF)), shift = _mm256_set1_pd(bits_double(kShift));
+  const __m256d c0 = _mm256_set1_pd(bits_double(kC0F)), c1 = _mm256_set1_pd(bits_double(kC1F));
+  const __m256d c2 = _mm256_set1_pd(bits_double(kC2F)), one = _mm256_set1_pd(1.0);
+  const __m128 end = _mm_set1_ps(kMainEndF);
+  const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
+  const __m256i idx_mask = _mm256_set1_epi64x(31);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 v = _mm_loadu_ps(x + i);
+    const __m256d xd = _mm256_cvtps_pd(v);
+    const __m256d kd_shifted = _mm256_fmadd_pd(inv_ln2n, xd, shift);
+    const __m256i ki = _mm256_castpd_si256(kd_shifted);
+    const __m256d kd = _mm256_sub_pd(kd_shifted, shift);
+    const __m256d r = _mm256_fmsub_pd(inv_ln2n, xd, kd);
+    const __m256i idx = _mm256_and_si256(ki, idx_mask);
+    const __m256d scale = _mm256_castsi256_pd(_mm256_add_epi64(
+        _mm256_i64gather_epi64(reinterpret_cast<const long long*>(kTabF), idx, 8), _mm256_slli_epi64(ki, 47)));
+    const __m256d z = _mm256_fmadd_pd(r, c0, c1);
+    const __m256d r2 = _mm256_mul_pd(r, r);
+    __m256d y = _mm256_fmadd_pd(r, c2, one);
+    y = _mm256_fmadd_pd(z, r2, y);
+    y = _mm256_mul_pd(y, scale);
+    _mm_storeu_ps(x + i, _mm256_cvtpd_ps(y));
+    const int main = _mm_movemask_ps(_mm_cmp_ps(_mm_and_ps(v, abs_mask), end, _CMP_LT_OQ));
+    if (main != 0xF)
+      for (int l = 0; l < 4; ++l)
+        if (!((main >> l) & 1)) x[i + l] = std::exp(v[l]);
+  }
+  expf_scalar(x + i, n - i);
+}
 #endif
 
 void run_on(ExpIsa isa, double* x, int64_t n) {
@@ -203,6 +296,16 @@ void run_on(ExpIsa isa, double* x, int64_t n) {
     case ExpIsa::avx2_fma: return exp_avx2_fma(x, n);
 #endif
     default: return exp_scalar(x, n);
+  }
+}
+
+void run_on(ExpIsa isa, float* x, int64_t n) {
+  switch (isa) {
+#ifdef MLACTL_LIBM_EXP_X86
+    case ExpIsa::avx512: return expf_avx512(x, n);
+    case ExpIsa::avx2_fma: return expf_avx2_fma(x, n);
+#endif
+    default: return expf_scalar(x, n);
   }
 }
 
@@ -219,7 +322,7 @@ bool cpu_has(ExpIsa isa) {
   return false;
 }
 
-// Whether `isa` gives std::exp's bits on a spread of arguments: the softmax range
+// Whether `isa` gives std::exp's bits (double and float) on a spread of arguments: the softmax range
 // [-60, 0] densely, all of [-745, 710] more sparsely, and the special values. A
 // libm computing exp another way differs on a good part of these.
 bool matches_std_exp(ExpIsa isa) {
@@ -243,6 +346,13 @@ bool matches_std_exp(ExpIsa isa) {
   for (int i = 0; i < n; ++i) {
     const double want = std::exp(args[i]);
     if (std::memcmp(&want, &got[i], sizeof want) != 0 && !(std::isnan(want) && std::isnan(got[i]))) return false;
+  }
+  // the float path on the same arguments as floats (those past ±104 give 0 or inf)
+  std::vector<float> args_f(args.begin(), args.begin() + n), got_f = args_f;
+  run_on(isa, got_f.data(), n);
+  for (int i = 0; i < n; ++i) {
+    const float want = std::exp(args_f[i]);
+    if (std::memcmp(&want, &got_f[i], sizeof want) != 0 && !(std::isnan(want) && std::isnan(got_f[i]))) return false;
   }
   return true;
 }
@@ -273,5 +383,7 @@ void set_exp_isa_for_testing(std::optional<ExpIsa> isa) {
 }
 
 void exp_in_place(double* x, int64_t n) { run_on(active_isa(), x, n); }
+
+void exp_in_place(float* x, int64_t n) { run_on(active_isa(), x, n); }
 
 }  // namespace mlactl

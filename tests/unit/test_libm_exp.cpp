@@ -1,5 +1,5 @@
 // core/libm_exp: every path this CPU has and its libm matches, bit for bit std::exp
-// over the reference softmax's arguments (scale·q·k − max, in [-60, 0]), all of
+// (double and float) over the softmax arguments (scale·q·k − max, in [-60, 0]), all of
 // [-745, 710], every exponent, the main path's edges (|x| = 2^-54 and 512) and the
 // specials; lengths of every residue mod 8 (the scalar tail).
 #include <catch2/catch.hpp>
@@ -59,6 +59,46 @@ TEST_CASE("libm_exp: every available path bit for bit std::exp", "[reference]") 
       std::vector<double> part(args.begin() + 1000, args.begin() + 1000 + n);
       exp_in_place(part.data(), n);
       for (int64_t i = 0; i < n; ++i) CHECK(same_bits(part[(size_t)i], std::exp(args[(size_t)(1000 + i)])));
+    }
+    set_exp_isa_for_testing(std::nullopt);
+  }
+}
+
+TEST_CASE("libm_exp: every available float path bit for bit std::exp(float)", "[executor]") {
+  std::vector<float> args;
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 997) {  // a stride over every float
+    float f;
+    const uint32_t w = (uint32_t)u;
+    std::memcpy(&f, &w, 4);
+    args.push_back(f);
+  }
+  std::mt19937 gen(20261202);
+  std::uniform_real_distribution<float> softmax(-40.0f, 0.0f);
+  for (int i = 0; i < 2000000; ++i) args.push_back(softmax(gen));
+  for (float edge : {88.0f, 88.72f, 87.33f, 103.97f, 104.0f})
+    for (float s : {1.0f, -1.0f}) {
+      args.push_back(s * edge);
+      args.push_back(std::nextafter(s * edge, 0.0f));
+      args.push_back(std::nextafter(s * edge, s * HUGE_VALF));
+    }
+  for (float x : {0.0f, -0.0f, HUGE_VALF, -HUGE_VALF, std::numeric_limits<float>::quiet_NaN()}) args.push_back(x);
+  auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); };
+  for (const ExpIsa isa : {ExpIsa::scalar, ExpIsa::avx2_fma, ExpIsa::avx512}) {
+    if (!exp_isa_available(isa)) continue;
+    INFO("exp isa " << static_cast<int>(isa));
+    set_exp_isa_for_testing(isa);
+    std::vector<float> got = args;
+    exp_in_place(got.data(), (int64_t)got.size());
+    int64_t mismatches = 0;
+    for (size_t i = 0; i < args.size(); ++i)
+      if (!same(got[i], std::exp(args[i]))) {
+        if (mismatches++ < 5) UNSCOPED_INFO("exp(" << args[i] << ") gave " << got[i] << ", std::exp " << std::exp(args[i]));
+      }
+    CHECK(mismatches == 0);
+    for (int64_t n = 0; n <= 9; ++n) {  // the scalar tail
+      std::vector<float> part(args.end() - 20, args.end() - 20 + n);
+      exp_in_place(part.data(), n);
+      for (int64_t i = 0; i < n; ++i) CHECK(same(part[(size_t)i], std::exp(args[args.size() - 20 + (size_t)i])));
     }
     set_exp_isa_for_testing(std::nullopt);
   }
