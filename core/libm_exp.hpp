@@ -1,9 +1,11 @@
-// exp over arrays of doubles or floats, bit for bit this process's std::exp (the reference's
-// softmax exponentials, core/reference.cpp, and the CPU executor's): one call per
-// element was ~7% of a CPU run (docs/bench_notes.md). The vector paths redo glibc's exp (2.28+, sysdeps/ieee754/dbl-64/e_exp.c
-// as built with FMA, __exp_fma) lane by lane, and expf (flt-32/e_expf.c, __expf_fma) likewise; they are used only after a self-check
-// against std::exp at first use, so another libm (or glibc's non-FMA build on a CPU
-// without FMA) falls back to std::exp and never moves a result.
+// exp over arrays of doubles or floats, bit for bit this process's std::exp (the
+// reference's softmax exponentials, core/reference.cpp, and the CPU executor's,
+// kernels/cpu_executor.cpp): one libm call per element was ~7% of a CPU run
+// (docs/bench_notes.md). The vector paths redo, lane by lane, glibc's exp and expf
+// as built with FMA (__exp_fma, __expf_fma; bminor/glibc glibc-2.36
+// sysdeps/ieee754/dbl-64/e_exp.c and sysdeps/ieee754/flt-32/e_expf.c). A path is
+// used only after it matched std::exp at first use, so another libm (or glibc's
+// non-FMA build on a CPU without FMA) falls back to std::exp and never moves a result.
 #pragma once
 #include <cstdint>
 #include <optional>
