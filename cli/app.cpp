@@ -116,7 +116,7 @@ const std::vector<VerbFormats>& verb_formats() {
       {"validate", {Format::table, Format::json}},
       {"schema", {Format::table, Format::json}},
       {"metadata", {Format::table, Format::json, Format::csv}},
-      {"windows", {Format::table, Format::json, Format::csv}},
+      {"windows", {Format::table, Format::json, Format::csv, Format::svg}},
       {"route", {Format::table, Format::json, Format::csv}},
       {"schedule", {Format::table, Format::json, Format::csv, Format::svg}},
       {"run", {Format::table, Format::json}},

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "cli/app.hpp"
+#include "cli/output_schema.hpp"
 #include "cli/common.hpp"
 #include "cli/pipeline.hpp"
 #include "core/budget.hpp"
@@ -470,6 +471,12 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
 }
 
 }  // namespace
+
+std::vector<std::string> bench_status_names() {
+  std::vector<std::string> n;
+  for (int i = 0; i <= static_cast<int>(BenchStatus::nonfinite); ++i) n.push_back(to_string(static_cast<BenchStatus>(i)));
+  return n;
+}
 
 void setup_bench(CLI::App& app, Context& ctx) {
   auto bo = std::make_shared<BatchOptions>();

@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "cli/app.hpp"
+#include "cli/output_schema.hpp"
 #include "cli/common.hpp"
 #include "cli/pattern.hpp"
 #include "cli/pipeline.hpp"
@@ -867,6 +868,12 @@ void run_cases_in_children(size_t n, int jobs, std::optional<double> timeout, St
 }
 
 }  // namespace
+
+std::vector<std::string> case_status_names() {
+  std::vector<std::string> n;  // `unset` is never printed
+  for (int i = static_cast<int>(CaseStatus::passed); i <= static_cast<int>(CaseStatus::timed_out); ++i) n.push_back(to_string(static_cast<CaseStatus>(i)));
+  return n;
+}
 
 void setup_check(CLI::App& app, Context& ctx) {
   struct Opts {

@@ -69,10 +69,14 @@ void add_run_options(CLI::App* sub, RunArgs& a) {
   sub->add_option("--threads", o.threads, "CPU threads (0 = all cores)");
   sub->add_option("--dump-dir", o.dump_dir, "write inputs/outputs of a failing case here (.npy + JSON)");
   add_executor_options(sub, a.exec);
+  auto* inputs = sub->add_option("--inputs", o.inputs_dir,
+                                 "run q and the KV blocks a capture wrote to this folder (inputs.json + .npy, scripts/capture_vllm_batch.py) "
+                                 "instead of tensors generated from data.seed");
   sub->add_option("--probe", a.probe,
                   "windows: black-box position probe; q and KV are built so that each head shows whether one window edge was read "
                   "(first/last allowed, first forbidden, page and split edges), for any executor")
-      ->check(CLI::IsMember({"windows"}));
+      ->check(CLI::IsMember({"windows"}))
+      ->excludes(inputs);  // the probe writes its own q and KV
 }
 }  // namespace
 

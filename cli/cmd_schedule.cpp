@@ -43,10 +43,6 @@ std::string view_text(const KernelView& v) {
   return os.str();
 }
 
-nlohmann::ordered_json captured_json(const CapturedDiff& c) {
-  return {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
-}
-
 void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& rd, const std::vector<PlannedCase>& cases,
                          const std::optional<CapturedDiff>& cdiff) {
   JsonWriter w(os, json_compact());

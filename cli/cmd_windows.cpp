@@ -4,6 +4,7 @@
 
 #include "cli/app.hpp"
 #include "cli/common.hpp"
+#include "cli/windows_svg.hpp"
 #include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/routed.hpp"
@@ -65,8 +66,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
       w.key("min_kv_seq_len").begin_object().field("r1", md.min_kv_seq_len_r1).field("r0", md.min_kv_seq_len_r0).end_object();
       w.field("mismatched_rows", mismatches);
       if (cdiff)
-        w.key("captured").value(nlohmann::ordered_json{
-            {"matches", cdiff->same}, {"field", cdiff->field}, {"index", cdiff->index}, {"rows", cdiff->rows}, {"message", cdiff->message}});
+        w.key("captured").value(captured_json(*cdiff));
       w.key("rows").begin_array();
       for (size_t i = 0; i < rows.size(); ++i) {
         const auto& r = rows[i];
@@ -78,6 +78,16 @@ void setup_windows(CLI::App& app, Context& ctx) {
         w.end_object();
       }
       w.end_array().end_object().finish();
+    } else if (ctx.global.fmt() == Format::svg) {
+      WindowsPicture pic;
+      pic.case_name = b.name;
+      pic.route = to_string(rd.route);
+      pic.metadata_path = mw.path;
+      pic.rows = &rows;
+      pic.metadata = &mw;
+      pic.mismatch = &flag;
+      pic.mismatched_rows = mismatches;
+      os << windows_svg(pic);
     } else if (ctx.global.fmt() == Format::csv) {
       // the fields of the JSON rows, one record per query row (empty metadata fields
       // when the route's metadata gives no windows)

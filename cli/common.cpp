@@ -31,6 +31,11 @@ nlohmann::ordered_json view_json(const KernelView& v) {
           {"q_dtype", to_string(v.q_dtype)}, {"kv_dtype", to_string(v.kv_dtype)}};
 }
 
+nlohmann::ordered_json captured_json(const CapturedDiff& c) {
+  return {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"expected", c.expected}, {"got", c.got},
+          {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
+}
+
 void write_view(JsonWriter& w, const KernelView& v) { w.value(view_json(v)); }
 
 // The plan as `schedule --format json` prints it, written member by member: its work list

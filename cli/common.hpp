@@ -10,6 +10,7 @@
 #include "cli/external_executor.hpp"
 #include "cli/json_writer.hpp"
 #include "core/batch.hpp"
+#include "core/captured.hpp"
 #include "core/decode_metadata.hpp"
 #include "core/invariants.hpp"
 #include "core/plan.hpp"
@@ -33,6 +34,9 @@ std::optional<Route> forced_route(const std::string& kernel);
 std::optional<PlannerId> planner_option(const std::string& name);
 nlohmann::ordered_json route_json(const RouteDecision& rd);
 nlohmann::ordered_json view_json(const KernelView& v);
+// The captured block's diff, the one shape `windows`, `schedule` and `run` print
+// (`mlactl schema --output VERB`: #/$defs/captured_diff).
+nlohmann::ordered_json captured_json(const CapturedDiff& c);
 // The plan as `schedule --format json` prints it (expect.schedule in `check` is a subset):
 // written member by member into an open object (the large arrays element by element),
 // or as a DOM for `check` (built by the same writer).

@@ -51,27 +51,20 @@ JsonWriter& JsonWriter::begin_array() {
   return *this;
 }
 
-JsonWriter& JsonWriter::end_object() {
+JsonWriter& JsonWriter::close(char bracket) {
   const bool empty = stack_.back().empty;
   stack_.pop_back();
   if (!empty && !compact_) {
     put('\n');
     indent(2 * stack_.size());
   }
-  put('}');
+  put(bracket);
   return *this;
 }
 
-JsonWriter& JsonWriter::end_array() {
-  const bool empty = stack_.back().empty;
-  stack_.pop_back();
-  if (!empty && !compact_) {
-    put('\n');
-    indent(2 * stack_.size());
-  }
-  put(']');
-  return *this;
-}
+JsonWriter& JsonWriter::end_object() { return close('}'); }
+
+JsonWriter& JsonWriter::end_array() { return close(']'); }
 
 void JsonWriter::put_string(std::string_view s) {
   // printable ASCII without '"' or '\\' is written as it is; anything else is escaped by

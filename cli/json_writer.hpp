@@ -92,6 +92,7 @@ class JsonWriter {
  private:
   static constexpr size_t kFlushBytes = 1 << 16;  // also the largest indent: 32,768 levels, far past any document here
   void before_value();
+  JsonWriter& close(char bracket);  // end_object / end_array
   void put(std::string_view s) {
     if (len_ + s.size() > kFlushBytes) {
       flush();

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "cli/captured_inputs.hpp"
 #include "cli/common.hpp"
 #include "cli/npy.hpp"
 #include "cli/output.hpp"
@@ -247,6 +248,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   stage(RunStage::inputs);
   t0 = clock_type::now();
   Inputs in = generate_inputs(b, rows, opt.threads);
+  if (!opt.inputs_dir.empty()) load_captured_inputs(opt.inputs_dir, b, in);
   const RoutePlan& plan = *o.plan;
   std::optional<ProbeSpec> probe;
   if (opt.probe) {
@@ -409,9 +411,7 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
     return k;
   };
   if (o.captured) {
-    const auto& c = *o.captured;
-    j["captured"] = {{"matches", c.same}, {"field", c.field}, {"index", c.index}, {"expected", c.expected}, {"got", c.got},
-                     {"rows", c.rows}, {"message", c.message}, {"compared", c.compared}};
+    j["captured"] = captured_json(*o.captured);
   }
   if (o.probe) {
     const ProbeReport& p = *o.probe;

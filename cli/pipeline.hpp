@@ -59,6 +59,8 @@ struct RunOptions {
   std::optional<double> atol, rtol, cos_tol;
   int threads = 0;
   std::string dump_dir;
+  // --inputs DIR: q and KV from a capture instead of data.seed (cli/captured_inputs.hpp)
+  std::string inputs_dir;
   int64_t max_listed = 20;
   std::function<void(RunStage)> on_stage;  // optional; called from the calling thread
   std::optional<ExternalSpec> external;

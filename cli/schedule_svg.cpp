@@ -1,5 +1,7 @@
 #include "cli/schedule_svg.hpp"
 
+#include "cli/svg_common.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,33 +12,9 @@ namespace mlactl::cli {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
-
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
-
-// Distinct hues for neighbouring requests (golden-angle steps), stable per batch index.
-std::string request_colour(int32_t batch) {
-  const double hue = std::fmod(std::max(0, batch) * 137.508, 360.0);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "hsl(%.0f,62%%,58%%)", hue);
-  return buf;
-}
+using svg::esc;
+using svg::num;
+using svg::request_colour;
 
 constexpr double kWidth = 960, kLeft = 64, kRight = 150, kTitle = 58, kAxis = 42, kGap = 24;
 
@@ -82,12 +60,7 @@ void panel(std::ostringstream& os, double y0, const std::string& case_name, cons
         "partial (rN: its reduce group); right: KV entries per lane</text>\n";
   const double top = kTitle;
   // axis ticks along the KV index list
-  for (int t = 0; t <= 4; ++t) {
-    const int64_t kv = kv_total * t / 4;
-    const double x = kLeft + kv * sx;
-    os << "<line x1=\"" << num(x) << "\" y1=\"" << num(top) << "\" x2=\"" << num(x) << "\" y2=\"" << num(top + lanes * lh) << "\" class=\"grid\"/>\n";
-    os << "<text x=\"" << num(x) << "\" y=\"" << num(top + lanes * lh + 14) << "\" class=\"small\" text-anchor=\"middle\">" << kv << "</text>\n";
-  }
+  svg::kv_axis(os, kLeft, sx, kv_total, top, top + lanes * lh);
   for (int g = 0; g < lanes; ++g) {
     const double y = top + g * lh;
     const bool over = g < (int)load.size() && load[g] > kOverloadFactor * mean;

@@ -15,7 +15,7 @@ _mlactl() {
     --format) COMPREPLY=($(compgen -W "table json csv svg jsonl" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
     -o|--output)
-      if [[ "$sub" == schema ]]; then COMPREPLY=($(compgen -W "validate metadata windows route schedule run check defects bench error" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
+      if [[ "$sub" == schema ]]; then COMPREPLY=($(compgen -W "validate metadata windows route schedule run check defects bench check-jsonl error" -- "$cur")); else COMPREPLY=($(compgen -f -- "$cur")); fi
       return ;;
     --backend) COMPREPLY=($(compgen -W "auto cpu gpu" -- "$cur")); return ;;
     --arch) COMPREPLY=($(compgen -W "gfx942 gfx950 sm90" -- "$cur")); return ;;

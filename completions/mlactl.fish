@@ -19,7 +19,7 @@ complete -c mlactl -l format -x -a "table json csv svg jsonl"
 complete -c mlactl -l color -x -a "auto always never"
 complete -c mlactl -l compact -d "JSON on one line"
 complete -c mlactl -n "not __fish_seen_subcommand_from schema" -s o -l output -r -F -d "write the report to FILE"
-complete -c mlactl -n "__fish_seen_subcommand_from schema" -l output -x -a "validate metadata windows route schedule run check defects bench error" -d "the JSON Schema of this verb's output"
+complete -c mlactl -n "__fish_seen_subcommand_from schema" -l output -x -a "validate metadata windows route schedule run check defects bench check-jsonl error" -d "the JSON Schema of this verb's output"
 complete -c mlactl -s v -l verbose
 complete -c mlactl -s q -l quiet
 complete -c mlactl -l version

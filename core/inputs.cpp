@@ -1,9 +1,14 @@
 #include "core/inputs.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "core/dtype.hpp"
 #include "core/parallel.hpp"
@@ -24,9 +29,12 @@ uint64_t chunk_seed(uint64_t seed, int64_t chunk) { return seed ^ (0xD1B54A32D19
 
 // Rng(seed, stream).uniform_pm1() `count` times into dst, the same values (checked
 // against Rng in test_numerics.cpp): SplitMix64's i-th output depends only on the
-// start state plus i steps, so eight lanes of AVX-512 run eight calls at once.
+// start state plus i steps, so eight lanes run eight calls at once (AVX-512, or
+// AVX2 in two registers of four).
 // This mirrors core/rng.hpp (state seed ^ golden*(stream+1), += golden per call).
 constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+std::atomic<int> g_forced_generator{-1};  // set_generator_isa_for_testing; -1: the default
 
 #if defined(__x86_64__) && defined(__GNUC__)
 typedef uint64_t U64x8 __attribute__((vector_size(64)));
@@ -53,13 +61,84 @@ __attribute__((target("avx512f,avx512dq"))) void uniform_pm1_avx512(uint64_t see
     state += kGolden * 8;
   }
 }
+
+// AVX2 has no 64-bit multiply (vpmullq is AVX-512DQ), and GCC 12 lowers the 64-byte
+// vectors' one to scalar code (slower than the plain Rng loop): the low 64 bits of
+// z * c from three 32 x 32 -> 64 multiplies instead, four lanes per register.
+__attribute__((target("avx2"))) inline __m256i mul_lo64_avx2(__m256i z, uint64_t c) {
+  const __m256i c_lo = _mm256_set1_epi64x((int64_t)(c & 0xFFFFFFFFu));
+  const __m256i c_hi = _mm256_set1_epi64x((int64_t)(c >> 32));
+  const __m256i lo_lo = _mm256_mul_epu32(z, c_lo);
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(z, 32), c_lo), _mm256_mul_epu32(z, c_hi));
+  return _mm256_add_epi64(lo_lo, _mm256_slli_epi64(cross, 32));
+}
+
+__attribute__((target("avx2"))) inline __m256i splitmix_mix_avx2(__m256i z) {
+  z = mul_lo64_avx2(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), 0xBF58476D1CE4E5B9ull);
+  z = mul_lo64_avx2(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), 0x94D049BB133111EBull);
+  return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+__attribute__((target("avx2"))) void uniform_pm1_avx2(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+  const uint64_t s0 = seed ^ (kGolden * ((uint64_t)stream + 1));
+  // calls 1-4 and 5-8 of each group of eight
+  __m256i state_a = _mm256_set_epi64x((int64_t)(s0 + kGolden * 4), (int64_t)(s0 + kGolden * 3),
+                                      (int64_t)(s0 + kGolden * 2), (int64_t)(s0 + kGolden * 1));
+  __m256i state_b = _mm256_add_epi64(state_a, _mm256_set1_epi64x((int64_t)(kGolden * 4)));
+  const __m256i step = _mm256_set1_epi64x((int64_t)(kGolden * 8));
+  const __m256i even_words = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m256i centre = _mm256_set1_epi32(1 << 23);
+  const __m256 inv = _mm256_set1_ps(1.0f / (float)(1 << 23));
+  for (int64_t i = 0; i < count; i += 8) {
+    // top 24 bits of each output (< 2^24: the low word of each lane holds it)
+    const __m256i a = _mm256_permutevar8x32_epi32(_mm256_srli_epi64(splitmix_mix_avx2(state_a), 40), even_words);
+    const __m256i b = _mm256_permutevar8x32_epi32(_mm256_srli_epi64(splitmix_mix_avx2(state_b), 40), even_words);
+    const __m256i top = _mm256_sub_epi32(_mm256_permute2x128_si256(a, b, 0x20), centre);
+    // (x - 2^23) / 2^23: exact in float, as uniform_pm1's division
+    const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(top), inv);
+    if (i + 8 <= count) {
+      _mm256_storeu_ps(dst + i, v);
+    } else {
+      float lanes[8];
+      _mm256_storeu_ps(lanes, v);
+      for (int64_t l = 0; l < count - i; ++l) dst[i + l] = lanes[l];
+    }
+    state_a = _mm256_add_epi64(state_a, step);
+    state_b = _mm256_add_epi64(state_b, step);
+  }
+}
 #endif
 
-void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+bool cpu_has(GeneratorIsa isa) {
+  switch (isa) {
+    case GeneratorIsa::scalar: return true;
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-  if (avx512) return uniform_pm1_avx512(seed, stream, count, dst);
+    case GeneratorIsa::avx2: return __builtin_cpu_supports("avx2");
+    case GeneratorIsa::avx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#else
+    default: return false;
 #endif
+  }
+  return false;
+}
+
+GeneratorIsa active_generator_isa() {
+  const int forced = g_forced_generator.load(std::memory_order_relaxed);
+  if (forced >= 0) return static_cast<GeneratorIsa>(forced);
+  static const GeneratorIsa best = cpu_has(GeneratorIsa::avx512) ? GeneratorIsa::avx512
+                                   : cpu_has(GeneratorIsa::avx2) ? GeneratorIsa::avx2
+                                                                 : GeneratorIsa::scalar;
+  return best;
+}
+
+void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst) {
+  switch (active_generator_isa()) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    case GeneratorIsa::avx512: return uniform_pm1_avx512(seed, stream, count, dst);
+    case GeneratorIsa::avx2: return uniform_pm1_avx2(seed, stream, count, dst);
+#endif
+    default: break;
+  }
   Rng rng(seed, stream);
   for (int64_t i = 0; i < count; ++i) dst[i] = rng.uniform_pm1();
 }
@@ -67,6 +146,12 @@ void uniform_pm1_fill(uint64_t seed, RngStream stream, int64_t count, float* dst
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+bool generator_isa_available(GeneratorIsa isa) { return cpu_has(isa); }
+
+void set_generator_isa_for_testing(std::optional<GeneratorIsa> isa) {
+  g_forced_generator.store(isa && cpu_has(*isa) ? static_cast<int>(*isa) : -1);
+}
 
 void EncodedTensor::decode(int64_t first, int64_t count, float* dst) const {
   decode_elements(dtype, fp8_flavor, bytes.data(), first, count, dtype == DType::fp8 ? scale : 1.0f, dst);
@@ -116,7 +201,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   const int64_t q_elems = in.num_rows * q_row_elems;
   in.q.dtype = b.decode.q_dtype;
   in.q.fp8_flavor = flavor;
-  in.q.bytes.assign((size_t)(q_elems * dtype_bytes(in.q.dtype)), 0);
+  in.q.bytes.resize((size_t)(q_elems * dtype_bytes(in.q.dtype)));  // every byte written below
   const bool q_is_fp8 = in.q.dtype == DType::fp8;
   std::vector<float> q_model;  // model-dtype values, kept only for fp8 quantization
   if (q_is_fp8) q_model.resize((size_t)q_elems);
@@ -180,7 +265,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   in.kv.dtype = b.kv_cache.dtype;
   in.kv.fp8_flavor = flavor;
   in.kv.scale = in.kv.dtype == DType::fp8 ? (float)b.kv_cache.scale : 1.0f;
-  in.kv.bytes.assign((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)), 0);
+  in.kv.bytes.resize((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));  // every slot written below
   const float kv_inv_scale = 1.0f / in.kv.scale;
   parallel_for(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](int64_t chunk) {
     const int64_t s0 = chunk * kKvSlotsPerChunk, s1 = std::min(in.num_slots, s0 + kKvSlotsPerChunk);

@@ -3,6 +3,10 @@
 // unused block-table entries poisoned so stray reads show up.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <new>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/batch.hpp"
@@ -11,12 +15,38 @@
 
 namespace mlactl {
 
+// std::allocator, except that value-initialisation (resize, the size constructor)
+// leaves the elements unwritten. generate_inputs writes every byte of q and KV in its
+// parallel chunks, so the pages are first touched, and zeroed by the kernel, on all
+// threads: with std::vector's zero fill one thread faulted in the whole cache first
+// (1.2 GB for 256 x 4096 slots; ~1.1 s of page faults on the 2-core VM, docs/bench_notes.md).
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+// Storage bytes; resize() leaves new bytes unwritten (assign(n, 0) to zero them).
+using StorageBytes = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+
 // A tensor in a storage dtype: uint16 bits (bf16/fp16) or uint8 codes (fp8).
 struct EncodedTensor {
   DType dtype = DType::bf16;
   Fp8Flavor fp8_flavor = Fp8Flavor::e4m3fn;
   float scale = 1.0f;          // per-tensor dequant scale; meaningful for fp8 only (1 otherwise)
-  std::vector<uint8_t> bytes;  // raw storage
+  StorageBytes bytes;          // raw storage
   int64_t num_elements() const { return (int64_t)bytes.size() / dtype_bytes(dtype); }
   const void* data() const { return bytes.data(); }
   void* data() { return bytes.data(); }
@@ -75,6 +105,13 @@ int64_t estimated_input_bytes(const Batch& b, int64_t num_rows);
 // quantized per tensor (q.scale = amax / fp8 max); fp8 KV stores round(v / scale)
 // for v ~ U(-1,1), so scale·decoded is that realistic range.
 Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& rows, int threads = 0);
+
+// Which code runs the uniform generator's SplitMix64 lanes: one Rng call per value,
+// or eight at once on AVX2 / AVX-512 (the same values); the fastest the CPU has.
+enum class GeneratorIsa { scalar, avx2, avx512 };
+bool generator_isa_available(GeneratorIsa isa);
+// Tests run every available path against the scalar Rng; nullopt restores the default.
+void set_generator_isa_for_testing(std::optional<GeneratorIsa> isa);
 Inputs generate_inputs(const Batch& b);
 
 }  // namespace mlactl

@@ -42,7 +42,7 @@ EncodedTensor build_kernel_q(const Inputs& in, const ViewLayout& l, const Kernel
   const int64_t packed_elems = l.view_rows * l.view_heads * D;
   const int64_t kernel_elems = l.view_rows * l.view_heads * (int64_t)view.head_dim;
   const int64_t total = std::max(packed_elems, kernel_elems);
-  q.bytes.resize((size_t)(total * eb));
+  q.bytes.assign((size_t)(total * eb), 0);  // zeros where no head is copied, as before
   // tail beyond the packed rows (only when the kernel's stride is wider): NaN
   if (total > packed_elems) {
     if (eb == 1) {

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "core/gemm.hpp"
+#include "core/libm_exp.hpp"
 #include "core/parallel.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -81,10 +82,9 @@ double softmax_row(const float* scores_row, float* probs_row, double* e, int64_t
                    double scale) {
   const double m = max_scaled(scores_row + c0, c1 - c0, scale);
   double sum = 0;
-  for (int64_t j = c0; j < c1; ++j) {
-    e[j] = std::exp(scale * (double)scores_row[j] - m);
-    sum += e[j];
-  }
+  for (int64_t j = c0; j < c1; ++j) e[j] = scale * (double)scores_row[j] - m;
+  exp_in_place(e + c0, c1 - c0);  // std::exp of each, bit for bit (core/libm_exp.hpp)
+  for (int64_t j = c0; j < c1; ++j) sum += e[j];
   const double inv = 1.0 / sum;
   std::fill(probs_row, probs_row + c0, 0.0f);
   for (int64_t j = c0; j < c1; ++j) probs_row[j] = (float)(e[j] * inv);

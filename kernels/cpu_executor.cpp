@@ -12,6 +12,7 @@
 
 #include "core/dtype.hpp"
 #include "core/gemm.hpp"
+#include "core/libm_exp.hpp"
 #include "core/parallel.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -179,10 +180,9 @@ void run_work(const ExecArgs& a, int64_t workgroup, int64_t w, Stage1Scratch& s)
         // NaN scores (stray reads of poisoned slots) propagate through p and the sum
         const float alpha = std::exp(s.row_max[r] - m_new);
         float sum = 0;
-        for (int64_t j = 0; j < visible; ++j) {
-          p[j] = std::exp(softmax_scale * sc[j] - m_new);
-          sum += p[j];
-        }
+        for (int64_t j = 0; j < visible; ++j) p[j] = softmax_scale * sc[j] - m_new;
+        exp_in_place(p, visible);  // std::exp of each, bit for bit (core/libm_exp.hpp)
+        for (int64_t j = 0; j < visible; ++j) sum += p[j];
         std::fill(p + visible, p + n, 0.0f);
         s.row_sum[r] = s.row_sum[r] * alpha + sum;
         s.row_max[r] = m_new;

@@ -29,3 +29,8 @@ mlactl_cli_test(run-json RC 0 ARGS --format json run fixtures/noncausal-draft-bl
 # not an executor fault (exit 4)
 mlactl_cli_test(captured-partial-row-unwritten RC 1 ARGS run tests/cli/bad/captured-partial-row-unwritten.json --backend cpu
                 STDOUT "status: +INCORRECT\nmessage: +non-finite output where the reference is finite.*captured: +differs: work_info_set\\[3\\].partial_qo_loc: the aiter planner gives 2, captured 1.*reason: +16 \\(row, head\\) unwritten \\(output still NaN poison\\)")
+# run --inputs DIR (cli/captured_inputs.hpp): the capture's q and KV blocks; tests/capture runs the good path
+mlactl_cli_test(run-inputs-missing RC 3 ARGS run fixtures/noncausal-draft-block.json --backend cpu --inputs /nonexistent-capture
+                STDERR "/nonexistent-capture/inputs.json: cannot be read")
+mlactl_cli_test(run-inputs-with-probe RC 2 ARGS run fixtures/noncausal-draft-block.json --backend cpu --inputs /tmp --probe windows
+                STDERR "excludes")

@@ -24,7 +24,8 @@ mlactl_cli_test(run-csv-refused RC 2 ARGS --format csv run fixtures/noncausal-dr
                 STDOUT "^$" STDERR "^mlactl: error: `run` has no --format csv output \\(it writes table, json\\)\n$")
 mlactl_cli_test(validate-csv-refused RC 2 ARGS validate fixtures/seed000-verify-causal.json --format csv STDOUT "^$" STDERR "`validate` has no --format csv")
 mlactl_cli_test(check-csv-refused RC 2 ARGS --format csv check fixtures/noncausal-draft-block.json STDOUT "^$" STDERR "`check` has no --format csv")
-mlactl_cli_test(windows-svg-refused RC 2 ARGS --format svg windows fixtures/seed000-verify-causal.json STDOUT "^$" STDERR "`windows` has no --format svg")
+mlactl_cli_test(route-svg-refused RC 2 ARGS --format svg route fixtures/seed000-verify-causal.json STDOUT "^$" STDERR "`route` has no --format svg")
+mlactl_cli_test(windows-svg-rows RC 1 ARGS --format svg windows fixtures/seed000-verify-causal.json --inject verify-window-broadcast STDOUT "data-rows=\"40\" data-drawn=\"40\" data-mismatched=\"28\"")
 # CSV: one header, one record per row, the JSON's fields
 mlactl_cli_test(route-csv RC 0 ARGS --format csv route --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal
                 STDOUT "^case,route,error_type,error,padded_heads,aiter_kernel,backend,step,name,value,why\ninline,refused,ValueError,AITER has no non-causal fp8 MLA kernel for this 2-token query block. Pin the draft to TRITON_MLA for this speculative config.,0,,,1,mla_decode_supports_non_causal,true,mla_decode_fwd takes causal=\n")

@@ -71,6 +71,13 @@ add_test(NAME "cli: schedule svg draws the plan"
                  -DRSVG=${MLACTL_RSVG} -P ${CMAKE_CURRENT_LIST_DIR}/svg_test.cmake)
 set_tests_properties("cli: schedule svg draws the plan" PROPERTIES LABELS cli)
 
+# windows --format svg: rows and mismatches as the JSON has them, rendered red (rsvg-convert)
+find_program(MLACTL_RSVG_REQUIRED rsvg-convert REQUIRED)
+add_test(NAME "cli: windows svg draws mismatches red"
+         COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
+                 -DRSVG=${MLACTL_RSVG_REQUIRED} -DPYTHON=${MLACTL_PYTHON3} -P ${CMAKE_CURRENT_LIST_DIR}/windows_svg_test.cmake)
+set_tests_properties("cli: windows svg draws mismatches red" PROPERTIES LABELS cli)
+
 # a long run on a terminal shows a progress line (stderr), erased before the report
 find_program(MLACTL_SCRIPT script)
 if(MLACTL_SCRIPT)
@@ -81,12 +88,16 @@ if(MLACTL_SCRIPT)
 endif()
 
 # check killed by SIGTERM after two cases: a valid JUnit file with them (python3 reads it)
-find_program(MLACTL_PYTHON3_FOR_JUNIT python3)
-if(MLACTL_PYTHON3_FOR_JUNIT)
+if(MLACTL_PYTHON3)
   foreach(jobs 1 2)
     add_test(NAME "cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})"
              COMMAND ${CMAKE_COMMAND} -DMLACTL=$<TARGET_FILE:mlactl> -DWORKDIR=${CMAKE_SOURCE_DIR} -DOUTDIR=${CMAKE_CURRENT_BINARY_DIR}
-                     -DPYTHON=${MLACTL_PYTHON3_FOR_JUNIT} -DJOBS=${jobs} -P ${CMAKE_CURRENT_LIST_DIR}/interrupt_test.cmake)
+                     -DPYTHON=${MLACTL_PYTHON3} -DJOBS=${jobs} -P ${CMAKE_CURRENT_LIST_DIR}/interrupt_test.cmake)
     set_tests_properties("cli: check interrupted by SIGTERM leaves a valid JUnit file (-j ${jobs})" PROPERTIES LABELS cli TIMEOUT 200)
   endforeach()
 endif()
+
+# every verb's JSON against `schema --output VERB`, with python3-jsonschema (scripts/deps.sh)
+add_test(NAME "cli: every verb's JSON validates against schema --output VERB"
+         COMMAND ${MLACTL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/check_output_schemas.py $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR})
+set_tests_properties("cli: every verb's JSON validates against schema --output VERB" PROPERTIES LABELS cli TIMEOUT 600)

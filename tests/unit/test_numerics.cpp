@@ -227,7 +227,7 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
     for (int64_t e = c * 64 * H * D; e < std::min(Q, (c + 1) * 64 * H * D); ++e)
       qv[(size_t)e] = round_to_dtype(kQAmplitude * rng.uniform_pm1(), b.model.dtype);
   }
-  std::vector<uint8_t> qbytes((size_t)(Q * dtype_bytes(in.q.dtype)));
+  StorageBytes qbytes((size_t)(Q * dtype_bytes(in.q.dtype)), 0);
   float qscale = 1.0f;
   if (in.q.dtype == DType::fp8) {
     float amax = 0;
@@ -244,7 +244,7 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
   for (const RowWindow& w : rows)
     if (w.kind != MaskKind::padding)
       for (int64_t p = 0; p < b.requests[w.request].seq_len(); ++p) used[(size_t)kv_slot_of(b, w.request, p)] = 1;
-  std::vector<uint8_t> kvbytes((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));
+  StorageBytes kvbytes((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)), 0);
   std::vector<float> vals((size_t)D);
   for (int64_t c = 0; c * 256 < in.num_slots; ++c) {
     Rng rng = chunk_rng(b.seed, kStreamKv, c);
@@ -257,6 +257,17 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
     }
   }
   CHECK((in.kv.bytes == kvbytes));
+  // every generator path the CPU has gives the bytes just checked (in: the default path)
+  for (const GeneratorIsa isa : {GeneratorIsa::scalar, GeneratorIsa::avx2, GeneratorIsa::avx512}) {
+    if (!generator_isa_available(isa)) continue;
+    INFO("generator isa " << static_cast<int>(isa));
+    set_generator_isa_for_testing(isa);
+    const Inputs other = generate_inputs(b, rows, 2);
+    set_generator_isa_for_testing(std::nullopt);
+    CHECK(other.q.scale == in.q.scale);
+    CHECK((other.q.bytes == in.q.bytes));
+    CHECK((other.kv.bytes == in.kv.bytes));
+  }
 }
 
 TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 code", "[inputs]") {
@@ -289,6 +300,23 @@ TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 c
         for (int64_t i = 0; i < n; ++i) bad += bits_of(out[i]) != bits_of(fp8_bits_to_float(q[first + i], fl) * scale);
         CHECK(bad == 0);
       }
+}
+
+TEST_CASE("inputs: bulk bf16 encode equals float_to_bf16_bits (a stride over every float, ties, specials)", "[inputs]") {
+  std::vector<float> vals;
+  auto push_bits = [&](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    vals.push_back(f);
+  };
+  for (uint64_t u = 0; u <= 0xFFFFFFFFull; u += 4099) push_bits((uint32_t)u);
+  for (uint32_t hi : {0x0000u, 0x3F80u, 0x3F81u, 0x7F7Fu, 0x7F80u, 0x7FC0u, 0x8000u, 0xBF80u, 0xFF7Fu, 0xFF80u, 0xFFC0u})
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) push_bits(hi << 16 | lo);
+  std::vector<uint16_t> got(vals.size());
+  encode_elements(DType::bf16, Fp8Flavor::e4m3fn, vals.data(), (int64_t)vals.size(), got.data(), 0);
+  int64_t bad = 0;
+  for (size_t i = 0; i < vals.size(); ++i) bad += got[i] != float_to_bf16_bits(vals[i]);
+  CHECK(bad == 0);
 }
 
 TEST_CASE("inputs: bulk fp8 encode equals float_to_fp8_bits (every exponent, rounding boundaries, specials)", "[inputs]") {

@@ -1,0 +1,46 @@
+# `windows --format svg` draws what the JSON says (docs/design.md §6): one lane per query
+# row, one mismatch-marked lane per mismatched row; rendered by Debian's rsvg-convert, the
+# defect fixture's picture shows alarm-red pixels and its fixed twin none.
+#   -DMLACTL=... -DWORKDIR=<source> -DOUTDIR=<dir> -DRSVG=<rsvg-convert> -DPYTHON=<python3>
+foreach(fixture verify-window-broadcast verify-window-broadcast-fixed)
+  execute_process(COMMAND ${MLACTL} --format svg windows fixtures/${fixture}.json WORKING_DIRECTORY ${WORKDIR} RESULT_VARIABLE rc OUTPUT_VARIABLE svg)
+  execute_process(COMMAND ${MLACTL} --format json windows fixtures/${fixture}.json WORKING_DIRECTORY ${WORKDIR} OUTPUT_VARIABLE json)
+  if(NOT rc EQUAL 0 AND NOT rc EQUAL 1)
+    message(FATAL_ERROR "windows --format svg ${fixture}: exit ${rc}")
+  endif()
+  string(JSON rows LENGTH "${json}" rows)
+  string(JSON mismatched GET "${json}" mismatched_rows)
+  string(REGEX MATCHALL "<g class=\"row[ \"]" lanes "${svg}")
+  string(REGEX MATCHALL "<g class=\"row mismatch\"" bad "${svg}")
+  list(LENGTH lanes nl)
+  list(LENGTH bad nb)
+  if(NOT nl EQUAL rows OR NOT nb EQUAL mismatched)
+    message(FATAL_ERROR "${fixture}: the SVG draws ${nl} rows, ${nb} mismatched; the JSON has ${rows} rows, ${mismatched} mismatched")
+  endif()
+  file(WRITE ${OUTDIR}/${fixture}.svg "${svg}")
+  execute_process(COMMAND ${PYTHON} ${WORKDIR}/tests/cli/svg_pixels.py ${RSVG} ${OUTDIR}/${fixture}.svg RESULT_VARIABLE rc OUTPUT_VARIABLE px ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "rsvg-convert could not render ${fixture}'s windows (exit ${rc}): ${err}")
+  endif()
+  string(REGEX MATCH "^[0-9]+" red "${px}")
+  if(mismatched GREATER 0 AND red LESS 100)
+    message(FATAL_ERROR "${fixture}: ${mismatched} mismatched rows but only ${red} red pixels in the rendered picture")
+  elseif(mismatched EQUAL 0 AND NOT red EQUAL 0)
+    message(FATAL_ERROR "${fixture}: no mismatch but ${red} red pixels in the rendered picture")
+  endif()
+  message(STATUS "${fixture}: ${rows} rows, ${mismatched} mismatched, ${red} red pixels rendered")
+endforeach()
+# more rows than the picture draws: it says how many it drew
+execute_process(COMMAND ${MLACTL} --format svg windows --heads 16 --qlen 4 --context 100,200,300,400,500,600,700,800 --set decode.mtp_qlen=4
+                        --padding 200 WORKING_DIRECTORY ${WORKDIR} RESULT_VARIABLE rc OUTPUT_VARIABLE big ERROR_VARIABLE err)
+if(NOT big MATCHES "data-rows=\"832\" data-drawn=\"512\"" OR NOT big MATCHES "the first 512 drawn")
+  message(FATAL_ERROR "windows --format svg on 832 rows (exit ${rc}): no 'first 512 drawn' ${err}")
+endif()
+# the README's picture is the current output
+execute_process(COMMAND ${MLACTL} windows fixtures/seed000-verify-causal.json --inject verify-window-broadcast --format svg
+                WORKING_DIRECTORY ${WORKDIR} OUTPUT_VARIABLE readme_svg)
+file(READ ${WORKDIR}/docs/img/windows-seed000-broadcast.svg committed)
+if(NOT committed STREQUAL readme_svg)
+  file(WRITE ${OUTDIR}/windows-seed000-broadcast.svg "${readme_svg}")
+  message(FATAL_ERROR "docs/img/windows-seed000-broadcast.svg (the README's picture) is not what mlactl draws now: see ${OUTDIR}/windows-seed000-broadcast.svg")
+endif()
