@@ -99,9 +99,10 @@ mlactl_cli_test(check-junit RC 3 ARGS check fixtures/seed000-verify-causal.json 
                 FILE_RE "<testsuite name=\"mlactl check\" tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\" time=\"[0-9]+\\.[0-9]+\">.*name=\"check-run-typo\" file=\"tests/cli/bad/check-run-typo.json\" time=\"[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9]\"><error type=\"invalid_input\" message=\"/expect/run/status: must be one of.*<failure type=\"incorrect\" message=\"run: expected incorrect because of numeric, got position audit")
 mlactl_cli_test(check-fail-fast RC 3 ARGS check ${BAD}/check-run-typo.json ${BAD}/check-tolerance-string.json --fail-fast
                 STDOUT "0 passed, 1 failed \\(--fail-fast: stopped after the first failure, 1 cases not run\\)")
-# 2 requests x 200k tokens x 128 heads: many seconds of CPU reference; killed after 1 s
+# 2 requests x 200k tokens x 128 heads x q_len 8: ~16 s of CPU reference on an AVX-512 core (q_len 1 took 3 s, under
+# check-jobs-ordered's 4 s); killed after 1 s
 file(WRITE ${RELGEN}/slow.json
-     "{\"schema\": 1, \"name\": \"slow\", \"model\": {\"num_heads\": 128}, \"requests\": [{\"context_len\": 200000, \"query_len\": 1}, {\"context_len\": 200000, \"query_len\": 1}], \"expect\": {\"run\": \"passed\"}}")
+     "{\"schema\": 1, \"name\": \"slow\", \"model\": {\"num_heads\": 128}, \"requests\": [{\"context_len\": 200000, \"query_len\": 8}, {\"context_len\": 200000, \"query_len\": 8}], \"expect\": {\"run\": \"passed\"}}")
 mlactl_cli_test(check-timeout RC 4 MAXRSS 2048 ARGS check ${RELGEN}/slow.json fixtures/seed000-verify-causal.json --backend cpu --timeout 1 TIMEOUT 30
                 STDOUT "timed_out +slow\n +timed out after 1 s \\(--timeout\\).*passed +seed000-verify-causal")
 mlactl_cli_test(check-timeout-bad RC 2 ARGS check fixtures --timeout 0 STDERR "--timeout expects seconds in \\(0, 86400\\]")
