@@ -8,6 +8,7 @@
 
 #include "cli/pipeline.hpp"
 #include "core/batch.hpp"
+#include "core/json_schema.hpp"
 #include "core/planners/registry.hpp"
 #include "core/route.hpp"
 #include "core/semantics.hpp"
@@ -39,18 +40,8 @@ ojson described(ojson s, const char* what) {
   return s;
 }
 
-using Props = std::vector<std::pair<std::string, ojson>>;
-
-// A closed object: `required` lists the members every instance has, the rest are optional.
-ojson object(const Props& props, const std::vector<std::string>& required, bool closed = true) {
-  ojson o = {{"type", "object"}};
-  ojson p = ojson::object();
-  for (const auto& [k, v] : props) p[k] = v;
-  o["properties"] = p;
-  if (!required.empty()) o["required"] = required;
-  if (closed) o["additionalProperties"] = false;
-  return o;
-}
+using json_schema::object;  // closed: `required` lists the members every instance has
+using json_schema::Props;
 std::vector<std::string> keys(const Props& props) {
   std::vector<std::string> k;
   for (const auto& p : props) k.push_back(p.first);

@@ -3,6 +3,7 @@
 
 #include "core/batch.hpp"
 #include "core/defects.hpp"
+#include "core/json_schema.hpp"
 
 namespace mlactl {
 
@@ -10,18 +11,9 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 ojson obj(std::initializer_list<std::pair<const char*, ojson>> props, std::initializer_list<const char*> required = {}) {
-  ojson o;
-  o["type"] = "object";
-  o["additionalProperties"] = false;
-  ojson p = ojson::object();
-  for (auto& kv : props) p[kv.first] = kv.second;
-  o["properties"] = p;
-  if (required.size()) {
-    ojson r = ojson::array();
-    for (auto* k : required) r.push_back(k);
-    o["required"] = r;
-  }
-  return o;
+  json_schema::Props p;
+  for (auto& kv : props) p.emplace_back(kv.first, kv.second);
+  return json_schema::object(p, std::vector<std::string>(required.begin(), required.end()));
 }
 ojson en(std::initializer_list<const char*> vals, const char* def, const char* desc) {
   ojson o;
