@@ -1,20 +1,7 @@
 # The external-executor protocol (docs/executor-protocol.md), the position probe and the
-# planted faults, through the real binary and the adapters in adapters/. Needs a python3
-# with numpy (Debian's python3-numpy, scripts/deps.sh); the tests exist either way and fail
-# without it.
-set(MLACTL_NUMPY_PYTHON "")
-foreach(cand /usr/bin/python3 python3)
-  execute_process(COMMAND ${cand} -c "import numpy" RESULT_VARIABLE numpy_rc OUTPUT_QUIET ERROR_QUIET)
-  if(numpy_rc EQUAL 0)
-    set(MLACTL_NUMPY_PYTHON ${cand})
-    break()
-  endif()
-endforeach()
-if(NOT MLACTL_NUMPY_PYTHON)
-  message(WARNING "no python3 with numpy: the executor tests will fail (install python3-numpy, scripts/deps.sh)")
-  set(MLACTL_NUMPY_PYTHON python3)
-endif()
-set(PY ${MLACTL_NUMPY_PYTHON})
+# planted faults, through the real binary and the adapters in adapters/, on the python3 with
+# numpy that tests/CMakeLists.txt picked.
+set(PY ${MLACTL_PYTHON3})  # imports numpy (tests/CMakeLists.txt checks)
 set(NUMPY_REF "'${PY} adapters/numpy_ref.py'")
 set(NUMPY_TRITON "'${PY} adapters/numpy_ref.py --mode triton'")
 # a TRITON_MLA batch with causal MTP rows, two KV splits on the long rows and a padding slot
