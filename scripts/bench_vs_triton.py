@@ -7,7 +7,7 @@ vllm/v1/attention/ops/triton_decode_attention.py at commit
 (never committed) with two tiny local shims (peer/vllm/platforms,
 peer/vllm/triton_utils) so that it imports without vLLM.
 
-For each docs/design.md §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports it) this
+For each docs/design.md §8 shape (M1, M2, M3, C1, S1, F1, F2; the peer where Triton supports it) this
   * builds bf16 q and a paged KV cache (page --block-size, default 16, blocks shuffled as vLLM hands
     them out) and times the TRITON_MLA call (stage 1 + stage-2 reduce) with CUDA
     events: warm-up, then the median of >= 20 runs, rotating KV copies so L2
@@ -18,7 +18,7 @@ For each docs/design.md §8 shape (M1, M2, M3, C1, S1, F1 where Triton supports 
   * prints one table: shape, mlactl µs, Triton µs, speed-up, % of roofline.
 
 Usage: python3 scripts/bench_vs_triton.py [--mlactl build-bench/mlactl] [--iters 30]
-       [--shapes M1,M2,M3,C1,S1,F1] [--json OUT.json] [--stage1 automatic|wgmma|mma|cuda_core]
+       [--shapes M1,M2,M3,C1,S1,F1,F2] [--json OUT.json] [--stage1 automatic|wgmma|mma|cuda_core]
        [--num-cu N]   (mlactl's planner CU count; default: the device's SM count)
 Exit 0 when everything that could run ran; 77 when torch/triton or a GPU is
 missing (the peer could not run; mlactl numbers are still printed if possible).
@@ -43,10 +43,13 @@ SHAPES = {
     "C1": dict(b=128, s=4096, h=128, q=1, kv="bf16"),
     "S1": dict(b=1, s=32768, h=12, q=1, kv="bf16", compare="gluon_decode,asm_persistent"),
     "F1": dict(b=128, s=8192, h=16, q=1, kv="fp8"),
+    # F2: vLLM CUDA's FLASHMLA route with an fp8 cache (fwd_kvcache_mla_fp8: q quantized to fp8 too);
+    # FlashMLA takes only 64-token pages (get_supported_kernel_block_sizes), whatever --block-size says
+    "F2": dict(b=128, s=8192, h=16, q=1, kv="fp8", arch="sm90", block=64),
 }
 FLASHMLA_US = {"M1": 310.5, "M2": 98.2, "M3": 170.0, "C1": 248.7, "S1": 49.9}
 TARGET = {"M1": "≥ 3.6 TB/s", "M2": "≥ 3.0 TB/s", "M3": "≥ 3.0 TB/s", "C1": "≥ 300 TFLOP/s",
-          "S1": "≤ 25 µs, ≥ 2× gluon", "F1": "≥ 3.6 TB/s"}
+          "S1": "≤ 25 µs, ≥ 2× gluon", "F1": "≥ 3.6 TB/s", "F2": "≤ 170 µs"}
 
 
 def next_pow2(x):
@@ -57,7 +60,9 @@ def run_mlactl(mlactl, name, sh, iters, block_size, stage1="automatic", num_cu=0
     ctx = sh["s"] - sh["q"]
     cmd = [mlactl, "--format", "json", "bench", "--heads", str(sh["h"]), "--qlen", str(sh["q"]),
            "--context", str(ctx), "--batch-size", str(sh["b"]), "--iters", str(iters), "--seed", "1",
-           "--block-size", str(block_size), "--stage1", stage1]
+           "--block-size", str(sh.get("block", block_size)), "--stage1", stage1]
+    if "arch" in sh:
+        cmd += ["--arch", sh["arch"]]
     if num_cu > 0:
         cmd += ["--num-cu", str(num_cu)]
     if sh["q"] > 1:
@@ -92,6 +97,8 @@ class Peer:
         dev = "cuda"
         if sh["kv"] != "bf16":
             return None, "the peer at this commit has no fp8 KV path (no k_scale)"
+        if "arch" in sh:
+            return None, "a vLLM CUDA FLASHMLA shape: FlashMLA's fp8 kernel is the peer, not Triton"
         B, S, H, Q = sh["b"], sh["s"], sh["h"], sh["q"]
         D, DV = 576, 512
         g = torch.Generator(device=dev)
@@ -157,7 +164,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mlactl", default=os.path.join(ROOT, "build-bench", "mlactl"))
     ap.add_argument("--iters", type=int, default=30)
-    ap.add_argument("--shapes", default="M1,M2,M3,C1,S1,F1")
+    ap.add_argument("--shapes", default="M1,M2,M3,C1,S1,F1,F2")
     ap.add_argument("--json", default="")
     ap.add_argument("--block-size", type=int, default=16,
                     help="KV page size for both sides (mlactl kv_cache.block_size, Triton PAGE_SIZE; shuffled pages)")
@@ -215,6 +222,8 @@ def main():
         e = out["shapes"][n]
         sh = e["shape"]
         desc = f"{sh['b']},{sh['s']},{sh['h']},{sh['q']},{sh['kv']}"
+        if "arch" in sh:
+            desc += f" {sh['arch']} page {sh['block']}"
         mj = e.get("mlactl")
         tri = e.get("triton")
         tri_us = f"{tri['median_us']:.1f}" if tri else ("n/a" if peer is not None else "not run")
