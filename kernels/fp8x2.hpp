@@ -129,16 +129,21 @@ MLA_FP8X2_FN void fp8x4_to_bf16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint
   *hi = bf16x2_mul(e1 | s1, scale);
 }
 
-// One output word of fp8x4_to_bf16x4_fast with its NaN-code lanes set to 0x7fc0.
-MLA_FP8X2_FN uint32_t fp8_fix_nan_bf16x2(uint32_t v, bool fnuz) {
+// One output word of a fast form (two 16-bit lanes) with the lanes that came from a
+// NaN code set to `nan_bits`: the ones equal to -0 (e4m3fnuz 0x80), or to +-`fn_nan_as`
+// (e4m3fn 0x7f/0xff, which the fast forms turn into +-480).
+MLA_FP8X2_FN uint32_t fp8_fix_nan_x2(uint32_t v, bool fnuz, uint32_t fn_nan_as, uint32_t nan_bits) {
   uint32_t r = 0;
   for (int i = 0; i < 2; ++i) {
     const uint32_t b = (v >> (16 * i)) & 0xffffu;
-    const bool nan = fnuz ? b == 0x8000u : (b & 0x7fffu) == 0x43f0u;
-    r |= (nan ? 0x7fc0u : b) << (16 * i);
+    const bool nan = fnuz ? b == 0x8000u : (b & 0x7fffu) == fn_nan_as;
+    r |= (nan ? nan_bits : b) << (16 * i);
   }
   return r;
 }
+
+// fp8x4_to_bf16x4_fast's words: 480 is bf16 0x43f0, the NaN 0x7fc0.
+MLA_FP8X2_FN uint32_t fp8_fix_nan_bf16x2(uint32_t v, bool fnuz) { return fp8_fix_nan_x2(v, fnuz, 0x43f0u, 0x7fc0u); }
 
 // ---- fp16 operands (the transposed wgmma kernel when q is exact in fp16) --------
 // Every e4m3 value of both flavours is a normal fp16 (|x| in [2^-10, 448]), so
@@ -196,15 +201,7 @@ MLA_FP8X2_FN void fp8x4_to_f16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint3
   *hi = f16x2_mul_exact(h, scale);
 }
 
-// One output word of fp8x4_to_f16x4_fast with its NaN-code lanes set to 0x7e00.
-MLA_FP8X2_FN uint32_t fp8_fix_nan_f16x2(uint32_t v, bool fnuz) {
-  uint32_t r = 0;
-  for (int i = 0; i < 2; ++i) {
-    const uint32_t b = (v >> (16 * i)) & 0xffffu;
-    const bool nan = fnuz ? b == 0x8000u : (b & 0x7fffu) == 0x5f80u;
-    r |= (nan ? 0x7e00u : b) << (16 * i);
-  }
-  return r;
-}
+// fp8x4_to_f16x4_fast's words: 480 is fp16 0x5f80, the NaN 0x7e00.
+MLA_FP8X2_FN uint32_t fp8_fix_nan_f16x2(uint32_t v, bool fnuz) { return fp8_fix_nan_x2(v, fnuz, 0x5f80u, 0x7e00u); }
 
 }  // namespace mla
