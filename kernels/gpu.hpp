@@ -153,23 +153,32 @@ MLACTL_HD inline uint16_t encode_fp16(float x) {
 }
 
 // ---- runtime calls (the hip* -> cuda* mapping, only what kernels/ uses) -------
+// The calls named alike on both runtimes, once: MLA_RT(Malloc) is hipMalloc or cudaMalloc.
 #if defined(MLACTL_GPU_HIP)
-inline gpu_error_t gpu_malloc(void** p, size_t n) { return hipMalloc(p, n); }
-inline gpu_error_t gpu_free(void* p) { return hipFree(p); }
-inline gpu_error_t gpu_memcpy_h2d(void* d, const void* h, size_t n) { return hipMemcpy(d, h, n, hipMemcpyHostToDevice); }
-inline gpu_error_t gpu_memcpy_d2h(void* h, const void* d, size_t n) { return hipMemcpy(h, d, n, hipMemcpyDeviceToHost); }
-inline gpu_error_t gpu_memset(void* d, int v, size_t n) { return hipMemset(d, v, n); }
-inline gpu_error_t gpu_device_count(int* n) { return hipGetDeviceCount(n); }
-inline gpu_error_t gpu_current_device(int* d) { return hipGetDevice(d); }
-inline gpu_error_t gpu_device_synchronize() { return hipDeviceSynchronize(); }
-inline gpu_error_t gpu_last_error() { return hipGetLastError(); }
-inline gpu_error_t gpu_event_create(gpu_event_t* e) { return hipEventCreate(e); }
-inline gpu_error_t gpu_event_destroy(gpu_event_t e) { return hipEventDestroy(e); }
-inline gpu_error_t gpu_event_record(gpu_event_t e) { return hipEventRecord(e, 0); }
-inline gpu_error_t gpu_event_synchronize(gpu_event_t e) { return hipEventSynchronize(e); }
-inline gpu_error_t gpu_event_elapsed_ms(float* ms, gpu_event_t a, gpu_event_t b) { return hipEventElapsedTime(ms, a, b); }
-inline const char* gpu_error_string(gpu_error_t e) { return hipGetErrorString(e); }
-inline bool gpu_ok(gpu_error_t e) { return e == hipSuccess; }
+#define MLA_RT(name) hip##name
+#else
+#define MLA_RT(name) cuda##name
+#endif
+inline gpu_error_t gpu_malloc(void** p, size_t n) { return MLA_RT(Malloc)(p, n); }
+inline gpu_error_t gpu_free(void* p) { return MLA_RT(Free)(p); }
+inline gpu_error_t gpu_memcpy_h2d(void* d, const void* h, size_t n) { return MLA_RT(Memcpy)(d, h, n, MLA_RT(MemcpyHostToDevice)); }
+inline gpu_error_t gpu_memcpy_d2h(void* h, const void* d, size_t n) { return MLA_RT(Memcpy)(h, d, n, MLA_RT(MemcpyDeviceToHost)); }
+inline gpu_error_t gpu_memset(void* d, int v, size_t n) { return MLA_RT(Memset)(d, v, n); }
+inline gpu_error_t gpu_device_count(int* n) { return MLA_RT(GetDeviceCount)(n); }
+inline gpu_error_t gpu_current_device(int* d) { return MLA_RT(GetDevice)(d); }
+inline gpu_error_t gpu_device_synchronize() { return MLA_RT(DeviceSynchronize)(); }
+inline gpu_error_t gpu_last_error() { return MLA_RT(GetLastError)(); }
+inline gpu_error_t gpu_event_create(gpu_event_t* e) { return MLA_RT(EventCreate)(e); }
+inline gpu_error_t gpu_event_destroy(gpu_event_t e) { return MLA_RT(EventDestroy)(e); }
+inline gpu_error_t gpu_event_record(gpu_event_t e) { return MLA_RT(EventRecord)(e, 0); }
+inline gpu_error_t gpu_event_synchronize(gpu_event_t e) { return MLA_RT(EventSynchronize)(e); }
+inline gpu_error_t gpu_event_elapsed_ms(float* ms, gpu_event_t a, gpu_event_t b) { return MLA_RT(EventElapsedTime)(ms, a, b); }
+inline const char* gpu_error_string(gpu_error_t e) { return MLA_RT(GetErrorString)(e); }
+inline bool gpu_ok(gpu_error_t e) { return e == MLA_RT(Success); }
+#undef MLA_RT
+
+// The calls that differ.
+#if defined(MLACTL_GPU_HIP)
 inline std::string gpu_device_name(int device) {
   hipDeviceProp_t p;
   if (hipGetDeviceProperties(&p, device) != hipSuccess) return "unknown";
@@ -196,22 +205,6 @@ inline gpu_error_t gpu_launch_dependent(void (*kernel)(Params...), dim3 grid, di
   return hipGetLastError();
 }
 #else
-inline gpu_error_t gpu_malloc(void** p, size_t n) { return cudaMalloc(p, n); }
-inline gpu_error_t gpu_free(void* p) { return cudaFree(p); }
-inline gpu_error_t gpu_memcpy_h2d(void* d, const void* h, size_t n) { return cudaMemcpy(d, h, n, cudaMemcpyHostToDevice); }
-inline gpu_error_t gpu_memcpy_d2h(void* h, const void* d, size_t n) { return cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost); }
-inline gpu_error_t gpu_memset(void* d, int v, size_t n) { return cudaMemset(d, v, n); }
-inline gpu_error_t gpu_device_count(int* n) { return cudaGetDeviceCount(n); }
-inline gpu_error_t gpu_current_device(int* d) { return cudaGetDevice(d); }
-inline gpu_error_t gpu_device_synchronize() { return cudaDeviceSynchronize(); }
-inline gpu_error_t gpu_last_error() { return cudaGetLastError(); }
-inline gpu_error_t gpu_event_create(gpu_event_t* e) { return cudaEventCreate(e); }
-inline gpu_error_t gpu_event_destroy(gpu_event_t e) { return cudaEventDestroy(e); }
-inline gpu_error_t gpu_event_record(gpu_event_t e) { return cudaEventRecord(e, 0); }
-inline gpu_error_t gpu_event_synchronize(gpu_event_t e) { return cudaEventSynchronize(e); }
-inline gpu_error_t gpu_event_elapsed_ms(float* ms, gpu_event_t a, gpu_event_t b) { return cudaEventElapsedTime(ms, a, b); }
-inline const char* gpu_error_string(gpu_error_t e) { return cudaGetErrorString(e); }
-inline bool gpu_ok(gpu_error_t e) { return e == cudaSuccess; }
 inline std::string gpu_device_name(int device) {
   cudaDeviceProp p;
   return cudaGetDeviceProperties(&p, device) == cudaSuccess ? std::string(p.name) : std::string("unknown");
