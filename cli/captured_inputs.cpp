@@ -72,7 +72,8 @@ void require_shape(const NpyArray& a, const std::string& path, const std::string
 
 }  // namespace
 
-void load_captured_inputs(const std::string& dir, const Batch& b, Inputs& in) {
+Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::vector<RowWindow>& rows) {
+  Inputs in = allocate_inputs(b, rows);
   const std::string manifest = dir + "/inputs.json";
   std::ifstream f(manifest, std::ios::binary);
   if (!f) throw invalid_input(manifest, "cannot be read (run --inputs DIR wants DIR/inputs.json, written by scripts/capture_vllm_batch.py)");
@@ -128,20 +129,8 @@ void load_captured_inputs(const std::string& dir, const Batch& b, Inputs& in) {
 
   std::memcpy(in.q.bytes.data(), q.data.data(), q.data.size());
   in.q.scale = float(qe.scale);
-  // every KV position a request sees, from the captured block that holds it
-  const int64_t row_bytes = int64_t(in.head_dim) * dtype_bytes(in.kv.dtype);
-  const int kb = b.kv_cache.block_size;
-  for (size_t r = 0; r < b.requests.size(); ++r) {
-    const int64_t len = b.requests[r].padding ? 0 : b.requests[r].seq_len();
-    for (int64_t j = 0; j < len; ++j) {
-      const int64_t slot = kv_slot_of(b, int(r), j);
-      const auto it = index_of.find(slot / kb);
-      if (it == index_of.end())
-        throw invalid_input(dir + "/" + ke.block_ids, "lacks block " + std::to_string(slot / kb) + ", which request " + std::to_string(r) +
-                                                          " reads at KV position " + std::to_string(j) + " (kv_cache.block_table)");
-      std::memcpy(in.kv.bytes.data() + slot * row_bytes, kv.data.data() + (it->second * kb + slot % kb) * row_bytes, row_bytes);
-    }
-  }
+  place_kv_blocks(b, index_of, kv.data.data(), dir + "/" + ke.block_ids, in);
+  return in;
 }
 
 }  // namespace mlactl::cli

@@ -13,16 +13,18 @@
 // uses keeps the NaN poison, so a stray read still shows.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/batch.hpp"
 #include "core/inputs.hpp"
 
 namespace mlactl::cli {
 
-// Overwrites in.q and the used slots of in.kv (in made by generate_inputs for b). Throws
+// b's inputs (`rows` its oracle_windows) with q and the used KV slots from the capture in
+// dir, the rest as generate_inputs lays them out (core/inputs.hpp allocate_inputs). Throws
 // Error(kExitInvalidInput) naming the file and field: a missing file, a shape, dtype or
 // encoding that is not this batch's, a block id out of range or repeated, a block the batch
 // reads that the capture lacks, a scale that disagrees with the batch.
-void load_captured_inputs(const std::string& dir, const Batch& b, Inputs& in);
+Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::vector<RowWindow>& rows);
 
 }  // namespace mlactl::cli

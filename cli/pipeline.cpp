@@ -247,8 +247,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
 
   stage(RunStage::inputs);
   t0 = clock_type::now();
-  Inputs in = generate_inputs(b, rows, opt.threads);
-  if (!opt.inputs_dir.empty()) load_captured_inputs(opt.inputs_dir, b, in);
+  Inputs in = opt.inputs_dir.empty() ? generate_inputs(b, rows, opt.threads) : load_captured_inputs(opt.inputs_dir, b, rows);
   const RoutePlan& plan = *o.plan;
   std::optional<ProbeSpec> probe;
   if (opt.probe) {

@@ -197,6 +197,16 @@ int64_t Batch::kv_cache_bytes() const {
   return kv_cache.num_blocks * (int64_t)kv_cache.block_size * head_dim() * dtype_bytes(kv_cache.dtype);
 }
 
+std::string vllm_kv_cache_dtype(const Batch& b) {
+  if (b.kv_cache.dtype_auto) return "auto";
+  switch (b.kv_cache.dtype) {
+    case DType::bf16: return "bfloat16";
+    case DType::fp16: return "float16";
+    case DType::fp8: return "fp8";
+  }
+  return "auto";
+}
+
 namespace {
 
 void materialise_block_table(Batch& b, const std::string& ptr) {

@@ -146,4 +146,9 @@ nlohmann::ordered_json batch_json_schema();
 // Serialise a parsed batch back to a canonical schema-1 document (explicit block table).
 nlohmann::ordered_json batch_to_json(const Batch& b);
 
+// vLLM's cache_dtype spelling of kv_cache.dtype ("auto", "bfloat16", "float16", "fp8"),
+// as both modelled stacks (core/stacks/vllm_rocm_aiter, core/stacks/vllm_cuda) pass it
+// on; "auto" when the user wrote it (vLLM's is_quantized("auto") is false).
+std::string vllm_kv_cache_dtype(const Batch& b);
+
 }  // namespace mlactl

@@ -178,7 +178,12 @@ int64_t estimated_input_bytes(const Batch& b, int64_t num_rows) {
 
 Inputs generate_inputs(const Batch& b) { return generate_inputs(b, oracle_windows(b)); }
 
-Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, int threads) {
+namespace {
+
+// Everything of Inputs but the tensors' bytes (and fp8 q's scale, which comes from
+// its values): dims, rows, dtypes, the KV scale, the padded block table, and which
+// slots hold a request's KV (docs/design.md §2 placement) in slot_used.
+Inputs input_layout(const Batch& b, const std::vector<RowWindow>& windows, std::vector<uint8_t>& slot_used) {
   Inputs in;
   in.num_rows = (int64_t)windows.size();
   in.num_heads = b.model.num_heads;
@@ -187,20 +192,58 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   in.softmax_scale = (float)b.model.softmax_scale;
   in.block_size = b.kv_cache.block_size;
   in.num_slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
-  const int64_t D = in.head_dim;
-  const int64_t H = in.num_heads;
   const Fp8Flavor flavor = b.fp8_flavor();
-
   in.rows.resize(windows.size());
   for (size_t i = 0; i < windows.size(); ++i)
     in.rows[i] = QueryRowInfo{windows[i].request, windows[i].token, windows[i].kind == MaskKind::padding};
+  in.q.dtype = b.decode.q_dtype;
+  in.q.fp8_flavor = flavor;
+  in.kv.dtype = b.kv_cache.dtype;
+  in.kv.fp8_flavor = flavor;
+  in.kv.scale = in.kv.dtype == DType::fp8 ? (float)b.kv_cache.scale : 1.0f;
+
+  slot_used.assign((size_t)in.num_slots, 0);
+  const int64_t Kb = in.block_size;
+  in.block_table_width = 1;
+  for (const auto& row : b.kv_cache.block_table) in.block_table_width = std::max<int64_t>(in.block_table_width, (int64_t)row.size());
+  const int64_t R = (int64_t)b.requests.size();
+  in.padded_block_table.assign((size_t)(R * in.block_table_width), kBlockTablePoison);
+  for (int64_t r = 0; r < R; ++r) {
+    const Request& req = b.requests[r];
+    if (req.padding || req.seq_len() == 0) continue;
+    const std::string where = "/kv_cache/block_table/" + std::to_string(r);
+    const int64_t blocks_needed = ceil_div(req.seq_len(), Kb);
+    if ((int64_t)b.kv_cache.block_table.size() <= r || (int64_t)b.kv_cache.block_table[r].size() < blocks_needed)
+      throw invalid_input(where, "needs " + std::to_string(blocks_needed) + " blocks for seq_len " +
+                                     std::to_string(req.seq_len()));
+    for (int64_t j = 0; j < blocks_needed; ++j) {
+      const int32_t block = b.kv_cache.block_table[r][j];
+      if (block < 0 || (int64_t)block >= b.kv_cache.num_blocks)
+        throw invalid_input(where + "/" + std::to_string(j), "block " + std::to_string(block) + " outside [0, " +
+                                                                 std::to_string(b.kv_cache.num_blocks) + ")");
+      in.padded_block_table[r * in.block_table_width + j] = block;
+    }
+    for (int64_t j = 0; j < req.seq_len(); ++j) slot_used[kv_slot_of(b, (int)r, j)] = 1;
+  }
+  for (uint8_t u : slot_used) in.used_slots += u;
+  return in;
+}
+
+int64_t kv_row_bytes(const Inputs& in) { return (int64_t)in.head_dim * dtype_bytes(in.kv.dtype); }
+
+}  // namespace
+
+Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, int threads) {
+  std::vector<uint8_t> slot_used;
+  Inputs in = input_layout(b, windows, slot_used);
+  const int64_t D = in.head_dim;
+  const int64_t H = in.num_heads;
+  const Fp8Flavor flavor = b.fp8_flavor();
 
   // ---- q: generated in the model dtype; fp8 q is then quantized per tensor, as
   // vLLM R1 does for decode q (docs/design.md §2 decode.q_dtype).
   const int64_t q_row_elems = H * D;
   const int64_t q_elems = in.num_rows * q_row_elems;
-  in.q.dtype = b.decode.q_dtype;
-  in.q.fp8_flavor = flavor;
   in.q.bytes.resize((size_t)(q_elems * dtype_bytes(in.q.dtype)));  // every byte written below
   const bool q_is_fp8 = in.q.dtype == DType::fp8;
   std::vector<float> q_model;  // model-dtype values, kept only for fp8 quantization
@@ -234,38 +277,9 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
     });
   }
 
-  // ---- which slots hold a request's KV (docs/design.md §2 placement); everything else is NaN.
-  std::vector<uint8_t> slot_used((size_t)in.num_slots, 0);
-  const int64_t Kb = in.block_size;
-  in.block_table_width = 1;
-  for (const auto& row : b.kv_cache.block_table) in.block_table_width = std::max<int64_t>(in.block_table_width, (int64_t)row.size());
-  const int64_t R = (int64_t)b.requests.size();
-  in.padded_block_table.assign((size_t)(R * in.block_table_width), kBlockTablePoison);
-  for (int64_t r = 0; r < R; ++r) {
-    const Request& req = b.requests[r];
-    if (req.padding || req.seq_len() == 0) continue;
-    const std::string where = "/kv_cache/block_table/" + std::to_string(r);
-    const int64_t blocks_needed = ceil_div(req.seq_len(), Kb);
-    if ((int64_t)b.kv_cache.block_table.size() <= r || (int64_t)b.kv_cache.block_table[r].size() < blocks_needed)
-      throw invalid_input(where, "needs " + std::to_string(blocks_needed) + " blocks for seq_len " +
-                                     std::to_string(req.seq_len()));
-    for (int64_t j = 0; j < blocks_needed; ++j) {
-      const int32_t block = b.kv_cache.block_table[r][j];
-      if (block < 0 || (int64_t)block >= b.kv_cache.num_blocks)
-        throw invalid_input(where + "/" + std::to_string(j), "block " + std::to_string(block) + " outside [0, " +
-                                                                 std::to_string(b.kv_cache.num_blocks) + ")");
-      in.padded_block_table[r * in.block_table_width + j] = block;
-    }
-    for (int64_t j = 0; j < req.seq_len(); ++j) slot_used[kv_slot_of(b, (int)r, j)] = 1;
-  }
-  for (uint8_t u : slot_used) in.used_slots += u;
-
   // ---- KV: every slot gets its own values (so a slot's content does not depend on
   // which slots are used); unused slots are then overwritten with NaN.
-  in.kv.dtype = b.kv_cache.dtype;
-  in.kv.fp8_flavor = flavor;
-  in.kv.scale = in.kv.dtype == DType::fp8 ? (float)b.kv_cache.scale : 1.0f;
-  in.kv.bytes.resize((size_t)(in.num_slots * D * dtype_bytes(in.kv.dtype)));  // every slot written below
+  in.kv.bytes.resize((size_t)(in.num_slots * kv_row_bytes(in)));  // every slot written below
   const float kv_inv_scale = 1.0f / in.kv.scale;
   parallel_for(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](int64_t chunk) {
     const int64_t s0 = chunk * kKvSlotsPerChunk, s1 = std::min(in.num_slots, s0 + kKvSlotsPerChunk);
@@ -284,6 +298,39 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
     encode_elements(in.kv.dtype, flavor, all.data(), (s1 - s0) * D, in.kv.data(), s0 * D);
   });
   return in;
+}
+
+Inputs allocate_inputs(const Batch& b, const std::vector<RowWindow>& windows) {
+  std::vector<uint8_t> slot_used;
+  Inputs in = input_layout(b, windows, slot_used);
+  in.q.bytes.resize((size_t)(in.num_rows * in.num_heads * in.head_dim * dtype_bytes(in.q.dtype)));
+  const int64_t row_bytes = kv_row_bytes(in);
+  in.kv.bytes.resize((size_t)(in.num_slots * row_bytes));
+  // the poison generate_inputs encodes into an unused slot
+  const std::vector<float> nan_row((size_t)in.head_dim, std::nanf(""));
+  std::vector<uint8_t> poison((size_t)row_bytes);
+  encode_elements(in.kv.dtype, in.kv.fp8_flavor, nan_row.data(), in.head_dim, poison.data(), 0);
+  for (int64_t s = 0; s < in.num_slots; ++s)
+    if (!slot_used[s]) std::memcpy(in.kv.bytes.data() + s * row_bytes, poison.data(), (size_t)row_bytes);
+  return in;
+}
+
+void place_kv_blocks(const Batch& b, const std::unordered_map<int64_t, int64_t>& index_of_block, const void* blocks,
+                     const std::string& where, Inputs& in) {
+  const int64_t row_bytes = kv_row_bytes(in);
+  const uint8_t* const block_bytes = static_cast<const uint8_t*>(blocks);
+  const int kb = b.kv_cache.block_size;
+  for (size_t r = 0; r < b.requests.size(); ++r) {
+    const int64_t len = b.requests[r].padding ? 0 : b.requests[r].seq_len();
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t slot = kv_slot_of(b, int(r), j);
+      const auto it = index_of_block.find(slot / kb);
+      if (it == index_of_block.end())
+        throw invalid_input(where, "lacks block " + std::to_string(slot / kb) + ", which request " + std::to_string(r) +
+                                       " reads at KV position " + std::to_string(j) + " (kv_cache.block_table)");
+      std::memcpy(in.kv.bytes.data() + slot * row_bytes, block_bytes + (it->second * kb + slot % kb) * row_bytes, (size_t)row_bytes);
+    }
+  }
 }
 
 }  // namespace mlactl

@@ -6,6 +6,8 @@
 #include <memory>
 #include <new>
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -105,6 +107,19 @@ int64_t estimated_input_bytes(const Batch& b, int64_t num_rows);
 // quantized per tensor (q.scale = amax / fp8 max); fp8 KV stores round(v / scale)
 // for v ~ U(-1,1), so scale·decoded is that realistic range.
 Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& rows, int threads = 0);
+
+// The Inputs generate_inputs makes, for values that come from elsewhere (a capture,
+// cli/captured_inputs.hpp): q's bytes allocated but unwritten (q.scale 1), KV slots no
+// request uses holding the dtype's NaN, as generate_inputs's, and the used ones unwritten
+// (place_kv_blocks writes them). Throws as generate_inputs does on a bad block table.
+Inputs allocate_inputs(const Batch& b, const std::vector<RowWindow>& rows);
+
+// Writes every KV slot a request reads (kv_slot_of) from `blocks`: some of the cache's
+// blocks, each block_size rows of head_dim elements in in.kv's storage encoding, the
+// one with block id k at index index_of_block[k]. A block a request reads that is not
+// there throws invalid_input(where, ...) naming it, the request and the KV position.
+void place_kv_blocks(const Batch& b, const std::unordered_map<int64_t, int64_t>& index_of_block, const void* blocks,
+                     const std::string& where, Inputs& in);
 
 // Which code runs the uniform generator's SplitMix64 lanes: one Rng call per value,
 // or eight at once on AVX2 / AVX-512 (the same values); the fastest the CPU has.

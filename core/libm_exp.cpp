@@ -132,161 +132,157 @@ void expf_scalar(float* x, int64_t n) {
 }
 
 #ifdef MLACTL_LIBM_EXP_X86
-typedef long long I64x8 __attribute__((vector_size(64)));
-// the float <-> double conversions as vector casts: GCC 12's _mm512_cvtps_pd /
-// _mm512_cvtpd_ps start from _mm512_undefined as well
-typedef float F32x8 __attribute__((vector_size(32)));
-typedef double F64x8 __attribute__((vector_size(64)));
+// W lanes of doubles, their bits, and floats as GCC vectors: each algorithm below is
+// written once and compiled for AVX2+FMA (W 4) and AVX-512 (W 8) by the target of the
+// function it is inlined into, as core/gemm.cpp's micro_body is. splat and fma_lanes
+// return vectors by value, which -Wpsabi flags as an ABI change (AVX), but they are
+// always inlined: no vector crosses a call.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <int W>
+struct Lanes {
+  typedef double D __attribute__((vector_size(8 * W)));
+  typedef long long I __attribute__((vector_size(8 * W)));
+  typedef float F __attribute__((vector_size(4 * W)));
+  typedef int I32 __attribute__((vector_size(4 * W)));
+};
+
+template <class V, class S>
+__attribute__((always_inline)) inline V splat(S s) {
+  V v;
+  for (int l = 0; l < (int)(sizeof v / sizeof s); ++l) v[l] = s;
+  return v;
+}
+
+// fma per lane, as glibc's __exp_fma has one: the vectorizer makes it one vfmadd on the
+// target's width (and it is a correctly rounded fma in any case)
+template <class V>
+__attribute__((always_inline)) inline V fma_lanes(const V& a, const V& b, const V& c) {
+  V r;
+  for (int l = 0; l < (int)(sizeof r / sizeof r[0]); ++l) r[l] = __builtin_fma(a[l], b[l], c[l]);
+  return r;
+}
+
+// The steps GCC's vector extension has no good form for, one overload per width: the
+// table lookups (a hardware gather; per-lane loads are W inserts, twice the time of the
+// whole AVX-512 step), float -> double (below) and a comparison's lanes as bits, lane l
+// in bit l (movemask; lane by lane it is W extracts). Not always_inline: GCC cannot
+// inline a target function into the generic templates below, only into the target
+// function they are inlined into, which is `flatten` for that. References, not values:
+// at -O0 these stay calls from generic code, where a vector argument changes the ABI.
+__attribute__((target("avx512f"))) inline void gather(const uint64_t* table, const Lanes<8>::I& idx, Lanes<8>::I& out) {
+  out = (Lanes<8>::I)_mm512_mask_i64gather_epi64(_mm512_setzero_si512(), 0xFF, (__m512i)idx, table, 8);
+}
+__attribute__((target("avx2"))) inline void gather(const uint64_t* table, const Lanes<4>::I& idx, Lanes<4>::I& out) {
+  out = (Lanes<4>::I)_mm256_i64gather_epi64(reinterpret_cast<const long long*>(table), (__m256i)idx, 8);
+}
+// float -> double lanes (exact): GCC 12 makes the 4-lane __builtin_convertvector two
+// halves through memory, and its _mm512_cvtps_pd starts from _mm512_undefined
+// (-Wmaybe-uninitialized), so each width has the form that compiles to one vcvtps2pd
+__attribute__((target("avx512f"))) inline void widen(const Lanes<8>::F& f, Lanes<8>::D& d) {
+  d = __builtin_convertvector(f, Lanes<8>::D);
+}
+__attribute__((target("avx2"))) inline void widen(const Lanes<4>::F& f, Lanes<4>::D& d) { d = (Lanes<4>::D)_mm256_cvtps_pd((__m128)f); }
+__attribute__((target("avx512f"))) inline unsigned lane_bits(const Lanes<8>::I& mask) {
+  return _mm512_test_epi64_mask((__m512i)mask, (__m512i)mask);
+}
+__attribute__((target("avx2"))) inline unsigned lane_bits(const Lanes<4>::I& mask) { return _mm256_movemask_pd((__m256d)mask); }
+__attribute__((target("avx2"))) inline unsigned lane_bits(const Lanes<8>::I32& mask) { return _mm256_movemask_ps((__m256)mask); }
+__attribute__((target("avx2"))) inline unsigned lane_bits(const Lanes<4>::I32& mask) { return _mm_movemask_ps((__m128)mask); }
 
 // Each step is glibc's __exp_fma step (its disassembly, in order): every multiply-add
-// there is an fma here and every plain add/multiply is one here; no mul feeds an add,
+// there is an fma_lanes here and every plain add/multiply is one here; no mul feeds an add,
 // so nothing can be contracted differently (the file is built -ffp-contract=off too).
-__attribute__((target("avx512f"))) void exp_avx512(double* x, int64_t n) {
-  const __m512d inv_ln2n = _mm512_set1_pd(bits_double(kInvLn2N)), shift = _mm512_set1_pd(bits_double(kShift));
-  const __m512d neg_hi = _mm512_set1_pd(bits_double(kNegLn2HiN)), neg_lo = _mm512_set1_pd(bits_double(kNegLn2LoN));
-  const __m512d c2 = _mm512_set1_pd(bits_double(kC2)), c3 = _mm512_set1_pd(bits_double(kC3));
-  const __m512d c4 = _mm512_set1_pd(bits_double(kC4)), c5 = _mm512_set1_pd(bits_double(kC5));
-  const __m512d lo = _mm512_set1_pd(kMainMin), hi = _mm512_set1_pd(kMainEnd);
+template <int W>
+inline void exp_lanes(double* x, int64_t n) {
+  typedef typename Lanes<W>::D D;
+  typedef typename Lanes<W>::I I;
+  const D inv_ln2n = splat<D>(bits_double(kInvLn2N)), shift = splat<D>(bits_double(kShift));
+  const D neg_hi = splat<D>(bits_double(kNegLn2HiN)), neg_lo = splat<D>(bits_double(kNegLn2LoN));
+  const D c2 = splat<D>(bits_double(kC2)), c3 = splat<D>(bits_double(kC3));
+  const D c4 = splat<D>(bits_double(kC4)), c5 = splat<D>(bits_double(kC5));
+  const D lo = splat<D>(kMainMin), hi = splat<D>(kMainEnd);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m512d v = _mm512_loadu_pd(x + i);
-    const __m512d kd_shifted = _mm512_fmadd_pd(v, inv_ln2n, shift);
-    const I64x8 ki = (I64x8)_mm512_castpd_si512(kd_shifted);
-    const __m512d kd = _mm512_sub_pd(kd_shifted, shift);
-    __m512d r = _mm512_fmadd_pd(kd, neg_hi, v);
-    r = _mm512_fmadd_pd(kd, neg_lo, r);
-    // integer steps in vector types, and masked gathers into zeros: GCC 12's
-    // _mm512_slli_epi64 / _mm512_i64gather_epi64 start from _mm512_undefined and
-    // trip -Wmaybe-uninitialized
-    const __m512i idx = (__m512i)((ki & 127) << 1);
-    const I64x8 top = ki << 45;
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512d tail = _mm512_castsi512_pd(_mm512_mask_i64gather_epi64(zero, 0xFF, idx, kTab, 8));
-    const __m512i sbits = (__m512i)((I64x8)_mm512_mask_i64gather_epi64(zero, 0xFF, idx, kTab + 1, 8) + top);
-    const __m512d a = _mm512_fmadd_pd(r, c3, c2);
-    const __m512d t = _mm512_add_pd(r, tail);
-    const __m512d r2 = _mm512_mul_pd(r, r);
-    const __m512d b = _mm512_fmadd_pd(r, c5, c4);
-    __m512d tmp = _mm512_fmadd_pd(a, r2, t);
-    const __m512d r4 = _mm512_mul_pd(r2, r2);
-    tmp = _mm512_fmadd_pd(r4, b, tmp);
-    const __m512d scale = _mm512_castsi512_pd(sbits);
-    _mm512_storeu_pd(x + i, _mm512_fmadd_pd(scale, tmp, scale));
-    const __m512d mag = _mm512_abs_pd(v);
-    const __mmask8 main = _mm512_cmp_pd_mask(mag, lo, _CMP_GE_OQ) & _mm512_cmp_pd_mask(mag, hi, _CMP_LT_OQ);
-    if (main != 0xFF)
-      for (int l = 0; l < 8; ++l)
+  for (; i + W <= n; i += W) {
+    D v;
+    std::memcpy(&v, x + i, sizeof v);
+    const D kd_shifted = fma_lanes(v, inv_ln2n, shift);
+    const I ki = (I)kd_shifted;
+    const D kd = kd_shifted - shift;
+    D r = fma_lanes(kd, neg_hi, v);
+    r = fma_lanes(kd, neg_lo, r);
+    const I idx = (ki & 127) << 1;
+    I tail_bits, head_bits;
+    gather(kTab, idx, tail_bits);
+    gather(kTab + 1, idx, head_bits);
+    const D tail = (D)tail_bits;
+    const D a = fma_lanes(r, c3, c2);
+    const D t = r + tail;
+    const D r2 = r * r;
+    const D b = fma_lanes(r, c5, c4);
+    D tmp = fma_lanes(a, r2, t);
+    const D r4 = r2 * r2;
+    tmp = fma_lanes(r4, b, tmp);
+    const D scale = (D)(head_bits + (ki << 45));
+    const D y = fma_lanes(scale, tmp, scale);
+    std::memcpy(x + i, &y, sizeof y);
+    const D mag = (D)((I)v & 0x7fffffffffffffffll);
+    // two lane_bits, not one of an `&`: GCC 12 does that `&` of comparisons lane by lane
+    const unsigned main = lane_bits((I)(mag >= lo)) & lane_bits((I)(mag < hi));
+    if (main != (1u << W) - 1)
+      for (int l = 0; l < W; ++l)
         if (!((main >> l) & 1)) x[i + l] = std::exp(v[l]);
   }
   exp_scalar(x + i, n - i);
 }
 
-__attribute__((target("avx2,fma"))) void exp_avx2_fma(double* x, int64_t n) {
-  const __m256d inv_ln2n = _mm256_set1_pd(bits_double(kInvLn2N)), shift = _mm256_set1_pd(bits_double(kShift));
-  const __m256d neg_hi = _mm256_set1_pd(bits_double(kNegLn2HiN)), neg_lo = _mm256_set1_pd(bits_double(kNegLn2LoN));
-  const __m256d c2 = _mm256_set1_pd(bits_double(kC2)), c3 = _mm256_set1_pd(bits_double(kC3));
-  const __m256d c4 = _mm256_set1_pd(bits_double(kC4)), c5 = _mm256_set1_pd(bits_double(kC5));
-  const __m256d lo = _mm256_set1_pd(kMainMin), hi = _mm256_set1_pd(kMainEnd);
-  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffll));
-  const __m256i idx_mask = _mm256_set1_epi64x(127);
+// __expf_fma's steps: xd = x; kd = fma_lanes(InvLn2N, xd, shift), ki its bits, kd -= shift;
+// r = fma_lanes(InvLn2N, xd, -kd); s = bits(T[ki % N] + (ki << 47)); z = fma_lanes(r, C0, C1);
+// y = fma_lanes(r, C2, 1); y = fma_lanes(z, r*r, y); (float)(y * s).
+template <int W>
+inline void expf_lanes(float* x, int64_t n) {
+  typedef typename Lanes<W>::D D;
+  typedef typename Lanes<W>::I I;
+  typedef typename Lanes<W>::F F;
+  typedef typename Lanes<W>::I32 I32;
+  const D inv_ln2n = splat<D>(bits_double(kInvLn2NF)), shift = splat<D>(bits_double(kShift));
+  const D c0 = splat<D>(bits_double(kC0F)), c1 = splat<D>(bits_double(kC1F));
+  const D c2 = splat<D>(bits_double(kC2F)), one = splat<D>(1.0);
+  const F end = splat<F>(kMainEndF);
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m256d v = _mm256_loadu_pd(x + i);
-    const __m256d kd_shifted = _mm256_fmadd_pd(v, inv_ln2n, shift);
-    const __m256i ki = _mm256_castpd_si256(kd_shifted);
-    const __m256d kd = _mm256_sub_pd(kd_shifted, shift);
-    __m256d r = _mm256_fmadd_pd(kd, neg_hi, v);
-    r = _mm256_fmadd_pd(kd, neg_lo, r);
-    const __m256i idx = _mm256_slli_epi64(_mm256_and_si256(ki, idx_mask), 1);
-    const __m256i top = _mm256_slli_epi64(ki, 45);
-    const __m256d tail = _mm256_castsi256_pd(_mm256_i64gather_epi64(reinterpret_cast<const long long*>(kTab), idx, 8));
-    const __m256i sbits =
-        _mm256_add_epi64(_mm256_i64gather_epi64(reinterpret_cast<const long long*>(kTab + 1), idx, 8), top);
-    const __m256d a = _mm256_fmadd_pd(r, c3, c2);
-    const __m256d t = _mm256_add_pd(r, tail);
-    const __m256d r2 = _mm256_mul_pd(r, r);
-    const __m256d b = _mm256_fmadd_pd(r, c5, c4);
-    __m256d tmp = _mm256_fmadd_pd(a, r2, t);
-    const __m256d r4 = _mm256_mul_pd(r2, r2);
-    tmp = _mm256_fmadd_pd(r4, b, tmp);
-    const __m256d scale = _mm256_castsi256_pd(sbits);
-    _mm256_storeu_pd(x + i, _mm256_fmadd_pd(scale, tmp, scale));
-    const __m256d mag = _mm256_and_pd(v, abs_mask);
-    const int main =
-        _mm256_movemask_pd(_mm256_and_pd(_mm256_cmp_pd(mag, lo, _CMP_GE_OQ), _mm256_cmp_pd(mag, hi, _CMP_LT_OQ)));
-    if (main != 0xF)
-      for (int l = 0; l < 4; ++l)
-        if (!((main >> l) & 1)) x[i + l] = std::exp(v[l]);
-  }
-  exp_scalar(x + i, n - i);
-}
-
-// __expf_fma's steps: xd = x; kd = fma(InvLn2N, xd, shift), ki its bits, kd -= shift;
-// r = fma(InvLn2N, xd, -kd); s = bits(T[ki % N] + (ki << 47)); z = fma(r, C0, C1);
-// y = fma(r, C2, 1); y = fma(z, r*r, y); (float)(y * s).
-__attribute__((target("avx512f"))) void expf_avx512(float* x, int64_t n) {
-  const __m512d inv_ln2n = _mm512_set1_pd(bits_double(kInvLn2NF)), shift = _mm512_set1_pd(bits_double(kShift));
-  const __m512d c0 = _mm512_set1_pd(bits_double(kC0F)), c1 = _mm512_set1_pd(bits_double(kC1F));
-  const __m512d c2 = _mm512_set1_pd(bits_double(kC2F)), one = _mm512_set1_pd(1.0);
-  const __m256 end = _mm256_set1_ps(kMainEndF);
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m512i zero = _mm512_setzero_si512();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m512d xd = (__m512d)__builtin_convertvector((F32x8)v, F64x8);  // exact
-    const __m512d kd_shifted = _mm512_fmadd_pd(inv_ln2n, xd, shift);
-    const I64x8 ki = (I64x8)_mm512_castpd_si512(kd_shifted);
-    const __m512d kd = _mm512_sub_pd(kd_shifted, shift);
-    const __m512d r = _mm512_fmsub_pd(inv_ln2n, xd, kd);
-    const __m512i idx = (__m512i)(ki & 31);
-    const __m512d scale =
-        _mm512_castsi512_pd((__m512i)((I64x8)_mm512_mask_i64gather_epi64(zero, 0xFF, idx, kTabF, 8) + (ki << 47)));
-    const __m512d z = _mm512_fmadd_pd(r, c0, c1);
-    const __m512d r2 = _mm512_mul_pd(r, r);
-    __m512d y = _mm512_fmadd_pd(r, c2, one);
-    y = _mm512_fmadd_pd(z, r2, y);
-    y = _mm512_mul_pd(y, scale);
-    _mm256_storeu_ps(x + i, (__m256)__builtin_convertvector((F64x8)y, F32x8));  // rounded to nearest
-    const int main = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(v, abs_mask), end, _CMP_LT_OQ));
-    if (main != 0xFF)
-      for (int l = 0; l < 8; ++l)
+  for (; i + W <= n; i += W) {
+    F v;
+    std::memcpy(&v, x + i, sizeof v);
+    D xd;
+    widen(v, xd);
+    const D kd_shifted = fma_lanes(inv_ln2n, xd, shift);
+    const I ki = (I)kd_shifted;
+    const D kd = kd_shifted - shift;
+    const D r = fma_lanes(inv_ln2n, xd, -kd);
+    const I idx = ki & 31;
+    I table_bits;
+    gather(kTabF, idx, table_bits);
+    const D scale = (D)(table_bits + (ki << 47));
+    const D z = fma_lanes(r, c0, c1);
+    const D r2 = r * r;
+    D y = fma_lanes(r, c2, one);
+    y = fma_lanes(z, r2, y);
+    y = y * scale;
+    const F out = __builtin_convertvector(y, F);  // rounded to nearest
+    std::memcpy(x + i, &out, sizeof out);
+    const unsigned main = lane_bits((I32)((F)((I32)v & 0x7fffffff) < end));
+    if (main != (1u << W) - 1)
+      for (int l = 0; l < W; ++l)
         if (!((main >> l) & 1)) x[i + l] = std::exp(v[l]);
   }
   expf_scalar(x + i, n - i);
 }
+#pragma GCC diagnostic pop
 
-__attribute__((target("avx2,fma"))) void expf_avx2_fma(float* x, int64_t n) {
-  const __m256d inv_ln2n = _mm256_set1_pd(bits_double(kInvLn2NF)), shift = _mm256_set1_pd(bits_double(kShift));
-  const __m256d c0 = _mm256_set1_pd(bits_double(kC0F)), c1 = _mm256_set1_pd(bits_double(kC1F));
-  const __m256d c2 = _mm256_set1_pd(bits_double(kC2F)), one = _mm256_set1_pd(1.0);
-  const __m128 end = _mm_set1_ps(kMainEndF);
-  const __m128 abs_mask = _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff));
-  const __m256i idx_mask = _mm256_set1_epi64x(31);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m128 v = _mm_loadu_ps(x + i);
-    const __m256d xd = _mm256_cvtps_pd(v);
-    const __m256d kd_shifted = _mm256_fmadd_pd(inv_ln2n, xd, shift);
-    const __m256i ki = _mm256_castpd_si256(kd_shifted);
-    const __m256d kd = _mm256_sub_pd(kd_shifted, shift);
-    const __m256d r = _mm256_fmsub_pd(inv_ln2n, xd, kd);
-    const __m256i idx = _mm256_and_si256(ki, idx_mask);
-    const __m256d scale = _mm256_castsi256_pd(_mm256_add_epi64(
-        _mm256_i64gather_epi64(reinterpret_cast<const long long*>(kTabF), idx, 8), _mm256_slli_epi64(ki, 47)));
-    const __m256d z = _mm256_fmadd_pd(r, c0, c1);
-    const __m256d r2 = _mm256_mul_pd(r, r);
-    __m256d y = _mm256_fmadd_pd(r, c2, one);
-    y = _mm256_fmadd_pd(z, r2, y);
-    y = _mm256_mul_pd(y, scale);
-    _mm_storeu_ps(x + i, _mm256_cvtpd_ps(y));
-    const int main = _mm_movemask_ps(_mm_cmp_ps(_mm_and_ps(v, abs_mask), end, _CMP_LT_OQ));
-    if (main != 0xF)
-      for (int l = 0; l < 4; ++l)
-        if (!((main >> l) & 1)) x[i + l] = std::exp(v[l]);
-  }
-  expf_scalar(x + i, n - i);
-}
+__attribute__((target("avx512f"), flatten)) void exp_avx512(double* x, int64_t n) { exp_lanes<8>(x, n); }
+__attribute__((target("avx2,fma"), flatten)) void exp_avx2_fma(double* x, int64_t n) { exp_lanes<4>(x, n); }
+__attribute__((target("avx512f"), flatten)) void expf_avx512(float* x, int64_t n) { expf_lanes<8>(x, n); }
+__attribute__((target("avx2,fma"), flatten)) void expf_avx2_fma(float* x, int64_t n) { expf_lanes<4>(x, n); }
 #endif
 
 void run_on(ExpIsa isa, double* x, int64_t n) {

@@ -9,12 +9,8 @@
 
 #include "core/gemm.hpp"
 #include "core/libm_exp.hpp"
+#include "core/max_scaled.hpp"
 #include "core/parallel.hpp"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define MLACTL_REF_AVX512 1
-#endif
 
 namespace mlactl {
 
@@ -38,46 +34,6 @@ struct Workspace {
 // (raw q·k), written as normalised probabilities into `probs_row` (zero elsewhere).
 // Max, sum and log in double; each exponential computed once (`e` holds them).
 // Returns the natural-log LSE.
-// max over j of scale * (double)s[j], as the sequential std::max loop gives it.
-double max_scaled_scalar(const float* s, int64_t n, double scale) {
-  double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, scale * (double)s[j]);
-  return m;
-}
-
-#ifdef MLACTL_REF_AVX512
-typedef float F32x8 __attribute__((vector_size(32)));
-typedef double F64x8 __attribute__((vector_size(64)));
-
-__attribute__((target("avx512f"))) double max_scaled_avx512(const float* s, int64_t n, double scale) {
-  F64x8 mv = F64x8{} - std::numeric_limits<double>::infinity();
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    F32x8 x;
-    std::memcpy(&x, s + j, sizeof x);
-    const F64x8 v = __builtin_convertvector(x, F64x8) * scale;
-    mv = v > mv ? v : mv;  // a NaN v keeps mv, as std::max(m, NaN) keeps m
-  }
-  double m = -std::numeric_limits<double>::infinity();
-  for (int l = 0; l < 8; ++l) m = std::max(m, mv[l]);
-  for (; j < n; ++j) m = std::max(m, scale * (double)s[j]);
-  return m;
-}
-#endif
-
-double max_scaled(const float* s, int64_t n, double scale) {
-#ifdef MLACTL_REF_AVX512
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) {
-    // max is exact and order-free but for the sign of a zero: a zero maximum is
-    // taken from the sequential loop (scores hold no NaN: every slot read is used)
-    const double m = max_scaled_avx512(s, n, scale);
-    if (m != 0) return m;
-  }
-#endif
-  return max_scaled_scalar(s, n, scale);
-}
-
 double softmax_row(const float* scores_row, float* probs_row, double* e, int64_t num_cols, int64_t c0, int64_t c1,
                    double scale) {
   const double m = max_scaled(scores_row + c0, c1 - c0, scale);

@@ -13,12 +13,8 @@
 #include "core/dtype.hpp"
 #include "core/gemm.hpp"
 #include "core/libm_exp.hpp"
+#include "core/max_scaled.hpp"
 #include "core/parallel.hpp"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define MLACTL_CPU_EXEC_AVX512 1
-#endif
 
 namespace mlactl {
 
@@ -45,46 +41,6 @@ std::string work_name(int64_t workgroup, int64_t w, const WorkInfo& wi) {
 
 uint16_t encode_out(float x, DType out_dtype) {
   return out_dtype == DType::fp16 ? float_to_fp16_bits(x) : float_to_bf16_bits(x);
-}
-
-// max over j of scale * s[j] as the sequential std::max loop gives it (a NaN
-// score is skipped, as std::max(m, NaN) keeps m).
-float max_scaled_scalar(const float* s, int64_t n, float scale) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < n; ++j) m = std::max(m, scale * s[j]);
-  return m;
-}
-
-#ifdef MLACTL_CPU_EXEC_AVX512
-typedef float F32x16 __attribute__((vector_size(64)));
-
-__attribute__((target("avx512f"))) float max_scaled_avx512(const float* s, int64_t n, float scale) {
-  F32x16 mv = F32x16{} - std::numeric_limits<float>::infinity();
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) {
-    F32x16 x;
-    std::memcpy(&x, s + j, sizeof x);
-    const F32x16 v = x * scale;
-    mv = v > mv ? v : mv;  // a NaN v keeps mv, as std::max(m, NaN) keeps m
-  }
-  float m = -std::numeric_limits<float>::infinity();
-  for (int l = 0; l < 16; ++l) m = std::max(m, mv[l]);
-  for (; j < n; ++j) m = std::max(m, scale * s[j]);
-  return m;
-}
-#endif
-
-float max_scaled(const float* s, int64_t n, float scale) {
-#ifdef MLACTL_CPU_EXEC_AVX512
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) {
-    // max is exact and order-free but for the sign of a zero: a zero maximum is
-    // taken from the sequential loop
-    const float m = max_scaled_avx512(s, n, scale);
-    if (m != 0) return m;
-  }
-#endif
-  return max_scaled_scalar(s, n, scale);
 }
 
 struct Stage1Scratch {

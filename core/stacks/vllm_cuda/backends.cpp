@@ -35,16 +35,6 @@ std::optional<AttentionBackend> backend_of(Route r) {
   }
 }
 
-std::string vllm_kv_cache_dtype(const Batch& b) {
-  if (b.kv_cache.dtype_auto) return "auto";
-  switch (b.kv_cache.dtype) {
-    case DType::bf16: return "bfloat16";
-    case DType::fp16: return "float16";
-    case DType::fp8: return "fp8";
-  }
-  return "auto";
-}
-
 namespace {
 
 // supported_kv_cache_dtypes of each backend class (docs/stacks/vllm-cuda.md §C1.2):

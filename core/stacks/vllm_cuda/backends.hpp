@@ -18,10 +18,6 @@ const std::vector<AttentionBackend>& sm90_priorities();
 std::optional<Route> route_of(AttentionBackend a);
 std::optional<AttentionBackend> backend_of(Route r);
 
-// vLLM's cache-dtype spelling of the batch's kv_cache.dtype ("auto", "bfloat16",
-// "float16", "fp8").
-std::string vllm_kv_cache_dtype(const Batch& b);
-
 // AttentionBackend.validate_configuration(...) on sm90 (capability 9.0), with
 // block_size None (the selector drops it): the reasons in vLLM's order; empty = valid.
 std::vector<std::string> validate_configuration(AttentionBackend a, const Batch& b);

@@ -2,16 +2,6 @@
 
 namespace mlactl {
 
-std::string vllm_kv_cache_dtype(const Batch& b) {
-  if (b.kv_cache.dtype_auto) return "auto";
-  switch (b.kv_cache.dtype) {
-    case DType::bf16: return "bfloat16";
-    case DType::fp16: return "float16";
-    case DType::fp8: return "fp8";
-  }
-  return "auto";
-}
-
 RouteInput route_input_from_batch(const Batch& b, const DecodeMetadata& md) {
   RouteInput in;
   in.arch = b.platform.arch;

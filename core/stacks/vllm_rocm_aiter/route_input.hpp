@@ -6,8 +6,6 @@
 
 namespace mlactl {
 
-// vLLM's cache_dtype string for the batch (is_quantized("auto") is false).
-std::string vllm_kv_cache_dtype(const Batch& b);
 RouteInput route_input_from_batch(const Batch& b, const DecodeMetadata& md);
 
 }  // namespace mlactl
