@@ -1,0 +1,35 @@
+// How the split-KV partials become the output: plain C++, no GPU include, so the
+// executor, the CLI and host tests can name the modes in any build.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mla {
+
+// separate  stage 1 writes fp32 partials, then ONE reduce launch combines them
+//           (kernels/reduce.hip); every stage-1 kernel, every vendor.
+// fused     the last stage-1 workgroup to finish a reduce tile's splits combines
+//           that tile itself (a counter per tile, no inter-workgroup waiting) and
+//           no reduce is launched; the transposed wgmma kernel only
+//           (kernels/stage1_wgmma.cuh), on plans plan_fused_combine accepts
+//           (kernels/fused_combine.hpp). Elsewhere it falls back to separate and
+//           the executor says why.
+enum class CombineMode : int32_t { separate = 0, fused = 1 };
+
+inline const char* to_string(CombineMode m) {
+  switch (m) {
+    case CombineMode::separate: return "separate";
+    case CombineMode::fused: return "fused";
+  }
+  return "unknown";
+}
+
+// The mode a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {
+  for (CombineMode m : {CombineMode::separate, CombineMode::fused})
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
+}  // namespace mla
