@@ -39,6 +39,7 @@
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/kernel_common.cuh"
+#include "kernels/reduce_combine.cuh"
 
 namespace mla {
 namespace wg {
@@ -847,6 +848,75 @@ __device__ inline void mma_m64n16(float (&d)[8], uint64_t da, uint64_t db, int a
 #undef MLA_WG_N16
 }
 
+// ---- Fused combine (CombineMode::fused; kernels/fused_combine.hpp says which plans) ----
+//
+// Tile t of the plan (fc.reduce) in the reduce's arithmetic (kernels/reduce_combine.cuh)
+// and split order: the few kernel's when fc.few_order (the reduce launch would pick
+// it, reduce_uses_few_kernel), else the general kernel's (a wave's LSE, per column
+// split-group chains k = s + g (mod groups) summed in group order). By the
+// kPairWarps warps of one warpgroup, a pair per warp at a time.
+constexpr int kPairWarps = 4;
+__device__ inline void fused_combine_tile(const FusedCombine& fc, int32_t t, int ct) {
+  const ReduceParams& p = fc.reduce;
+  const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
+  const int32_t q0 = p.reduce_final_map[2 * t], rows = p.reduce_final_map[2 * t + 1] - q0;
+  const int heads = p.heads, pairs = rows * heads, lane = ct % 32, pw = ct / 32;
+  if (fc.few_order) {
+    for (int pair = pw; pair < pairs; pair += kPairWarps)
+      combine_pair_few_wave<kReduceFewSplits, true>(p, s, e - s, q0, pair / heads, pair % heads, lane);
+    return;
+  }
+  const int groups = reduce_split_groups(e - s);
+  for (int pair = pw; pair < pairs; pair += kPairWarps) {
+    const int r = pair / heads, h = pair % heads;
+    const float lse = combine_lse_wave<true>(p, s, e, r, h, lane);
+    const int64_t out_row = (int64_t(q0) + r) * heads + h;
+    if (lane == 0 && p.lse) p.lse[out_row] = lse;
+    for (int c = lane; c < p.v_dim; c += 32) {
+      float acc = combine_chain<true>(p, s, e, groups, r, h, lse, c);
+      for (int g = 1; g < groups; ++g) acc += combine_chain<true>(p, s + g, e, groups, r, h, lse, c);
+      p.out[out_row * p.v_dim + c] = encode_out(p.out_type, acc);
+    }
+  }
+}
+
+// Work w's partial rows are stored (by warpgroup 0's 128 threads, thread ct, the
+// only writers of a work's outputs): count the split in at its tile's counter;
+// the arrival that completes the tile combines it and zeroes the counter for the
+// next launch. Nobody waits for another workgroup: earlier arrivals just go on.
+// Memory order as CUTLASS's split-K semaphore (include/cutlass/barrier.h: arrive =
+// barrier, then one thread's fence.acq_rel.gpu + relaxed atomic; the reader's
+// acquire, then barrier): every writer fences at gpu scope, the warpgroup barrier
+// orders those before thread 0's fence and atomicAdd; the completing thread 0
+// fences again (acquire: the other splits' stores, released the same way, are
+// visible), the barrier hands that to the 128 threads, which fence once more and
+// read the partials past L1 (ld.global.cg). `flag`: a shared word that only
+// warpgroup 0 touches between the end of its work and the next chunk barrier.
+__device__ inline void fused_combine_arrive(const Stage1Params& p, int32_t w, int ct, volatile float* flag) {
+  const FusedCombine& fc = p.combine;
+  const int32_t t = fc.work_tile[w];  // the same for every thread: a uniform branch
+  if (t < 0) return;
+  __threadfence();
+  bar_sync(kBarRed, 128);  // warpgroup 0's barrier (the tile loop's max exchange)
+  if (ct == 0) {
+    const int32_t splits = fc.reduce.reduce_indptr[t + 1] - fc.reduce.reduce_indptr[t];
+    __threadfence();
+    const int32_t before = atomicAdd(fc.counters + t, 1);
+    // More arrivals than splits: a counter an earlier, failed launch left behind.
+    if (before >= splits) record_error(p.error, kErrReduceMap, t, before);
+    const bool last = before == splits - 1;
+    if (last) {
+      atomicExch(fc.counters + t, 0);  // every split has arrived: nobody else touches it this launch
+      __threadfence();
+    }
+    *flag = last ? 1.0f : 0.0f;
+  }
+  bar_sync(kBarRed, 128);
+  if (*flag == 0.0f) return;
+  __threadfence();
+  fused_combine_tile(fc, t, ct);
+}
+
 template <bool F16, int HD, bool KV8>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -1094,6 +1164,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             p.partial_lse[row_base + r] = lse[x];
           }
         }
+      // Only warpgroup 0 is here (warpgroup 1 went on after the merge); after a
+      // work's last chunk (its only one: this kernel serves <= 16 pairs) all its
+      // outputs are stored.
+      if (p.combine.work_tile && chunk + kTPairs >= pairs) fused_combine_arrive(p, w, ct, red);
     }
   }
 #else
