@@ -866,16 +866,35 @@ __device__ inline void fused_combine_tile(const FusedCombine& fc, int32_t t, int
       combine_pair_few_wave<kReduceFewSplits, true>(p, s, e - s, q0, pair / heads, pair % heads, lane);
     return;
   }
+  // The general kernel's per-column chain of each split-group g, summed in group
+  // order as its scratch sum does: out = chain_0 + chain_1 + ... (v_dim is kVDim
+  // here: 4 float4 quads per lane).
+  constexpr int kQuads = kVDim / 4 / 32;
   const int groups = reduce_split_groups(e - s);
   for (int pair = pw; pair < pairs; pair += kPairWarps) {
     const int r = pair / heads, h = pair % heads;
     const float lse = combine_lse_wave<true>(p, s, e, r, h, lane);
     const int64_t out_row = (int64_t(q0) + r) * heads + h;
     if (lane == 0 && p.lse) p.lse[out_row] = lse;
-    for (int c = lane; c < p.v_dim; c += 32) {
-      float acc = combine_chain<true>(p, s, e, groups, r, h, lse, c);
-      for (int g = 1; g < groups; ++g) acc += combine_chain<true>(p, s + g, e, groups, r, h, lse, c);
-      p.out[out_row * p.v_dim + c] = encode_out(p.out_type, acc);
+    float4 acc[kQuads];
+    combine_chain_quads<kQuads, true>(p, s, e, groups, r, h, lse, lane, acc);
+    for (int g = 1; g < groups; ++g) {
+      float4 part[kQuads];
+      combine_chain_quads<kQuads, true>(p, s + g, e, groups, r, h, lse, lane, part);
+#pragma unroll
+      for (int j = 0; j < kQuads; ++j) {
+        acc[j].x += part[j].x;
+        acc[j].y += part[j].y;
+        acc[j].z += part[j].z;
+        acc[j].w += part[j].w;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) {
+      const int c4 = 4 * lane + 128 * j;
+      *reinterpret_cast<uint2*>(p.out + out_row * kVDim + c4) =
+          make_uint2(uint32_t(encode_out(p.out_type, acc[j].x)) | (uint32_t(encode_out(p.out_type, acc[j].y)) << 16),
+                     uint32_t(encode_out(p.out_type, acc[j].z)) | (uint32_t(encode_out(p.out_type, acc[j].w)) << 16));
     }
   }
 }
