@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "kernels/mla_decode.hpp"
+
 namespace mlactl {
 
 namespace {
@@ -98,6 +100,13 @@ std::optional<FusedCombinePlan> plan_fused_combine(const WorkList& w, int64_t nu
     ++plan.combined_tiles;
   }
   if (overlapping(final_rows)) return refuse(why, "a combined tile's output rows are also written by another work or tile");
+  for (int c = 0; c < w.num_workgroups; ++c) {
+    int splits = 0;
+    for (int32_t i = w.work_indptr[size_t(c)]; i < w.work_indptr[size_t(c) + 1]; ++i) splits += plan.work_tile[size_t(i)] >= 0;
+    if (splits > mla::kFusedMaxSplitWorks)
+      return refuse(why, "workgroup " + std::to_string(c) + " runs " + std::to_string(splits) + " split works (at most " +
+                             std::to_string(mla::kFusedMaxSplitWorks) + " in fused mode)");
+  }
   return plan;
 }
 

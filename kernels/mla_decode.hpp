@@ -73,6 +73,9 @@ struct FusedCombine {
   int32_t* counters = nullptr;         // [reduce.num_tiles]: arrivals so far; zero between launches
   bool few_order = false;              // reduce_uses_few_kernel(reduce)
 };
+// Split works (work_tile >= 0) one workgroup may run in fused mode: the kernel
+// keeps which of them completed a tile in one 32-bit mask (plan_fused_combine).
+constexpr int kFusedMaxSplitWorks = 32;
 
 struct Stage1Params {
   const int32_t* work_indptr = nullptr;  // [num_workgroups + 1]

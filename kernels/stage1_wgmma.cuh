@@ -860,7 +860,8 @@ __device__ inline void fused_combine_tile(const FusedCombine& fc, int32_t t, int
   const ReduceParams& p = fc.reduce;
   const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
   const int32_t q0 = p.reduce_final_map[2 * t], rows = p.reduce_final_map[2 * t + 1] - q0;
-  const int heads = p.heads, pairs = rows * heads, lane = ct % 32, pw = ct / 32;
+  // pw through a lane-0 shuffle: warp-uniform to ptxas (as g in the kernel: C7520).
+  const int heads = p.heads, pairs = rows * heads, lane = ct % 32, pw = __shfl_sync(0xffffffffu, ct / 32, 0);
   if (fc.few_order) {
     for (int pair = pw; pair < pairs; pair += kPairWarps)
       combine_pair_few_wave<kReduceFewSplits, true>(p, s, e - s, q0, pair / heads, pair % heads, lane);
@@ -900,9 +901,12 @@ __device__ inline void fused_combine_tile(const FusedCombine& fc, int32_t t, int
 }
 
 // Work w's partial rows are stored (by warpgroup 0's 128 threads, thread ct, the
-// only writers of a work's outputs): count the split in at its tile's counter;
-// the arrival that completes the tile combines it and zeroes the counter for the
-// next launch. Nobody waits for another workgroup: earlier arrivals just go on.
+// only writers of a work's outputs), and w is a split of tile t: count it in at
+// the tile's counter. True (in every thread) for the arrival that completes the
+// tile, which zeroes the counter for the next launch and combines the tile after
+// its last work (fused_combine_won_tiles: combine code inside the tile loop cost
+// the consumers registers and serialised their wgmmas, ptxas C7520). Nobody waits
+// for another workgroup: earlier arrivals just go on.
 // Memory order as CUTLASS's split-K semaphore (include/cutlass/barrier.h: arrive =
 // barrier, then one thread's fence.acq_rel.gpu + relaxed atomic; the reader's
 // acquire, then barrier): every writer fences at gpu scope, the warpgroup barrier
@@ -911,10 +915,8 @@ __device__ inline void fused_combine_tile(const FusedCombine& fc, int32_t t, int
 // visible), the barrier hands that to the 128 threads, which fence once more and
 // read the partials past L1 (ld.global.cg). `flag`: a shared word that only
 // warpgroup 0 touches between the end of its work and the next chunk barrier.
-__device__ inline void fused_combine_arrive(const Stage1Params& p, int32_t w, int ct, volatile float* flag) {
+__device__ inline bool fused_combine_arrive(const Stage1Params& p, int32_t t, int ct, volatile float* flag) {
   const FusedCombine& fc = p.combine;
-  const int32_t t = fc.work_tile[w];  // the same for every thread: a uniform branch
-  if (t < 0) return;
   __threadfence();
   bar_sync(kBarRed, 128);  // warpgroup 0's barrier (the tile loop's max exchange)
   if (ct == 0) {
@@ -931,9 +933,22 @@ __device__ inline void fused_combine_arrive(const Stage1Params& p, int32_t w, in
     *flag = last ? 1.0f : 0.0f;
   }
   bar_sync(kBarRed, 128);
-  if (*flag == 0.0f) return;
-  __threadfence();
-  fused_combine_tile(fc, t, ct);
+  return __shfl_sync(0xffffffffu, *flag != 0.0f ? 1 : 0, 0) != 0;  // uniform to ptxas
+}
+
+// After warpgroup 0's last work: combine the tiles whose last split this block
+// wrote. won: bit i for the block's i-th split work (in work order; the host keeps
+// them to kFusedMaxSplitWorks per workgroup, plan_fused_combine).
+__device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint32_t won,
+                                               int ct) {
+  __threadfence();  // acquire (with thread 0's fence after each completing atomic)
+  int i = 0;
+  for (int32_t w = w_begin; w < w_end && i < kFusedMaxSplitWorks && won >> i; ++w) {
+    const int32_t t = __shfl_sync(0xffffffffu, p.combine.work_tile[w], 0);
+    if (t < 0) continue;
+    if ((won >> i) & 1u) fused_combine_tile(p.combine, t, ct);
+    ++i;
+  }
 }
 
 template <bool F16, int HD, bool KV8>
@@ -987,6 +1002,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   // This thread's 4 pair columns of every n16 accumulator: x = 2j + e (j: n8 block, e: low bit).
   auto pair_of = [&](int x) { return 8 * (x >> 1) + 2 * tq + (x & 1); };
   uint32_t k = 0;  // tiles of the block so far (both warpgroups count every tile)
+  uint32_t fused_won = 0;  // fused combine: bit i, this block completed its i-th split work's tile
+  int fused_splits = 0;    // split works of this block so far (warpgroup 0)
 
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
@@ -1186,9 +1203,19 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       // Only warpgroup 0 is here (warpgroup 1 went on after the merge); after a
       // work's last chunk (its only one: this kernel serves <= 16 pairs) all its
       // outputs are stored.
-      if (p.combine.work_tile && chunk + kTPairs >= pairs) fused_combine_arrive(p, w, ct, red);
+      if (p.combine.work_tile && chunk + kTPairs >= pairs) {
+        const int32_t t = __shfl_sync(0xffffffffu, p.combine.work_tile[w], 0);
+        if (t >= 0) {
+          if (fused_combine_arrive(p, t, ct, red)) {
+            if (fused_splits < kFusedMaxSplitWorks) fused_won |= 1u << fused_splits;
+            else if (ct == 0) record_error(p.error, kErrReduceMap, t, fused_splits);  // the host's bound broken
+          }
+          ++fused_splits;
+        }
+      }
     }
   }
+  if (g == 0 && fused_won) fused_combine_won_tiles(p, w_begin, w_end, fused_won, ct);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
 #endif
