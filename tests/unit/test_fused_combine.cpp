@@ -162,3 +162,16 @@ TEST_CASE("fused combine: mode names", "[fused_combine]") {
     CHECK(mla::combine_mode_from_name(mla::to_string(m)) == m);
   CHECK_FALSE(mla::combine_mode_from_name("both"));
 }
+
+TEST_CASE("fused combine: at most kFusedMaxSplitWorks split works per workgroup", "[fused_combine]") {
+  auto in_one_workgroup = [](int splits) {
+    WorkList w = one_tile(splits);
+    w.num_workgroups = 1;
+    w.work_indptr = {0, splits};
+    return w;
+  };
+  std::string why;
+  CHECK(plan(in_one_workgroup(mla::kFusedMaxSplitWorks), &why));
+  CHECK_FALSE(plan(in_one_workgroup(mla::kFusedMaxSplitWorks + 1), &why));
+  CHECK(why.find("split works") != std::string::npos);
+}
