@@ -509,11 +509,13 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   const std::map<std::string, mla::CombineMode> combine_names{
       {mla::to_string(mla::CombineMode::separate), mla::CombineMode::separate},
-      {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused}};
+      {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused},
+      {mla::to_string(mla::CombineMode::separate_early), mla::CombineMode::separate_early}};
   sub->add_option("--combine", opt->combine,
                   "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1) or fused "
                   "(the last stage-1 workgroup to finish a tile combines it, no reduce launch; the transposed wgmma kernel "
-                  "only, elsewhere separate and the output says why)")
+                  "only, elsewhere separate and the output says why) or separate_early (separate, the reduce launch "
+                  "released as stage 1 starts; same kernel only)")
       ->transform(CLI::CheckedTransformer(combine_names));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");

@@ -9,25 +9,32 @@ namespace mla {
 
 // separate  stage 1 writes fp32 partials, then ONE reduce launch combines them
 //           (kernels/reduce.hip); every stage-1 kernel, every vendor.
+// separate_early  the same launches, but the transposed wgmma stage 1 releases the
+//           reduce grid as it starts (griddepcontrol.launch_dependents, which
+//           PTX lets a grid issue once all its CTAs are resident), so the reduce
+//           blocks are scheduled onto SMs as stage-1 blocks retire instead of
+//           after the last one; they still wait in griddepcontrol.wait for all of
+//           stage 1's writes. Same results bit for bit; elsewhere it falls back.
 // fused     the last stage-1 workgroup to finish a reduce tile's splits combines
 //           that tile itself (a counter per tile, no inter-workgroup waiting) and
 //           no reduce is launched; the transposed wgmma kernel only
 //           (kernels/stage1_wgmma.cuh), on plans plan_fused_combine accepts
 //           (kernels/fused_combine.hpp). Elsewhere it falls back to separate and
 //           the executor says why.
-enum class CombineMode : int32_t { separate = 0, fused = 1 };
+enum class CombineMode : int32_t { separate = 0, fused = 1, separate_early = 2 };
 
 inline const char* to_string(CombineMode m) {
   switch (m) {
     case CombineMode::separate: return "separate";
     case CombineMode::fused: return "fused";
+    case CombineMode::separate_early: return "separate_early";
   }
   return "unknown";
 }
 
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {
-  for (CombineMode m : {CombineMode::separate, CombineMode::fused})
+  for (CombineMode m : {CombineMode::separate, CombineMode::fused, CombineMode::separate_early})
     if (name == to_string(m)) return m;
   return std::nullopt;
 }

@@ -323,6 +323,15 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   rd.error = s1.error;
   *combine = Combine{};
   if (want == mla::CombineMode::fused) return prepare_fused_combine(a, d, s1, rd, combine, errp);
+  if (want == mla::CombineMode::separate_early) {
+    // The same kernel family as the fused combine issues the early release.
+    if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
+      combine->note = "separate_early not applied: " + why;
+    } else {
+      s1.release_dependents = true;
+      combine->mode = mla::CombineMode::separate_early;
+    }
+  }
   return true;
 }
 

@@ -119,6 +119,9 @@ struct Stage1Params {
   // blocks of one workgroup write disjoint (row, head) pairs of the same works.
   int32_t pair_tiles = 1;
   FusedCombine combine;                  // fused combine (transposed wgmma kernel); off by default
+  // CombineMode::separate_early (transposed wgmma kernel): every block issues
+  // griddepcontrol.launch_dependents at its start, releasing the reduce launch.
+  bool release_dependents = false;
 };
 
 

@@ -56,9 +56,9 @@ inline bool wgmma_runs_transposed(const Stage1Params& p) {
   return p.kv_type == ElemType::fp8 || stage1_pairs(p) <= kSmallWorkPairs;
 }
 
-// Why the fused combine (CombineMode::fused) cannot run with p on device, or ""
-// when it can: only the transposed wgmma kernel combines in stage 1, so it needs
-// select_stage1 to pick wgmma and the works to take the transposed kernel.
+// Why the fused combine (CombineMode::fused, and separate_early's early release)
+// cannot run with p on device, or "" when it can: only the transposed wgmma kernel
+// does them, so select_stage1 must pick wgmma and the works the transposed kernel.
 std::string fused_combine_rejects(const Stage1Params& p, const Stage1Device& device);
 
 }  // namespace mla

@@ -956,6 +956,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const PlanT plan{HD, KV8};
+  // CombineMode::separate_early: the reduce (a programmatic dependent launch that
+  // waits in griddepcontrol.wait for this whole grid) may be scheduled from now on.
+  if (p.release_dependents) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();

@@ -893,6 +893,7 @@ void fused_combine_cases() {
               sm90 ? "" : ": not an sm_90a build on Hopper, every fused run must fall back");
   GpuExecutor separate(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
   GpuExecutor fused(mla::Stage1Kernel::automatic, mla::CombineMode::fused);
+  GpuExecutor early(mla::Stage1Kernel::automatic, mla::CombineMode::separate_early);
   Rng r(20261202);
   for (const FusedCase& c : fused_table()) {
     Problem p;
@@ -920,6 +921,19 @@ void fused_combine_cases() {
     expect(same_bits(a.out, b.out) && same_bits(a.lse, b.lse), p.name + ": fused out/lse differ from the separate reduce's bits");
     expect(same_bits(a.partial, b.partial) && same_bits(a.partial_lse, b.partial_lse),
            p.name + ": fused partials differ from the separate run's");
+
+    // separate_early: the same kernels, the reduce released as stage 1 starts.
+    const DeviceRun e = run_executor(early, p);
+    expect(e.result.ok, p.name + ": separate_early run failed: " + e.result.error);
+    expect(e.result.combine == (want_fused ? mla::CombineMode::separate_early : mla::CombineMode::separate),
+           p.name + ": separate_early executor ran combine " +
+               (e.result.combine ? mla::to_string(*e.result.combine) : "none") + " (" + e.result.combine_note + ")");
+    expect(same_bits(a.out, e.out) && same_bits(a.lse, e.lse) && same_bits(a.partial, e.partial),
+           p.name + ": separate_early outputs differ from separate's bits");
+    DeviceRun eb;
+    const BenchResult ebr = early.bench(poisoned_args(p, eb), 1, 3, 2);
+    expect(ebr.ok && same_bits(a.out, eb.out) && same_bits(a.lse, eb.lse),
+           p.name + ": separate_early bench failed or its outputs differ: " + ebr.error);
 
     DeviceRun bb;
     const ExecArgs args = poisoned_args(p, bb);

@@ -158,7 +158,7 @@ TEST_CASE("fused combine: only the transposed wgmma kernel", "[fused_combine]") 
 }
 
 TEST_CASE("fused combine: mode names", "[fused_combine]") {
-  for (mla::CombineMode m : {mla::CombineMode::separate, mla::CombineMode::fused})
+  for (mla::CombineMode m : {mla::CombineMode::separate, mla::CombineMode::fused, mla::CombineMode::separate_early})
     CHECK(mla::combine_mode_from_name(mla::to_string(m)) == m);
   CHECK_FALSE(mla::combine_mode_from_name("both"));
 }
