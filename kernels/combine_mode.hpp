@@ -9,12 +9,13 @@ namespace mla {
 
 // separate  stage 1 writes fp32 partials, then ONE reduce launch combines them
 //           (kernels/reduce.hip); every stage-1 kernel, every vendor.
-// separate_early  the same launches, but the transposed wgmma stage 1 releases the
-//           reduce grid as it starts (griddepcontrol.launch_dependents, which
-//           PTX lets a grid issue once all its CTAs are resident), so the reduce
-//           blocks are scheduled onto SMs as stage-1 blocks retire instead of
-//           after the last one; they still wait in griddepcontrol.wait for all of
-//           stage 1's writes. Same results bit for bit; elsewhere it falls back.
+// separate_early  the same launches, but every block of the transposed wgmma
+//           stage 1 issues griddepcontrol.launch_dependents as it starts (PTX ISA:
+//           the dependent grid may then be scheduled once every CTA has issued it
+//           or exited), so the reduce blocks are placed on SMs as stage-1 blocks
+//           retire instead of after the last one; they still wait in
+//           griddepcontrol.wait for all of stage 1's writes. Same bits as
+//           separate; with other kernels it falls back to separate.
 // fused     the last stage-1 workgroup to finish a reduce tile's splits combines
 //           that tile itself (a counter per tile, no inter-workgroup waiting) and
 //           no reduce is launched; the transposed wgmma kernel only
