@@ -852,6 +852,11 @@ std::vector<FusedCase> fused_table() {
   return {
       {"fused: S1-like, 1 request x 12 heads, 132 splits of 64 tokens (the general reduce's order)", 31,
        [](Problem& p, Rng& r) { split_requests(p, r, make_view(12), {132}, 64, 0, 132); }},
+      {"fused: S1's AITER plan shape, 16 (padded) heads, 128 splits on 132 workgroups (4 idle)", 37,
+       [](Problem& p, Rng& r) {
+         split_requests(p, r, make_view(16), {128}, 64, 0, 128);
+         p.per_workgroup.resize(132);  // the plan's 4 workgroups without works
+       }},
       {"fused: 6 requests x 16 heads, 1-5 splits (few-split order), several tiles per workgroup", 32,
        [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {3, 1, 5, 2, 4, 2}, 200, 37, 5); }},
       {"fused: 3 requests, 40 + 2 + 7 splits on 9 workgroups (general order for every tile)", 33,
