@@ -512,11 +512,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
       {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused},
       {mla::to_string(mla::CombineMode::separate_early), mla::CombineMode::separate_early}};
   sub->add_option("--combine", opt->combine,
-                  "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1) or fused "
-                  "(the last stage-1 workgroup to finish a tile combines it, no reduce launch; the transposed wgmma kernel "
-                  "only, elsewhere separate and the output says why) or separate_early (separate, the reduce launch "
-                  "released as stage 1 starts; same kernel only)")
-      ->transform(CLI::CheckedTransformer(combine_names));
+                  "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1), fused "
+                  "(the last stage-1 workgroup to finish a tile combines it, no reduce launch) or separate_early (the "
+                  "reduce launch released as stage 1 starts); fused and separate_early need the transposed wgmma kernel, "
+                  "elsewhere they run separate and the output says why")
+      ->type_name("MODE")
+      ->transform(CLI::CheckedTransformer(combine_names).description("{separate,fused,separate_early}"));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));
