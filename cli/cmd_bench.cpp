@@ -16,6 +16,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <sstream>
 
 #include "cli/app.hpp"
@@ -45,6 +46,7 @@ constexpr double kH200PeakTflops = 989.0;
 struct BenchOptions {
   std::string kernel;
   std::string stage1 = "automatic";  // which stage-1 kernel implementation (mla::Stage1Kernel)
+  mla::CombineMode combine = mla::CombineMode::separate;  // --combine (kernels/combine_mode.hpp)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -208,7 +210,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
-  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1));
+  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1), opt.combine);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -385,6 +387,8 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
       o["partial_rows"] = rr.partial_rows;
       o["position_audit_ok"] = rr.audit_ok;
       o["stage1_kernel"] = stage1_text(rr.bench);
+      o["combine"] = mla::to_string(rr.bench.combine);
+      if (!rr.bench.combine_note.empty()) o["combine_note"] = rr.bench.combine_note;
       o["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
       o["kernel_us"] = stats_json(rr.stage1);
       o["kernels_us"] = stats_json(rr.total);
@@ -407,13 +411,14 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
 
 void print_bench_csv(std::ostream& out, const BenchReport& r, double peak) {
   Table c;
-  c.header = {"route", "planner", "stage1_kernel", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
+  c.header = {"route", "planner", "stage1_kernel", "combine", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
               "kernels_us_median", "kernels_us_min", "kernels_us_p10", "kernels_us_p90", "kernels_us_max", "host_plan_us",
               "gbps", "pct_copy_roofline", "tflops", "pct_peak_tflops", "copy_roofline_gbps", "status"};
   for (const auto& rr : r.results) {
     const bool ran = rr.ran();
     auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
     c.add({rr.shown(), ran ? to_string(rr.planner) : "", ran ? stage1_text(rr.bench) : "",
+           ran ? std::string(mla::to_string(rr.bench.combine)) : "",
            ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
            num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
            num(rr.plan_us, 1), num(r.gbps(rr.total.median), 1), num(r.pct_bw(rr.total.median), 2), num(r.tflops(rr.total.median), 2),
@@ -463,6 +468,16 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     kv.push_back({"timing", "median of " + std::to_string(opt.iters) + " event-timed runs after " + std::to_string(opt.warmup) +
                                 " warm-up, KV rotated over " + std::to_string(r.kv_copies) + " copies"});
   }
+  // How the partials were combined, once per run route (the modes can differ by route).
+  for (const auto& rr : r.results) {
+    if (!rr.ran()) continue;
+    std::string text = mla::to_string(rr.bench.combine);
+    if (rr.bench.combine == mla::CombineMode::fused)
+      text += ": stage 1 combines the split tiles, no reduce launch (+reduce µs times the same launch as kernel µs)";
+    else if (!rr.bench.combine_note.empty())
+      text += " (" + rr.bench.combine_note + ")";
+    kv.push_back({"combine" + (r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string()), text});
+  }
   print_kv(out, kv);
   out << "\n";
   t.print(out, Format::table);
@@ -492,6 +507,17 @@ void setup_bench(CLI::App& app, Context& ctx) {
           mla::stage1_kernel_name(mla::Stage1Kernel::automatic), mla::stage1_kernel_name(mla::Stage1Kernel::wgmma),
           mla::stage1_kernel_name(mla::Stage1Kernel::mma), mla::stage1_kernel_name(mla::Stage1Kernel::cuda_core)}))
       ->capture_default_str();
+  const std::map<std::string, mla::CombineMode> combine_names{
+      {mla::to_string(mla::CombineMode::separate), mla::CombineMode::separate},
+      {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused},
+      {mla::to_string(mla::CombineMode::separate_early), mla::CombineMode::separate_early}};
+  sub->add_option("--combine", opt->combine,
+                  "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1), fused "
+                  "(the last stage-1 workgroup to finish a tile combines it, no reduce launch) or separate_early (the "
+                  "reduce launch released as stage 1 starts); fused and separate_early need the transposed wgmma kernel, "
+                  "elsewhere they run separate and the output says why")
+      ->type_name("MODE")
+      ->transform(CLI::CheckedTransformer(combine_names).description("{separate,fused,separate_early}"));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

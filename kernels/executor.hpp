@@ -9,6 +9,7 @@
 
 #include "core/types.hpp"
 #include "core/worklist.hpp"
+#include "kernels/combine_mode.hpp"
 #include "kernels/stage1_kernel.hpp"
 
 namespace mlactl {
@@ -49,6 +50,11 @@ struct ExecResult {
   // launched; never automatic). Empty when none ran: the CPU executor, or a run
   // refused before its launch.
   std::optional<mla::Stage1Kernel> stage1_kernel;
+  // How the split partials were combined (GpuExecutor; empty as stage1_kernel):
+  // fused only where it was asked and applied; combine_note says why an asked
+  // fused combine fell back to separate ("" otherwise).
+  std::optional<mla::CombineMode> combine;
+  std::string combine_note;
 };
 
 class Executor {

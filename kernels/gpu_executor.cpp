@@ -7,12 +7,14 @@
 #include <cmath>
 #include <array>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #if defined(MLACTL_HAVE_GPU) && MLACTL_HAVE_GPU
 #include "core/dtype.hpp"
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
+#include "kernels/fused_combine.hpp"
 #include "kernels/select_stage1.hpp"
 #endif
 
@@ -121,6 +123,7 @@ std::string unsupported_reason(const ExecArgs& a) {
 struct GpuExecutor::DeviceState {
   DeviceBuffer work_indptr, work_info, kv_indices, q, kv, out, lse, partial_out, partial_lse;
   DeviceBuffer reduce_indptr, reduce_final_map, reduce_partial_map, error;
+  DeviceBuffer combine_work_tile, combine_counters;  // CombineMode::fused (FusedCombine)
   Events events;  // run(): before stage 1, between, after the reduce
 };
 
@@ -143,8 +146,8 @@ int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(
 int gpu_device_multiprocessors() { return gpu_available() ? mla::gpu_device_multiprocessors(0) : 0; }
 mla::Stage1Device gpu_stage1_device() { return gpu_available() ? mla::current_stage1_device() : mla::Stage1Device{}; }
 
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel)
-    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine)
+    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel), combine_(combine) {}
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
@@ -180,10 +183,49 @@ bool q_exact_in_fp16(DType q_dtype, const void* q, size_t bytes, float* scale) {
   return true;
 }
 
+// How the partials are combined (Combine::mode), and why an asked fused combine
+// fell back to separate (`note`).
+struct Combine {
+  mla::CombineMode mode = mla::CombineMode::separate;
+  std::string note;
+  bool fused() const { return mode == mla::CombineMode::fused; }
+};
+
+// CombineMode::fused for s1 when the stage-1 kernel that runs does it and
+// plan_fused_combine accepts the plan: the per-work tile map uploaded, the tile
+// counters allocated and zeroed (the kernel leaves them zero after a clean launch;
+// zeroed on every call so a failed earlier launch cannot leave counts behind).
+// Otherwise s1 is left as it is and `note` says why.
+bool prepare_fused_combine(const ExecArgs& a, GpuExecutor::DeviceState& d, mla::Stage1Params& s1, const mla::ReduceParams& rd,
+                           Combine* combine, std::string* err) {
+  if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
+    combine->note = "fused combine not applied: " + why;
+    return true;
+  }
+  std::string why;
+  const std::optional<FusedCombinePlan> plan = plan_fused_combine(*a.work, a.num_q_rows, a.num_kv_indices, &why);
+  if (!plan) {
+    combine->note = "fused combine not applied: " + why;
+    return true;
+  }
+  const size_t counter_bytes = std::max<size_t>(1, size_t(plan->num_tiles)) * sizeof(int32_t);
+  if (!d.combine_work_tile.upload(plan->work_tile.data(), plan->work_tile.size() * 4, "upload combine work tiles", err) ||
+      !d.combine_counters.reserve(counter_bytes, "allocate combine counters", err) ||
+      !mla::check(mla::gpu_memset(d.combine_counters.ptr, 0, counter_bytes), "zero combine counters", err))
+    return false;
+  s1.combine.reduce = rd;
+  // A plan of no works still gets a valid (never read) pointer: work_tile marks the mode.
+  s1.combine.work_tile = plan->work_tile.empty() ? d.combine_counters.as<int32_t>() : d.combine_work_tile.as<int32_t>();
+  s1.combine.counters = d.combine_counters.as<int32_t>();
+  s1.combine.few_order = mla::reduce_uses_few_kernel(rd);
+  combine->mode = mla::CombineMode::fused;
+  return true;
+}
+
 // Uploads everything a launch reads (the KV cache unless `upload_kv` is false) and
-// fills the launch parameters.
-bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla::Stage1Kernel kernel, mla::Stage1Params& s1,
-             mla::ReduceParams& rd, Sizes& sz, std::string* errp) {
+// fills the launch parameters; with `want` fused, the fused combine where it applies.
+bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla::Stage1Kernel kernel, mla::CombineMode want,
+             mla::Stage1Params& s1, mla::ReduceParams& rd, Sizes& sz, Combine* combine, std::string* errp) {
   std::string& err = *errp;
   const WorkList& w = *a.work;
   const KernelView& v = a.view;
@@ -279,6 +321,17 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   rd.lse = s1.lse;
   rd.num_q_rows = a.num_q_rows;
   rd.error = s1.error;
+  *combine = Combine{};
+  if (want == mla::CombineMode::fused) return prepare_fused_combine(a, d, s1, rd, combine, errp);
+  if (want == mla::CombineMode::separate_early) {
+    // The same kernel family as the fused combine issues the early release.
+    if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
+      combine->note = "separate_early not applied: " + why;
+    } else {
+      s1.release_dependents = true;
+      combine->mode = mla::CombineMode::separate_early;
+    }
+  }
   return true;
 }
 
@@ -317,12 +370,19 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   mla::Stage1Params s1;
   mla::ReduceParams rd;
   Sizes sz;
-  if (!prepare(a, d, /*upload_kv=*/true, kernel_, s1, rd, sz, &err)) return fail(err);
+  Combine combine;
+  if (!prepare(a, d, /*upload_kv=*/true, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
 
   mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
   bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
-  if (ran != mla::Stage1Kernel::automatic) result.stage1_kernel = ran;  // enqueued (none for no workgroups)
-  ok = ok && mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) && mla::launch_reduce(rd, &err) &&
+  if (ran != mla::Stage1Kernel::automatic) {  // enqueued (none for no workgroups)
+    result.stage1_kernel = ran;
+    result.combine = combine.mode;
+  }
+  result.combine_note = combine.note;
+  // Fused: stage 1 combined the split tiles; the reduce interval is empty.
+  ok = ok && mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) &&
+            (combine.fused() || mla::launch_reduce(rd, &err)) &&
             mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
             mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
             mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
@@ -357,8 +417,11 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   mla::Stage1Params s1;
   mla::ReduceParams rd;
   Sizes sz;
-  if (!prepare(a, d, /*upload_kv=*/false, kernel_, s1, rd, sz, &err)) return fail(err);
+  Combine combine;
+  if (!prepare(a, d, /*upload_kv=*/false, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
   r.stage1_kernel = mla::select_stage1(s1, mla::current_stage1_device()).kernel;  // what launch_stage1 enqueues
+  r.combine = combine.mode;
+  r.combine_note = combine.note;
 
   // KV copies, each 256-byte aligned: upload once, replicate on the device.
   const size_t stride = (std::max<size_t>(sz.kv, 1) + 255) / 256 * 256;
@@ -373,7 +436,9 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
 
   // Timed runs come in two kinds, r.iters each: stage 1 + reduce with no event
   // between the two kernels (an event there would keep the reduce from starting
-  // as stage-1 blocks retire: gpu_launch_dependent), then stage 1 alone.
+  // as stage-1 blocks retire: gpu_launch_dependent), then stage 1 alone. With the
+  // fused combine there is no reduce launch: both kinds time stage 1, which
+  // combines (so the reduce share is ~0 by construction, not by measurement).
   const int total = r.warmup + 2 * r.iters;
   Events ev;
   if (!ev.create(size_t(4) * r.iters, &err)) return fail(err);
@@ -385,7 +450,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
     bool ok = !timed || mla::check(mla::gpu_event_record(ev[e]), "record event", &err);
     ok = ok && mla::launch_stage1(s1, &err);
     if (timed && !whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
-    ok = ok && mla::launch_reduce(rd, &err);
+    ok = ok && (combine.fused() || mla::launch_reduce(rd, &err));
     if (timed && whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
     if (!ok) return fail(err);
   }
@@ -462,7 +527,8 @@ int gpu_device_multiprocessors() { return 0; }
 mla::Stage1Device gpu_stage1_device() { return {}; }
 
 struct GpuExecutor::DeviceState {};
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel) : state_(new DeviceState), kernel_(kernel) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine)
+    : state_(new DeviceState), kernel_(kernel), combine_(combine) {}
 GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {

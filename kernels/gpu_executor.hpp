@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/combine_mode.hpp"
 #include "kernels/executor.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/select_stage1.hpp"
@@ -37,8 +38,13 @@ struct BenchResult {
   // The stage-1 kernel that ran (select_stage1's choice): wgmma | mma | cuda_core;
   // automatic only when the bench failed before choosing.
   mla::Stage1Kernel stage1_kernel = mla::Stage1Kernel::automatic;
+  // How the partials were combined: fused (in stage 1: no reduce launch, so
+  // total_ms times the same launch as stage1_ms) only where asked and applicable;
+  // combine_note says why an asked fused combine fell back to separate.
+  mla::CombineMode combine = mla::CombineMode::separate;
+  std::string combine_note;
   std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
-  std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration
+  std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration (fused: stage 1, which combines)
 };
 
 // Device-to-device copy roofline: `bytes` read and `bytes` written per copy,
@@ -58,7 +64,12 @@ class GpuExecutor : public Executor {
   // kernel: which stage-1 kernel to ask for (automatic: the fastest that applies;
   // tests run each of them; mla::select_stage1 says which runs, and
   // ExecResult::stage1_kernel which ran).
-  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic);
+  // combine: how split partials become the output (mla::CombineMode); fused
+  // applies to the transposed wgmma kernel on plans plan_fused_combine accepts
+  // (kernels/fused_combine.hpp), else the run falls back to separate and says so
+  // (ExecResult::combine, combine_note).
+  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic,
+                       mla::CombineMode combine = mla::CombineMode::separate);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -83,6 +94,7 @@ class GpuExecutor : public Executor {
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
+  [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
 };
 
 }  // namespace mlactl

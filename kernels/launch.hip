@@ -26,6 +26,13 @@ Stage1Device current_stage1_device() {
 bool launch_stage1(const Stage1Params& p, std::string* error, Stage1Kernel* ran) {
   if (p.num_workgroups <= 0) return true;
   const Stage1Kernel k = select_stage1(p, current_stage1_device()).kernel;
+  // A fused combine the kernel would not do leaves the split tiles uncombined: refused.
+  if (p.combine.work_tile) {
+    if (const std::string why = fused_combine_rejects(p, current_stage1_device()); !why.empty()) {
+      if (error) *error = "stage-1: " + why;
+      return false;
+    }
+  }
   bool ok = false;
   switch (k) {
     case Stage1Kernel::wgmma:

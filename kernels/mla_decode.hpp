@@ -35,6 +35,48 @@ enum DeviceErrorBit : int32_t {
 constexpr int kDeviceErrorWords = 3;
 std::string describe_device_error(const int32_t* words);
 
+struct ReduceParams {
+  const int32_t* reduce_indptr = nullptr;     // [num_tiles + 1]
+  int32_t num_tiles = 0;
+  int64_t max_items = 0;                      // max over split tiles of reduce_items() (grid size)
+  int32_t max_splits = 0;                     // max over tiles of the split count
+  int32_t max_rows = 0;                       // max over split tiles of q1 - q0
+  const int32_t* reduce_final_map = nullptr;  // [num_tiles][2]
+  const int32_t* reduce_partial_map = nullptr;
+  int64_t num_partial_map = 0;
+  const float* partial_out = nullptr;
+  const float* partial_lse = nullptr;
+  int64_t num_partial_rows = 0;
+  int32_t heads = 16, v_dim = 512;
+  ElemType out_type = ElemType::bf16;
+  uint16_t* out = nullptr;
+  float* lse = nullptr;
+  int64_t num_q_rows = 0;
+  int32_t* error = nullptr;
+};
+
+// Reduce launches: mla_reduce_few_kernel<NMAX> (one pair per 128 threads, float4
+// columns) for plans whose tiles have at most kReduceFewSplits splits, v_dim 512
+// and int32 partial indices; mla_reduce_kernel otherwise. The fused combine
+// (FusedCombine) sums in the order of the kernel this picks, so both modes give
+// the same bits.
+constexpr int kReduceFewSplits = 32;
+inline bool reduce_uses_few_kernel(const ReduceParams& p) {
+  return p.max_splits <= kReduceFewSplits && p.v_dim == 512 && p.num_partial_rows * p.heads < (int64_t(1) << 31);
+}
+
+// The fused combine (CombineMode::fused, kernels/combine_mode.hpp; transposed wgmma
+// kernel only): work_tile null means the separate reduce runs after stage 1.
+struct FusedCombine {
+  ReduceParams reduce;                 // the tiles and maps, as the reduce launch would get them
+  const int32_t* work_tile = nullptr;  // [num_works]: the tile whose split the work writes, -1 none
+  int32_t* counters = nullptr;         // [reduce.num_tiles]: arrivals so far; zero between launches
+  bool few_order = false;              // reduce_uses_few_kernel(reduce)
+};
+// Split works (work_tile >= 0) one workgroup may run in fused mode: the kernel
+// keeps which of them completed a tile in one 32-bit mask (plan_fused_combine).
+constexpr int kFusedMaxSplitWorks = 32;
+
 struct Stage1Params {
   const int32_t* work_indptr = nullptr;  // [num_workgroups + 1]
   int32_t num_workgroups = 0;
@@ -76,27 +118,12 @@ struct Stage1Params {
   // FlashMLA's grid of (SM part, 64-head tile). The work list is unchanged: the
   // blocks of one workgroup write disjoint (row, head) pairs of the same works.
   int32_t pair_tiles = 1;
+  FusedCombine combine;                  // fused combine (transposed wgmma kernel); off by default
+  // CombineMode::separate_early (transposed wgmma kernel): every block issues
+  // griddepcontrol.launch_dependents at its start, releasing the reduce launch.
+  bool release_dependents = false;
 };
 
-struct ReduceParams {
-  const int32_t* reduce_indptr = nullptr;     // [num_tiles + 1]
-  int32_t num_tiles = 0;
-  int64_t max_items = 0;                      // max over split tiles of reduce_items() (grid size)
-  int32_t max_splits = 0;                     // max over tiles of the split count
-  int32_t max_rows = 0;                       // max over split tiles of q1 - q0
-  const int32_t* reduce_final_map = nullptr;  // [num_tiles][2]
-  const int32_t* reduce_partial_map = nullptr;
-  int64_t num_partial_map = 0;
-  const float* partial_out = nullptr;
-  const float* partial_lse = nullptr;
-  int64_t num_partial_rows = 0;
-  int32_t heads = 16, v_dim = 512;
-  ElemType out_type = ElemType::bf16;
-  uint16_t* out = nullptr;
-  float* lse = nullptr;
-  int64_t num_q_rows = 0;
-  int32_t* error = nullptr;
-};
 
 // Reduce work decomposition, shared by the kernel and the launch: a block's 256
 // threads are split-groups x columns; more splits, more groups.

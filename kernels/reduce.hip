@@ -7,6 +7,7 @@
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/kernel_common.cuh"
+#include "kernels/reduce_combine.cuh"
 
 namespace mla {
 namespace {
@@ -20,15 +21,6 @@ namespace {
 // hundreds of splits is read by many threads in parallel and a 2-split tile
 // costs one load per thread. Every wave computes the LSE itself (no barrier).
 constexpr int kReduceThreads = 256;
-
-__device__ inline float wave_max(float v) {
-  for (int o = warp_size() / 2; o > 0; o >>= 1) v = fmaxf(v, shfl_xor(v, o, warp_size()));
-  return v;
-}
-__device__ inline float wave_sum(float v) {
-  for (int o = warp_size() / 2; o > 0; o >>= 1) v += shfl_xor(v, o, warp_size());
-  return v;
-}
 
 // Reduce tile t's splits [s, e) and final rows [q0, q0 + rows). False (the block
 // returns) for an unsplit tile (stage 1 wrote it), a tile with nothing to write,
@@ -73,27 +65,12 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
   for (int item = blockIdx.y; item < items; item += gridDim.y) {
     const int slice = item % slices, pair = item / slices;
     const int r = pair / heads, h = pair % heads;
-    auto lse_of = [&](int32_t k) { return p.partial_lse[(int64_t(p.reduce_partial_map[k]) + r) * heads + h]; };
-
-    float m = kNegInf;
-    for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, lse_of(k));
-    m = wave_max(m);
-    float sum = 0.0f;
-    for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(lse_of(k) - m);
-    sum = wave_sum(sum);
-    const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+    const float lse = combine_lse_wave<false>(p, s, e, r, h, lane);
     const int64_t out_row = (int64_t(q0) + r) * heads + h;
     if (tid == 0 && slice == 0 && p.lse) p.lse[out_row] = lse;
 
     const int c = slice * cols + tid % cols;
-    float acc = 0.0f;
-    if (c < v_dim) {
-#pragma unroll 4
-      for (int32_t k = s + group; k < e; k += groups) {
-        const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * heads + h;
-        acc = fmaf(expf(p.partial_lse[prow] - lse), p.partial_out[prow * v_dim + c], acc);
-      }
-    }
+    float acc = c < v_dim ? combine_chain<false>(p, s + group, e, groups, r, h, lse, c) : 0.0f;
     if (groups > 1) {
       __syncthreads();  // the previous item is done with scratch
       scratch[tid] = acc;
@@ -115,7 +92,7 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
 // NMAX (2, 4, ..., 32) bounds the tile's splits and sizes the per-thread arrays:
 // one kernel for 32 held 106 registers (2 blocks per SM) and walked 32
 // predicated entries per loop for C1's 2 splits (docs/bench_notes.md step 18).
-constexpr int kFewSplits = 32;
+constexpr int kFewSplits = kReduceFewSplits;
 template <int NMAX>
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReduceParams p) {
   grid_dependency_wait();  // stage 1's partials (launched with gpu_launch_dependent)
@@ -123,58 +100,20 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
   ReduceTile tile;
   if (!reduce_tile(p, t, NMAX, &tile)) return;
   const int32_t s = tile.s, e = tile.e, q0 = tile.q0, rows = tile.rows;
-  const int heads = p.heads, v_dim = p.v_dim, n = e - s;
+  const int heads = p.heads, n = e - s;
   constexpr int kPairThreads = 128;  // 512 columns / 4
   const int half = tid / kPairThreads, c4 = (tid % kPairThreads) * 4;
   const int pairs = rows * heads;
-  for (int pair = blockIdx.y * 2 + half; pair < pairs; pair += gridDim.y * 2) {
-    const int r = pair / heads, h = pair % heads;
-    float lk[NMAX];
-    int32_t prow[NMAX];  // partial row x heads + head (< 2^31: checked at launch)
-    float m = kNegInf;
-#pragma unroll
-    for (int k = 0; k < NMAX; ++k) {
-      if (k < n) {
-        prow[k] = (p.reduce_partial_map[s + k] + r) * heads + h;
-        lk[k] = p.partial_lse[prow[k]];
-        m = fmaxf(m, lk[k]);
-      }
-    }
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < NMAX; ++k)
-      if (k < n) sum += expf(lk[k] - m);
-    const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
-    const int64_t out_row = (int64_t(q0) + r) * heads + h;
-    if (c4 == 0 && p.lse) p.lse[out_row] = lse;
-    if (c4 < v_dim) {
-      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int k = 0; k < NMAX; ++k) {
-        if (k < n) {
-          const float wk = expf(lk[k] - lse);
-          const float4 x = *reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * v_dim + c4);
-          acc.x = fmaf(wk, x.x, acc.x);
-          acc.y = fmaf(wk, x.y, acc.y);
-          acc.z = fmaf(wk, x.z, acc.z);
-          acc.w = fmaf(wk, x.w, acc.w);
-        }
-      }
-      // one 8-byte store (out rows are 1024-byte aligned: v_dim 512 x 16 bits)
-      *reinterpret_cast<uint2*>(p.out + out_row * v_dim + c4) =
-          make_uint2(uint32_t(encode_out(p.out_type, acc.x)) | (uint32_t(encode_out(p.out_type, acc.y)) << 16),
-                     uint32_t(encode_out(p.out_type, acc.z)) | (uint32_t(encode_out(p.out_type, acc.w)) << 16));
-    }
-  }
+  for (int pair = blockIdx.y * 2 + half; pair < pairs; pair += gridDim.y * 2)
+    combine_pair_few<NMAX, false>(p, s, n, q0, pair / heads, pair % heads, c4);
 }
-
 
 }  // namespace
 
 bool launch_reduce(const ReduceParams& p, std::string* error) {
   if (p.num_tiles <= 0) return true;
   if (p.max_items <= 0) return true;
-  if (p.max_splits <= kFewSplits && p.v_dim == 512 && p.num_partial_rows * p.heads < (int64_t(1) << 31)) {
+  if (reduce_uses_few_kernel(p)) {
     // two pairs per block per pass; ~2048 blocks in all (the kernel strides)
     const int64_t pairs = int64_t(p.max_rows) * p.heads;
     const int64_t want = std::max<int64_t>(1, 2048 / std::max<int32_t>(1, p.num_tiles));

@@ -112,4 +112,15 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
   return {Stage1Kernel::mma, path + ": mma"};
 }
 
+std::string fused_combine_rejects(const Stage1Params& p, const Stage1Device& device) {
+  const Stage1Kernel k = select_stage1(p, device).kernel;
+  if (k != Stage1Kernel::wgmma)
+    return std::string("needs the transposed wgmma stage-1 kernel; ") + to_string(k) + " runs";
+  if (!wgmma_runs_transposed(p))
+    return "needs the transposed wgmma stage-1 kernel (works of <= " +
+           std::to_string(kSmallWorkPairs) + " pairs); the row-major one runs (" + std::to_string(stage1_pairs(p)) +
+           " pairs)";
+  return {};
+}
+
 }  // namespace mla

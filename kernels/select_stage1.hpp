@@ -50,4 +50,15 @@ constexpr int kSmallWorkPairs = 16;
 // max_pairs as the kernels read it: 0 means one q row of `heads` pairs.
 inline int64_t stage1_pairs(const Stage1Params& p) { return p.max_pairs > 0 ? p.max_pairs : p.heads; }
 
+// The wgmma family runs its transposed kernel (kernels/stage1_wgmma.hip): fp8 KV
+// always, else works of at most kSmallWorkPairs pairs.
+inline bool wgmma_runs_transposed(const Stage1Params& p) {
+  return p.kv_type == ElemType::fp8 || stage1_pairs(p) <= kSmallWorkPairs;
+}
+
+// Why the fused combine (CombineMode::fused, and separate_early's early release)
+// cannot run with p on device, or "" when it can: only the transposed wgmma kernel
+// does them, so select_stage1 must pick wgmma and the works the transposed kernel.
+std::string fused_combine_rejects(const Stage1Params& p, const Stage1Device& device);
+
 }  // namespace mla

@@ -39,6 +39,7 @@
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/kernel_common.cuh"
+#include "kernels/reduce_combine.cuh"
 
 namespace mla {
 namespace wg {
@@ -847,11 +848,117 @@ __device__ inline void mma_m64n16(float (&d)[8], uint64_t da, uint64_t db, int a
 #undef MLA_WG_N16
 }
 
+// ---- Fused combine (CombineMode::fused; kernels/fused_combine.hpp says which plans) ----
+//
+// Tile t of the plan (fc.reduce) in the reduce's arithmetic (kernels/reduce_combine.cuh)
+// and split order: the few kernel's when fc.few_order (the reduce launch would pick
+// it, reduce_uses_few_kernel), else the general kernel's (a wave's LSE, per column
+// split-group chains k = s + g (mod groups) summed in group order). By the
+// kPairWarps warps of one warpgroup, a pair per warp at a time.
+constexpr int kPairWarps = 4;
+__device__ inline void fused_combine_tile(const FusedCombine& fc, int32_t t, int ct) {
+  const ReduceParams& p = fc.reduce;
+  const int32_t s = p.reduce_indptr[t], e = p.reduce_indptr[t + 1];
+  const int32_t q0 = p.reduce_final_map[2 * t], rows = p.reduce_final_map[2 * t + 1] - q0;
+  // pw through a lane-0 shuffle: warp-uniform to ptxas (as g in the kernel: C7520).
+  const int heads = p.heads, pairs = rows * heads, lane = ct % 32, pw = __shfl_sync(0xffffffffu, ct / 32, 0);
+  if (fc.few_order) {
+    for (int pair = pw; pair < pairs; pair += kPairWarps)
+      combine_pair_few_wave<kReduceFewSplits, true>(p, s, e - s, q0, pair / heads, pair % heads, lane);
+    return;
+  }
+  // The general kernel's per-column chain of each split-group g, summed in group
+  // order as its scratch sum does: out = chain_0 + chain_1 + ... (v_dim is kVDim
+  // here: 4 float4 quads per lane).
+  constexpr int kQuads = kVDim / 4 / 32;
+  const int groups = reduce_split_groups(e - s);
+  for (int pair = pw; pair < pairs; pair += kPairWarps) {
+    const int r = pair / heads, h = pair % heads;
+    const float lse = combine_lse_wave<true>(p, s, e, r, h, lane);
+    const int64_t out_row = (int64_t(q0) + r) * heads + h;
+    if (lane == 0 && p.lse) p.lse[out_row] = lse;
+    float4 acc[kQuads];
+    combine_chain_quads<kQuads, true>(p, s, e, groups, r, h, lse, lane, acc);
+    for (int g = 1; g < groups; ++g) {
+      float4 part[kQuads];
+      combine_chain_quads<kQuads, true>(p, s + g, e, groups, r, h, lse, lane, part);
+#pragma unroll
+      for (int j = 0; j < kQuads; ++j) {
+        acc[j].x += part[j].x;
+        acc[j].y += part[j].y;
+        acc[j].z += part[j].z;
+        acc[j].w += part[j].w;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kQuads; ++j) {
+      const int c4 = 4 * lane + 128 * j;
+      *reinterpret_cast<uint2*>(p.out + out_row * kVDim + c4) =
+          make_uint2(uint32_t(encode_out(p.out_type, acc[j].x)) | (uint32_t(encode_out(p.out_type, acc[j].y)) << 16),
+                     uint32_t(encode_out(p.out_type, acc[j].z)) | (uint32_t(encode_out(p.out_type, acc[j].w)) << 16));
+    }
+  }
+}
+
+// Work w's partial rows are stored (by warpgroup 0's 128 threads, thread ct, the
+// only writers of a work's outputs), and w is a split of tile t: count it in at
+// the tile's counter. True (in every thread) for the arrival that completes the
+// tile, which zeroes the counter for the next launch and combines the tile after
+// its last work (fused_combine_won_tiles: combine code inside the tile loop cost
+// the consumers registers and serialised their wgmmas, ptxas C7520). Nobody waits
+// for another workgroup: earlier arrivals just go on.
+// Memory order as CUTLASS's split-K semaphore (include/cutlass/barrier.h: arrive =
+// barrier, then one thread's fence.acq_rel.gpu + relaxed atomic; the reader's
+// acquire, then barrier): every writer fences at gpu scope, the warpgroup barrier
+// orders those before thread 0's fence and atomicAdd; the completing thread 0
+// fences again (acquire: the other splits' stores, released the same way, are
+// visible), the barrier hands that to the 128 threads, which fence once more and
+// read the partials past L1 (ld.global.cg). `flag`: a shared word that only
+// warpgroup 0 touches between the end of its work and the next chunk barrier.
+__device__ inline bool fused_combine_arrive(const Stage1Params& p, int32_t t, int ct, volatile float* flag) {
+  const FusedCombine& fc = p.combine;
+  __threadfence();
+  bar_sync(kBarRed, 128);  // warpgroup 0's barrier (the tile loop's max exchange)
+  if (ct == 0) {
+    const int32_t splits = fc.reduce.reduce_indptr[t + 1] - fc.reduce.reduce_indptr[t];
+    __threadfence();
+    const int32_t before = atomicAdd(fc.counters + t, 1);
+    // More arrivals than splits: a counter an earlier, failed launch left behind.
+    if (before >= splits) record_error(p.error, kErrReduceMap, t, before);
+    const bool last = before == splits - 1;
+    if (last) {
+      atomicExch(fc.counters + t, 0);  // every split has arrived: nobody else touches it this launch
+      __threadfence();
+    }
+    *flag = last ? 1.0f : 0.0f;
+  }
+  bar_sync(kBarRed, 128);
+  return __shfl_sync(0xffffffffu, *flag != 0.0f ? 1 : 0, 0) != 0;  // uniform to ptxas
+}
+
+// After warpgroup 0's last work: combine the tiles whose last split this block
+// wrote. won: bit i for the block's i-th split work (in work order; the host keeps
+// them to kFusedMaxSplitWorks per workgroup, plan_fused_combine).
+__device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint32_t won,
+                                               int ct) {
+  __threadfence();  // acquire (with thread 0's fence after each completing atomic)
+  int i = 0;
+  for (int32_t w = w_begin; w < w_end && i < kFusedMaxSplitWorks && won >> i; ++w) {
+    const int32_t t = __shfl_sync(0xffffffffu, p.combine.work_tile[w], 0);
+    if (t < 0) continue;
+    if ((won >> i) & 1u) fused_combine_tile(p.combine, t, ct);
+    ++i;
+  }
+}
+
 template <bool F16, int HD, bool KV8>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const PlanT plan{HD, KV8};
+  // CombineMode::separate_early: the reduce (a programmatic dependent launch that
+  // waits in griddepcontrol.wait for this whole grid) may be scheduled from now on.
+  if (p.release_dependents) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
@@ -898,6 +1005,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   // This thread's 4 pair columns of every n16 accumulator: x = 2j + e (j: n8 block, e: low bit).
   auto pair_of = [&](int x) { return 8 * (x >> 1) + 2 * tq + (x & 1); };
   uint32_t k = 0;  // tiles of the block so far (both warpgroups count every tile)
+  uint32_t fused_won = 0;  // fused combine: bit i, this block completed its i-th split work's tile
+  int fused_splits = 0;    // split works of this block so far (warpgroup 0)
 
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
@@ -1094,8 +1203,22 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             p.partial_lse[row_base + r] = lse[x];
           }
         }
+      // Only warpgroup 0 is here (warpgroup 1 went on after the merge); after a
+      // work's last chunk (its only one: this kernel serves <= 16 pairs) all its
+      // outputs are stored.
+      if (p.combine.work_tile && chunk + kTPairs >= pairs) {
+        const int32_t t = __shfl_sync(0xffffffffu, p.combine.work_tile[w], 0);
+        if (t >= 0) {
+          if (fused_combine_arrive(p, t, ct, red)) {
+            if (fused_splits < kFusedMaxSplitWorks) fused_won |= 1u << fused_splits;
+            else if (ct == 0) record_error(p.error, kErrReduceMap, t, fused_splits);  // the host's bound broken
+          }
+          ++fused_splits;
+        }
+      }
     }
   }
+  if (g == 0 && fused_won) fused_combine_won_tiles(p, w_begin, w_end, fused_won, ct);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
 #endif

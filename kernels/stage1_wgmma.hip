@@ -64,7 +64,7 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // mma.sync: docs/bench_notes.md steps 11-12.)
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
-  if (stage1_pairs(p) <= kSmallWorkPairs) return launch_transposed<F16, false>(p, error);
+  if (wgmma_runs_transposed(p)) return launch_transposed<F16, false>(p, error);
   return launch_rows<F16, false, 64, 3, 32>(p, error);
 }
 

@@ -4,6 +4,8 @@ if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
   mlactl_cli_test(bench-no-gpu RC 77 ARGS bench --heads 16 --context 8191 --batch-size 4 STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-compare RC 77 ARGS bench --heads 12 --context 32767 --compare gluon_decode,asm_persistent STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-stage1 RC 77 ARGS bench --heads 128 --context 4095 --stage1 wgmma STDERR "no GPU")
+  mlactl_cli_test(bench-no-gpu-combine RC 77 ARGS bench --heads 12 --context 32767 --batch-size 1 --block-size 16 --combine fused
+                  STDERR "no GPU")
   # the vllm-cuda stack's routes side by side (docs/stacks/vllm-cuda.md): timed on the H200 only
   mlactl_cli_test(bench-no-gpu-compare-cuda RC 77 ARGS bench --arch sm90 --heads 16 --context 8191 --compare flash_attn_mla,flashmla,triton_mla STDERR "no GPU")
   # a refused route is answered (exit 5), the others say why they were not timed
@@ -12,6 +14,7 @@ if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
 endif()
 mlactl_cli_test(bench-stage1-unknown RC 2 ARGS bench --heads 16 --context 10 --stage1 bogus
                 STDERR "--stage1: bogus not in {automatic,wgmma,mma,cuda_core}")
+mlactl_cli_test(bench-combine-unknown RC 2 ARGS bench --heads 16 --context 10 --combine both STDERR "--combine")
 mlactl_cli_test(bench-refused RC 5 ARGS bench --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal
                 STDERR "route refused: ValueError: AITER has no non-causal fp8")
 mlactl_cli_test(bench-batch-size-usage RC 2 ARGS bench --heads 16 --context 1,2 --batch-size 4 STDERR "--batch-size repeats one")

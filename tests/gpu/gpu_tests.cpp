@@ -5,7 +5,8 @@
 // device's dtype decoders and output rounding against core/dtype.hpp.
 //
 // Exit 0: all passed; 1: a check failed; 77: no GPU (ctest SKIP_RETURN_CODE).
-// `gpu_tests --bench` also times an M1-like case (docs/design.md §8) with a simple split.
+// `gpu_tests --bench` also times an M1-like case (docs/design.md §8) with a simple split;
+// `gpu_tests --fused-combine` runs only the fused-combine cases (CombineMode::fused).
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -233,9 +234,9 @@ struct DeviceRun {
   std::vector<float> lse, partial, partial_lse;
 };
 
-DeviceRun run_executor(Executor& exec, const Problem& p) {
+// The executor arguments of p, with d's outputs poisoned (NaN) to receive them.
+ExecArgs poisoned_args(const Problem& p, DeviceRun& d) {
   const KernelView& v = p.view;
-  DeviceRun d;
   const uint16_t poison = nan_bits16(p.out_dtype);
   d.out.assign(p.num_q_rows * v.heads * v.v_dim, poison);
   d.lse.assign(p.num_q_rows * v.heads, kNaN);
@@ -260,6 +261,12 @@ DeviceRun run_executor(Executor& exec, const Problem& p) {
   a.lse = d.lse.data();
   a.partial_out = d.partial.data();
   a.partial_lse = d.partial_lse.data();
+  return a;
+}
+
+DeviceRun run_executor(Executor& exec, const Problem& p) {
+  DeviceRun d;
+  const ExecArgs a = poisoned_args(p, d);
   d.result = exec.run(a);
   return d;
 }
@@ -796,6 +803,154 @@ void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
               bytes / (ms * 1e-3) / 1e12, flops / (ms * 1e-3) / 1e12);
 }
 
+
+// ---- the fused combine (CombineMode::fused) against the separate reduce ----------
+// Each case runs with the separate reduce and with the fused combine (stage-1
+// kernel automatic): on an sm_90a build on Hopper the fused run must report the
+// transposed wgmma kernel and `fused` (or, where the case says the plan or kernel
+// does not allow it, `separate` with a reason), match the float64 contract, and
+// give the separate run's out, lse and partials bit for bit (the combine sums in
+// the reduce's order: kernels/reduce_combine.cuh). Then GpuExecutor::bench runs
+// the fused plan 1 + 2·3 times in one call (the kernel must leave every counter
+// at zero: a leftover count is a device error) and its last outputs must still
+// be the separate run's bits.
+struct FusedCase {
+  std::string name;
+  uint64_t seed;
+  std::function<void(Problem&, Rng&)> build;
+  bool fused_applies = true;  // on an sm_90a Hopper device
+};
+
+// q_len-1 requests of `splits[b]` works each (one split: a direct-output work),
+// `tokens` KV tokens per split (the last split of a request shorter by `short_by`),
+// the works dealt round-robin to `workgroups` workgroups (so one workgroup
+// completes splits of several tiles).
+void split_requests(Problem& p, Rng& r, const KernelView& view, const std::vector<int>& splits, int tokens, int short_by,
+                    int workgroups) {
+  p.view = view;
+  p.num_q_rows = int64_t(splits.size());
+  int64_t total = 0;
+  for (int n : splits) total += int64_t(n) * tokens - short_by;
+  p.num_slots = total + 64;
+  p.kv_indices = random_slots(r, total, p.num_slots);
+  int kv = 0, ploc = 0, next = 0;
+  for (int b = 0; b < int(splits.size()); ++b) {
+    const int n = splits[size_t(b)], ke = kv + n * tokens - short_by;
+    std::vector<int32_t> rows;
+    for (int k = 0; k < n; ++k) {
+      const int a = kv + k * tokens, e = std::min(ke, a + tokens);
+      add_work(p, next++ % workgroups, make_work(b, n == 1 ? -1 : ploc, b, b + 1, a, e, 0));
+      if (n > 1) rows.push_back(ploc++);
+    }
+    if (n > 1) add_reduce_tile(p, b, b + 1, rows);
+    kv = ke;
+  }
+}
+
+std::vector<FusedCase> fused_table() {
+  using D = DType;
+  return {
+      {"fused: S1-like, 1 request x 12 heads, 132 splits of 64 tokens (the general reduce's order)", 31,
+       [](Problem& p, Rng& r) { split_requests(p, r, make_view(12), {132}, 64, 0, 132); }},
+      {"fused: S1's AITER plan shape, 16 (padded) heads, 128 splits on 132 workgroups (4 idle)", 37,
+       [](Problem& p, Rng& r) {
+         split_requests(p, r, make_view(16), {128}, 64, 0, 128);
+         p.per_workgroup.resize(132);  // the plan's 4 workgroups without works
+       }},
+      {"fused: 6 requests x 16 heads, 1-5 splits (few-split order), several tiles per workgroup", 32,
+       [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {3, 1, 5, 2, 4, 2}, 200, 37, 5); }},
+      {"fused: 3 requests, 40 + 2 + 7 splits on 9 workgroups (general order for every tile)", 33,
+       [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {40, 2, 7}, 96, 11, 9); }},
+      {"fused: fp8 e4m3fn KV (scale 0.5), fp16 out, 4 requests x 16 heads, 3 splits", 34,
+       [](Problem& p, Rng& r) {
+         split_requests(p, r, make_view(16, D::bf16, D::fp8), {3, 3, 3, 3}, 150, 20, 6);
+         p.kv_scale = 0.5f;
+         p.out_dtype = D::fp16;
+       }},
+      {"fused: a split with an empty kv range (lse -inf) in a 3-split tile", 35,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16), 1, 400, 300);
+         add_work(p, 0, make_work(0, 0, 0, 1, 0, 150, 0));
+         add_work(p, 1, make_work(0, 1, 0, 1, 150, 150, 0));
+         add_work(p, 2, make_work(0, 2, 0, 1, 150, 300, 0));
+         add_reduce_tile(p, 0, 1, {0, 1, 2});
+       }},
+      {"fused: causal q_len 4 x 16 heads (64 pairs: row-major wgmma kernel) falls back to separate", 36,
+       [](Problem& p, Rng& r) {
+         setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 600, 517);
+         add_work(p, 0, make_work(0, 0, 0, 4, 0, 200, 317));
+         add_work(p, 1, make_work(0, 4, 0, 4, 200, 517, 0));
+         add_reduce_tile(p, 0, 4, {0, 4});
+       },
+       false},
+  };
+}
+
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+void fused_combine_cases() {
+  const mla::Stage1Device device = gpu_stage1_device();
+  const bool sm90 = device.vendor == mla::GpuVendor::nvidia && device.wgmma_built && device.compute_capability == 90;
+  std::printf("fused combine vs separate reduce (stage 1 automatic)%s\n",
+              sm90 ? "" : ": not an sm_90a build on Hopper, every fused run must fall back");
+  GpuExecutor separate(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
+  GpuExecutor fused(mla::Stage1Kernel::automatic, mla::CombineMode::fused);
+  GpuExecutor early(mla::Stage1Kernel::automatic, mla::CombineMode::separate_early);
+  Rng r(20261202);
+  for (const FusedCase& c : fused_table()) {
+    Problem p;
+    p.name = c.name;
+    c.build(p, r);
+    std::printf("  %s\n", p.name.c_str());
+    finish_work_list(p);
+    fill_inputs(p, c.seed);
+    const DeviceRun a = run_executor(separate, p), b = run_executor(fused, p);
+    expect(a.result.ok, p.name + ": separate run failed: " + a.result.error);
+    expect(b.result.ok, p.name + ": fused run failed: " + b.result.error);
+    if (!a.result.ok || !b.result.ok) continue;
+    expect(a.result.combine == mla::CombineMode::separate && a.result.combine_note.empty(),
+           p.name + ": the separate executor did not report separate");
+    const bool want_fused = sm90 && c.fused_applies;
+    const std::string ran = b.result.combine ? mla::to_string(*b.result.combine) : "none";
+    expect(b.result.combine == (want_fused ? mla::CombineMode::fused : mla::CombineMode::separate),
+           p.name + ": fused executor ran combine " + ran + " (" + b.result.combine_note + ")");
+    expect(want_fused == b.result.combine_note.empty(), p.name + ": combine note '" + b.result.combine_note + "'");
+    if (sm90)
+      expect(b.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+             p.name + ": stage 1 ran " + (b.result.stage1_kernel ? mla::to_string(*b.result.stage1_kernel) : "none"));
+    if (!b.result.combine_note.empty()) std::printf("    %s\n", b.result.combine_note.c_str());
+    compare(p, b, reference(p));
+    expect(same_bits(a.out, b.out) && same_bits(a.lse, b.lse), p.name + ": fused out/lse differ from the separate reduce's bits");
+    expect(same_bits(a.partial, b.partial) && same_bits(a.partial_lse, b.partial_lse),
+           p.name + ": fused partials differ from the separate run's");
+
+    // separate_early: the same kernels, the reduce released as stage 1 starts.
+    const DeviceRun e = run_executor(early, p);
+    expect(e.result.ok, p.name + ": separate_early run failed: " + e.result.error);
+    expect(e.result.combine == (want_fused ? mla::CombineMode::separate_early : mla::CombineMode::separate),
+           p.name + ": separate_early executor ran combine " +
+               (e.result.combine ? mla::to_string(*e.result.combine) : "none") + " (" + e.result.combine_note + ")");
+    expect(same_bits(a.out, e.out) && same_bits(a.lse, e.lse) && same_bits(a.partial, e.partial),
+           p.name + ": separate_early outputs differ from separate's bits");
+    DeviceRun eb;
+    const BenchResult ebr = early.bench(poisoned_args(p, eb), 1, 3, 2);
+    expect(ebr.ok && same_bits(a.out, eb.out) && same_bits(a.lse, eb.lse),
+           p.name + ": separate_early bench failed or its outputs differ: " + ebr.error);
+
+    DeviceRun bb;
+    const ExecArgs args = poisoned_args(p, bb);
+    const BenchResult br = fused.bench(args, 1, 3, 2);
+    expect(br.ok, p.name + ": fused bench failed: " + br.error);
+    expect(br.combine == b.result.combine.value_or(mla::CombineMode::separate), p.name + ": bench and run disagree on the combine");
+    if (br.ok)
+      expect(same_bits(a.out, bb.out) && same_bits(a.lse, bb.lse),
+             p.name + ": after 7 fused launches out/lse differ from the separate reduce's bits");
+  }
+}
+
 }  // namespace
 
 // The decode probes, each on every leg.
@@ -835,6 +990,8 @@ int main(int argc, char** argv) {
   // --cpu-self-check: run every case with CpuExecutor as the executor under test
   // (checks this harness and the CPU executor where no GPU exists).
   const bool self_check = mode == "--cpu-self-check";
+  // --fused-combine: only the fused-combine cases (fused_combine_cases).
+  const bool fused_only = mode == "--fused-combine";
   std::string why;
   if (!self_check && !gpu_available(&why)) {
     std::printf("gpu_tests: skipped (%s)\n", why.c_str());
@@ -852,6 +1009,7 @@ int main(int argc, char** argv) {
       legs.push_back(Leg{std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()});
   }
   const auto t0 = std::chrono::steady_clock::now();
+  if (fused_only) legs.clear();
   for (Leg& leg : legs) {
     std::printf("gpu_tests on %s%s%s (warp size %d)\n", leg.exec->name().c_str(), self_check ? "" : ", stage 1 asked: ",
                 leg.asked ? mla::to_string(*leg.asked) : "", self_check ? 0 : gpu_device_warp_size());
@@ -859,6 +1017,7 @@ int main(int argc, char** argv) {
     for (const Probe& pr : kProbes) decode_probe(leg, pr.kv, pr.flavor, pr.kv_scale, pr.out);
     summarize(leg);
   }
+  if (!self_check) fused_combine_cases();
   if (mode == "--bench") {
     for (Leg& leg : legs) {
       std::printf("bench on stage 1 %s\n", leg.asked ? mla::to_string(*leg.asked) : "cpu");

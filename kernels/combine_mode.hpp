@@ -1,0 +1,43 @@
+// How the split-KV partials become the output: plain C++, no GPU include, so the
+// executor, the CLI and host tests can name the modes in any build.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mla {
+
+// separate  stage 1 writes fp32 partials, then ONE reduce launch combines them
+//           (kernels/reduce.hip); every stage-1 kernel, every vendor.
+// separate_early  the same launches, but every block of the transposed wgmma
+//           stage 1 issues griddepcontrol.launch_dependents as it starts (PTX ISA:
+//           the dependent grid may then be scheduled once every CTA has issued it
+//           or exited), so the reduce blocks are placed on SMs as stage-1 blocks
+//           retire instead of after the last one; they still wait in
+//           griddepcontrol.wait for all of stage 1's writes. Same bits as
+//           separate; with other kernels it falls back to separate.
+// fused     the last stage-1 workgroup to finish a reduce tile's splits combines
+//           that tile itself (a counter per tile, no inter-workgroup waiting) and
+//           no reduce is launched; the transposed wgmma kernel only
+//           (kernels/stage1_wgmma.cuh), on plans plan_fused_combine accepts
+//           (kernels/fused_combine.hpp). Elsewhere it falls back to separate and
+//           the executor says why.
+enum class CombineMode : int32_t { separate = 0, fused = 1, separate_early = 2 };
+
+inline const char* to_string(CombineMode m) {
+  switch (m) {
+    case CombineMode::separate: return "separate";
+    case CombineMode::fused: return "fused";
+    case CombineMode::separate_early: return "separate_early";
+  }
+  return "unknown";
+}
+
+// The mode a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {
+  for (CombineMode m : {CombineMode::separate, CombineMode::fused, CombineMode::separate_early})
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
+}  // namespace mla

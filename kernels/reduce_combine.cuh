@@ -1,0 +1,198 @@
+// The arithmetic of the reduce (docs/stacks/vllm-rocm-aiter.md §A7.1 stage 2), one
+// copy for the two places that combine split partials: the reduce kernels of
+// kernels/reduce.hip and the fused combine of the transposed wgmma stage 1
+// (kernels/stage1_wgmma.cuh, CombineMode::fused). Both call these functions with
+// the same split order, so the fused combine gives the separate reduce's bits.
+// Written once for hipcc and nvcc against kernels/gpu.hpp.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/gpu.hpp"
+#include "kernels/kernel_common.cuh"
+#include "kernels/mla_decode.hpp"
+
+namespace mla {
+
+__device__ inline float wave_max(float v) {
+  for (int o = warp_size() / 2; o > 0; o >>= 1) v = fmaxf(v, shfl_xor(v, o, warp_size()));
+  return v;
+}
+__device__ inline float wave_sum(float v) {
+  for (int o = warp_size() / 2; o > 0; o >>= 1) v += shfl_xor(v, o, warp_size());
+  return v;
+}
+
+// Partials written by other workgroups of the same launch (the fused combine,
+// L2_COHERENT) are read past L1 (ld.global.cg), after the acquire fence of
+// fused_combine_arrive; the reduce launch reads them as plain loads.
+template <bool L2_COHERENT, typename T>
+__device__ inline T load_partial(const T* at) {
+#if defined(MLACTL_GPU_CUDA)
+  if constexpr (L2_COHERENT) return __ldcg(at);
+#endif
+  return *at;
+}
+
+// LSE of pair (r, h) of a tile with splits [s, e), computed by one whole wave
+// (every lane gets the same bits): lane-strided max and sum, then XOR butterflies.
+// LSE = M + ln Σ exp(lse_k − M), +inf when the sum is 0 or NaN (as AITER).
+template <bool L2_COHERENT>
+__device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32_t e, int r, int h, int lane) {
+  auto lse_of = [&](int32_t k) {
+    return load_partial<L2_COHERENT>(p.partial_lse + (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h);
+  };
+  float m = kNegInf;
+  for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, lse_of(k));
+  m = wave_max(m);
+  float sum = 0.0f;
+  for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(lse_of(k) - m);
+  sum = wave_sum(sum);
+  return (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+}
+
+// Σ over splits k = k0, k0 + step, ... < e of exp(lse_k − lse) · partial_k[c] for
+// pair (r, h): one split-group's chain of mla_reduce_kernel, in split order.
+template <bool L2_COHERENT>
+__device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
+                                      float lse, int c) {
+  float acc = 0.0f;
+#pragma unroll 4
+  for (int32_t k = k0; k < e; k += step) {
+    const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h;
+    acc = fmaf(expf(load_partial<L2_COHERENT>(p.partial_lse + prow) - lse),
+               load_partial<L2_COHERENT>(p.partial_out + prow * p.v_dim + c), acc);
+  }
+  return acc;
+}
+
+// Pair (r, h) of a tile of n <= NMAX splits from s (final row q0 + r), columns
+// [c4, c4 + 4) (v_dim 512): mla_reduce_few_kernel's arithmetic. Every caller
+// thread computes the LSE and weights itself (sequential over the splits); the
+// thread with c4 == 0 writes the lse. NMAX only bounds the unrolled arrays: the
+// operations on splits k < n, and so the bits, do not depend on it.
+template <int NMAX, bool L2_COHERENT>
+__device__ inline void combine_pair_few(const ReduceParams& p, int32_t s, int n, int32_t q0, int r, int h, int c4) {
+  const int heads = p.heads, v_dim = p.v_dim;
+  float lk[NMAX];
+  int32_t prow[NMAX];  // partial row x heads + head (< 2^31: reduce_uses_few_kernel)
+  float m = kNegInf;
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k) {
+    if (k < n) {
+      prow[k] = (p.reduce_partial_map[s + k] + r) * heads + h;
+      lk[k] = load_partial<L2_COHERENT>(p.partial_lse + prow[k]);
+      m = fmaxf(m, lk[k]);
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k)
+    if (k < n) sum += expf(lk[k] - m);
+  const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+  const int64_t out_row = (int64_t(q0) + r) * heads + h;
+  if (c4 == 0 && p.lse) p.lse[out_row] = lse;
+  if (c4 < v_dim) {
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int k = 0; k < NMAX; ++k) {
+      if (k < n) {
+        const float wk = expf(lk[k] - lse);
+        const float4 x =
+            load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * v_dim + c4));
+        acc.x = fmaf(wk, x.x, acc.x);
+        acc.y = fmaf(wk, x.y, acc.y);
+        acc.z = fmaf(wk, x.z, acc.z);
+        acc.w = fmaf(wk, x.w, acc.w);
+      }
+    }
+    // one 8-byte store (out rows are 1024-byte aligned: v_dim 512 x 16 bits)
+    *reinterpret_cast<uint2*>(p.out + out_row * v_dim + c4) =
+        make_uint2(uint32_t(encode_out(p.out_type, acc.x)) | (uint32_t(encode_out(p.out_type, acc.y)) << 16),
+                   uint32_t(encode_out(p.out_type, acc.z)) | (uint32_t(encode_out(p.out_type, acc.w)) << 16));
+  }
+}
+
+// combine_pair_few's arithmetic for pair (r, h) by one wave (the fused combine):
+// lane l takes the column quads 4l + 4·warp_size·j of v_dim 512, so a warpgroup
+// combines several pairs at once where the few kernel gives each pair 128
+// threads. Each lane computes the LSE and each weight exactly as every thread of
+// the few kernel does (sequential over the splits), and each column is the same
+// fmaf chain in split order: the same bits.
+template <int NMAX, bool L2_COHERENT>
+__device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, int n, int32_t q0, int r, int h,
+                                             int lane) {
+  constexpr int kVDimFew = 512, kQuads = kVDimFew / 4 / warp_size();
+  const int heads = p.heads;
+  float lk[NMAX];
+  int32_t prow[NMAX];
+  float m = kNegInf;
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k) {
+    if (k < n) {
+      prow[k] = (p.reduce_partial_map[s + k] + r) * heads + h;
+      lk[k] = load_partial<L2_COHERENT>(p.partial_lse + prow[k]);
+      m = fmaxf(m, lk[k]);
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k)
+    if (k < n) sum += expf(lk[k] - m);
+  const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+  const int64_t out_row = (int64_t(q0) + r) * heads + h;
+  if (lane == 0 && p.lse) p.lse[out_row] = lse;
+  float4 acc[kQuads];
+#pragma unroll
+  for (int j = 0; j < kQuads; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k) {
+    if (k < n) {
+      const float wk = expf(lk[k] - lse);
+#pragma unroll
+      for (int j = 0; j < kQuads; ++j) {
+        const int c4 = 4 * lane + 4 * warp_size() * j;
+        const float4 x =
+            load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * kVDimFew + c4));
+        acc[j].x = fmaf(wk, x.x, acc[j].x);
+        acc[j].y = fmaf(wk, x.y, acc[j].y);
+        acc[j].z = fmaf(wk, x.z, acc[j].z);
+        acc[j].w = fmaf(wk, x.w, acc[j].w);
+      }
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kQuads; ++j) {
+    const int c4 = 4 * lane + 4 * warp_size() * j;
+    *reinterpret_cast<uint2*>(p.out + out_row * kVDimFew + c4) =
+        make_uint2(uint32_t(encode_out(p.out_type, acc[j].x)) | (uint32_t(encode_out(p.out_type, acc[j].y)) << 16),
+                   uint32_t(encode_out(p.out_type, acc[j].z)) | (uint32_t(encode_out(p.out_type, acc[j].w)) << 16));
+  }
+}
+
+// combine_chain for the NQ column quads c4 = 4·lane + 4·warp_size·j (j < NQ) of
+// pair (r, h) at once (the fused combine: one wave per pair, float4 loads, NQ
+// independent quads in flight): acc[j] gets, per column, exactly combine_chain's
+// fmaf chain over k = k0, k0 + step, ... < e (same weights, same order).
+template <int NQ, bool L2_COHERENT>
+__device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
+                                           float lse, int lane, float4 (&acc)[NQ]) {
+#pragma unroll
+  for (int j = 0; j < NQ; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+  for (int32_t k = k0; k < e; k += step) {
+    const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h;
+    const float wk = expf(load_partial<L2_COHERENT>(p.partial_lse + prow) - lse);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) {
+      const int c4 = 4 * lane + 4 * warp_size() * j;
+      const float4 x = load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + prow * p.v_dim + c4));
+      acc[j].x = fmaf(wk, x.x, acc[j].x);
+      acc[j].y = fmaf(wk, x.y, acc[j].y);
+      acc[j].z = fmaf(wk, x.z, acc[j].z);
+      acc[j].w = fmaf(wk, x.w, acc[j].w);
+    }
+  }
+}
+
+}  // namespace mla
