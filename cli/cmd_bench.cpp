@@ -45,6 +45,7 @@ constexpr double kH200PeakTflops = 989.0;
 struct BenchOptions {
   std::string kernel;
   std::string stage1 = "automatic";  // which stage-1 kernel implementation (mla::Stage1Kernel)
+  std::string wgmma_schedule = mla::to_string(mla::WgmmaSchedule::serial);  // mla::WgmmaSchedule, by name
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -208,7 +209,8 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
-  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1));
+  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1),
+                 mla::wgmma_schedule_from_name(opt.wgmma_schedule).value_or(mla::WgmmaSchedule::serial));
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -491,6 +493,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember(std::vector<std::string>{
           mla::stage1_kernel_name(mla::Stage1Kernel::automatic), mla::stage1_kernel_name(mla::Stage1Kernel::wgmma),
           mla::stage1_kernel_name(mla::Stage1Kernel::mma), mla::stage1_kernel_name(mla::Stage1Kernel::cuda_core)}))
+      ->capture_default_str();
+  sub->add_option("--wgmma-schedule", opt->wgmma_schedule,
+                  "consumer schedule of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs): "
+                  "serial (softmax after each tile's Q·Kᵀ), qk-ahead (the next tile's Q·Kᵀ runs during the softmax)")
+      ->check(CLI::IsMember(std::vector<std::string>{mla::to_string(mla::WgmmaSchedule::serial),
+                                                     mla::to_string(mla::WgmmaSchedule::qk_ahead)}))
       ->capture_default_str();
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");

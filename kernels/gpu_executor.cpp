@@ -143,8 +143,8 @@ int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(
 int gpu_device_multiprocessors() { return gpu_available() ? mla::gpu_device_multiprocessors(0) : 0; }
 mla::Stage1Device gpu_stage1_device() { return gpu_available() ? mla::current_stage1_device() : mla::Stage1Device{}; }
 
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel)
-    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::WgmmaSchedule schedule)
+    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel), schedule_(schedule) {}
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
@@ -318,6 +318,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   mla::ReduceParams rd;
   Sizes sz;
   if (!prepare(a, d, /*upload_kv=*/true, kernel_, s1, rd, sz, &err)) return fail(err);
+  s1.wgmma_schedule = schedule_;
 
   mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
   bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
@@ -358,6 +359,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   mla::ReduceParams rd;
   Sizes sz;
   if (!prepare(a, d, /*upload_kv=*/false, kernel_, s1, rd, sz, &err)) return fail(err);
+  s1.wgmma_schedule = schedule_;
   r.stage1_kernel = mla::select_stage1(s1, mla::current_stage1_device()).kernel;  // what launch_stage1 enqueues
 
   // KV copies, each 256-byte aligned: upload once, replicate on the device.
@@ -462,7 +464,8 @@ int gpu_device_multiprocessors() { return 0; }
 mla::Stage1Device gpu_stage1_device() { return {}; }
 
 struct GpuExecutor::DeviceState {};
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel) : state_(new DeviceState), kernel_(kernel) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::WgmmaSchedule schedule)
+    : state_(new DeviceState), kernel_(kernel), schedule_(schedule) {}
 GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {

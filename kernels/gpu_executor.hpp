@@ -58,7 +58,9 @@ class GpuExecutor : public Executor {
   // kernel: which stage-1 kernel to ask for (automatic: the fastest that applies;
   // tests run each of them; mla::select_stage1 says which runs, and
   // ExecResult::stage1_kernel which ran).
-  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic);
+  // schedule: the row-major wgmma kernel's consumer schedule (mla::WgmmaSchedule).
+  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic,
+                       mla::WgmmaSchedule schedule = mla::WgmmaSchedule::serial);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -83,6 +85,7 @@ class GpuExecutor : public Executor {
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
+  [[maybe_unused]] mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // likewise
 };
 
 }  // namespace mlactl
