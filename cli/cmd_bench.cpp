@@ -47,6 +47,7 @@ struct BenchOptions {
   std::string kernel;
   std::string stage1 = "automatic";  // which stage-1 kernel implementation (mla::Stage1Kernel)
   mla::CombineMode combine = mla::CombineMode::separate;  // --combine (kernels/combine_mode.hpp)
+  mla::WgmmaSchedule wgmma_schedule = mla::WgmmaSchedule::serial;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -210,7 +211,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
-  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1), opt.combine);
+  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1), opt.combine, opt.wgmma_schedule);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -507,17 +508,21 @@ void setup_bench(CLI::App& app, Context& ctx) {
           mla::stage1_kernel_name(mla::Stage1Kernel::automatic), mla::stage1_kernel_name(mla::Stage1Kernel::wgmma),
           mla::stage1_kernel_name(mla::Stage1Kernel::mma), mla::stage1_kernel_name(mla::Stage1Kernel::cuda_core)}))
       ->capture_default_str();
-  const std::map<std::string, mla::CombineMode> combine_names{
-      {mla::to_string(mla::CombineMode::separate), mla::CombineMode::separate},
-      {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused},
-      {mla::to_string(mla::CombineMode::separate_early), mla::CombineMode::separate_early}};
   sub->add_option("--combine", opt->combine,
                   "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1), fused "
                   "(the last stage-1 workgroup to finish a tile combines it, no reduce launch) or separate_early (the "
                   "reduce launch released as stage 1 starts); fused and separate_early need the transposed wgmma kernel, "
                   "elsewhere they run separate and the output says why")
       ->type_name("MODE")
-      ->transform(CLI::CheckedTransformer(combine_names).description("{separate,fused,separate_early}"));
+      ->transform(enum_names<mla::CombineMode>({{mla::to_string(mla::CombineMode::separate), mla::CombineMode::separate},
+                                                  {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused},
+                                                  {mla::to_string(mla::CombineMode::separate_early), mla::CombineMode::separate_early}}));
+  sub->add_option("--wgmma-schedule", opt->wgmma_schedule,
+                  "consumer schedule of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs) [serial]: "
+                  "serial (softmax after each tile's Q·Kᵀ), qk-ahead (the next tile's Q·Kᵀ runs during the softmax)")
+      ->type_name("SCHEDULE")
+      ->transform(enum_names<mla::WgmmaSchedule>({{mla::to_string(mla::WgmmaSchedule::serial), mla::WgmmaSchedule::serial},
+                                                    {mla::to_string(mla::WgmmaSchedule::qk_ahead), mla::WgmmaSchedule::qk_ahead}}));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

@@ -3,6 +3,8 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -47,5 +49,25 @@ void write_stack_array(JsonWriter& w, const StackArray& a);
 // The metadata as `metadata --format json` prints it (after the envelope and "case").
 void write_metadata_members(JsonWriter& w, const DecodeMetadata& md, bool with_flatten);
 nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten);
+
+// An option that takes one of an enum's names (as its to_string prints them): the
+// value stored is the enum, the help shows {a,b,c}, and an unknown name is
+// "--opt: NAME not in {a,b,c}" (as CLI::IsMember words it for string options).
+template <typename Enum>
+CLI::Validator enum_names(std::vector<std::pair<std::string, Enum>> names) {
+  std::string set = "{";
+  for (const auto& n : names) set += (set.size() > 1 ? "," : "") + n.first;
+  set += "}";
+  return CLI::Validator(
+      [names, set](std::string& value) -> std::string {
+        for (const auto& n : names)
+          if (value == n.first) {
+            value = std::to_string(static_cast<long long>(n.second));
+            return std::string();
+          }
+        return value + " not in " + set;
+      },
+      set);
+}
 
 }  // namespace mlactl::cli

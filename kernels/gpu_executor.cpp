@@ -146,8 +146,8 @@ int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(
 int gpu_device_multiprocessors() { return gpu_available() ? mla::gpu_device_multiprocessors(0) : 0; }
 mla::Stage1Device gpu_stage1_device() { return gpu_available() ? mla::current_stage1_device() : mla::Stage1Device{}; }
 
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine)
-    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel), combine_(combine) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine, mla::WgmmaSchedule schedule)
+    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel), combine_(combine), schedule_(schedule) {}
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
@@ -372,6 +372,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   Sizes sz;
   Combine combine;
   if (!prepare(a, d, /*upload_kv=*/true, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
+  s1.wgmma_schedule = schedule_;
 
   mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
   bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
@@ -419,6 +420,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   Sizes sz;
   Combine combine;
   if (!prepare(a, d, /*upload_kv=*/false, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
+  s1.wgmma_schedule = schedule_;
   r.stage1_kernel = mla::select_stage1(s1, mla::current_stage1_device()).kernel;  // what launch_stage1 enqueues
   r.combine = combine.mode;
   r.combine_note = combine.note;
@@ -527,8 +529,8 @@ int gpu_device_multiprocessors() { return 0; }
 mla::Stage1Device gpu_stage1_device() { return {}; }
 
 struct GpuExecutor::DeviceState {};
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine)
-    : state_(new DeviceState), kernel_(kernel), combine_(combine) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine, mla::WgmmaSchedule schedule)
+    : state_(new DeviceState), kernel_(kernel), combine_(combine), schedule_(schedule) {}
 GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {

@@ -68,8 +68,10 @@ class GpuExecutor : public Executor {
   // applies to the transposed wgmma kernel on plans plan_fused_combine accepts
   // (kernels/fused_combine.hpp), else the run falls back to separate and says so
   // (ExecResult::combine, combine_note).
+  // schedule: the row-major wgmma kernel's consumer schedule (mla::WgmmaSchedule).
   explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic,
-                       mla::CombineMode combine = mla::CombineMode::separate);
+                       mla::CombineMode combine = mla::CombineMode::separate,
+                       mla::WgmmaSchedule schedule = mla::WgmmaSchedule::serial);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -95,6 +97,7 @@ class GpuExecutor : public Executor {
   std::string device_name_;
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
   [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
+  [[maybe_unused]] mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // likewise
 };
 
 }  // namespace mlactl

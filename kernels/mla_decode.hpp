@@ -110,6 +110,9 @@ struct Stage1Params {
   int64_t num_partial_rows = 0;
   int32_t* error = nullptr;              // kDeviceErrorWords
   Stage1Kernel kernel = Stage1Kernel::automatic;  // which stage-1 kernel (tests run each)
+  // The row-major wgmma kernel's consumer schedule (kernels/stage1_kernel.hpp);
+  // the other kernels ignore it.
+  WgmmaSchedule wgmma_schedule = WgmmaSchedule::serial;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
   // Blocks per workgroup (set by the row-major wgmma launch only; 1 elsewhere): block

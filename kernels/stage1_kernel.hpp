@@ -3,6 +3,7 @@
 // build. Which one runs for a launch: kernels/select_stage1.hpp.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mla {
@@ -35,6 +36,26 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
   for (Stage1Kernel k : {Stage1Kernel::wgmma, Stage1Kernel::mma, Stage1Kernel::cuda_core})
     if (name == to_string(k)) return k;
   return Stage1Kernel::automatic;
+}
+
+// The schedule of the row-major wgmma kernel's consumer warpgroups (works of more
+// than 16 (row, head) pairs: M2, C1; kernels/stage1_wgmma.cuh). Both keep the
+// same split of the work: warpgroup 0 runs Q·Kᵀ, the softmax and P·V for columns
+// 0-255, warpgroup 1 takes P through shared memory for columns 256-511.
+//   serial    warpgroup 0 waits for tile t's Q·Kᵀ, then runs its softmax, so the
+//             tensor cores idle through every softmax (docs/bench_notes.md step 27);
+//   qk_ahead  warpgroup 0 issues tile t+1's Q·Kᵀ (asynchronous wgmma) before the
+//             softmax of tile t, so the softmax runs while the tensor cores work.
+// serial is the default: qk_ahead was slower on the H200 (docs/bench_notes.md step 27:
+// warpgroup 0 then holds two of the three stages, so each load has less time to land).
+enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1 };
+
+inline const char* to_string(WgmmaSchedule s) {
+  switch (s) {
+    case WgmmaSchedule::serial: return "serial";
+    case WgmmaSchedule::qk_ahead: return "qk-ahead";
+  }
+  return "unknown";
 }
 
 }  // namespace mla

@@ -101,6 +101,12 @@ __device__ inline void fence_async_smem() { asm volatile("fence.proxy.async.shar
 __device__ inline void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ inline void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ inline void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Waits until at most N of this warpgroup's committed wgmma groups are pending
+// (groups complete in commit order: PTX ISA, wgmma.wait_group).
+template <int N>
+__device__ inline void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 template <int N>
 __device__ inline void pin(float (&r)[N]) {
 #pragma unroll
@@ -532,10 +538,22 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 // to mma.sync (bench_notes steps 11-12; the transposed kernel below serves those
 // now). With QR = 16 the A descriptor's rows 16-63 would read past q_s into the
 // stages: harmless padding rows, never written out.
-template <bool F16, int QR, int S, int HD, int NT, bool KV8>
+// SCHED (WgmmaSchedule, kernels/stage1_kernel.hpp): serial, or qk_ahead, where
+// warpgroup 0, once S(t) and P·V(t-1) are done (wait_group 0), issues Q·Kᵀ(t+1)
+// and runs the softmax of tile t while it executes (the tensor cores otherwise
+// idle through every softmax: docs/bench_notes.md step 27); P·V(t) is committed
+// after it, so the next wait_group 0 completes both, and the Q·Kᵀ accumulators
+// are never touched in flight. Warpgroup 0 then holds two stages (t, t+1), so
+// warpgroup 1 releases its stage before waiting for P. The producer is the same.
+// ptxas (nvcc 13.0) serialised the wgmmas (C7514/C7515) for several placements
+// of the same steps: a wgmma under a branch in the loop, wait_group 1 at the
+// top, warpgroup 0's stage release next to the top wait; check -Xptxas -v after
+// any change here.
+template <bool F16, int QR, int S, int HD, int NT, bool KV8, WgmmaSchedule SCHED = WgmmaSchedule::serial>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kN = NT, kKSteps = NT / 16;
+  constexpr bool kQkAhead = SCHED == WgmmaSchedule::qk_ahead;
   static_assert(NT == 32, "Q·Kᵀ runs as m64n32k16: 16 accumulators a chain");
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const Plan plan{QR, S, HD, NT};
@@ -597,36 +615,78 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
       float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
       uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments
+      // qk_ahead: the next tile's S, in flight across the softmax. Zeroed here only:
+      // the first wgmma of each chain does not read its accumulators (scale-d 0).
+      float qk[16], qk2[16];
+#pragma unroll
+      for (int x = 0; x < 16; ++x) qk[x] = qk2[x] = 0.0f;
+
+      // S = Q·Kᵀ of one stage as one wgmma group, into two independent accumulator
+      // chains (even / odd k-steps): one chain of 36 dependent wgmmas was latency-bound.
+      auto issue_qk_uncommitted = [&](const uint8_t* st, float (&c0)[16], float (&c1)[16]) {
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) {
+          const uint64_t da = kstep_desc(q_s, QR, kk), db = kstep_desc(st, kN, kk);
+          if (kk % 2 == 0) mma_qk<F16>(c0, da, db, kk > 1);
+          else mma_qk<F16>(c1, da, db, kk > 1);
+        }
+      };
+      auto issue_qk = [&](const uint8_t* st, float (&c0)[16], float (&c1)[16]) {
+        issue_qk_uncommitted(st, c0, c1);
+        wg_commit();
+      };
+      // qk_ahead, warpgroup 0: the chunk's first Q·Kᵀ, peeled out of the tile loop
+      // (and an empty group: each tile then starts with two groups pending).
+      if (kQkAhead && g == 0 && work.kv_start < max_end) {
+        mbar_wait(full_bar + 8 * (k % S), (k / S) & 1, p.error);
+        fence_async_smem();
+        issue_qk(kv_s + size_t(k % S) * plan.stage_bytes(), qk, qk2);
+        wg_commit();
+      }
 
       int i = 0;
       for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
         const int s = int(k % S), b = int(k & 1);
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
-        mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
-        fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
+        // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
+        if (!kQkAhead || g != 0) {
+          mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
+          fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
+        }
         float alpha0, alpha1;
         if (g == 0) {
-          // Two independent accumulator chains (even / odd k-steps): one chain of 36
-          // dependent wgmmas was latency-bound.
-          float sc[16], sc2[16];
+          float sc[16];
+          if constexpr (kQkAhead) {
+            wg_wait0();  // S of this tile, and P·V of the previous tile
+            pin(qk);
+            pin(qk2);
 #pragma unroll
-          for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
-          wg_fence();
+            for (int x = 0; x < 16; ++x) sc[x] = qk[x] + qk2[x];
+            // The next tile's Q·Kᵀ; on the chunk's last tile a discarded one on this
+            // tile's stage (held until the chunk's final wait), so no wgmma sits
+            // under a branch and every tile commits the same groups.
+            const bool ahead = tile + kN < max_end;
+            const uint32_t k1 = ahead ? k + 1 : k;
+            if (ahead) {
+              mbar_wait(full_bar + 8 * (k1 % S), (k1 / S) & 1, p.error);
+              fence_async_smem();
+            }
+            issue_qk(kv_s + size_t(k1 % S) * plan.stage_bytes(), qk, qk2);
+          } else {
+            float sc2[16];
 #pragma unroll
-          for (int kk = 0; kk < HD / 16; ++kk) {
-            const uint64_t da = kstep_desc(q_s, QR, kk), db = kstep_desc(stage, kN, kk);
-            if (kk % 2 == 0) mma_qk<F16>(sc, da, db, kk > 1);
-            else mma_qk<F16>(sc2, da, db, kk > 1);
-          }
-          wg_commit();
-          wg_wait0();  // S, and P·V of the previous tile
-          pin(sc);
-          pin(sc2);
+            for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
+            issue_qk(stage, sc, sc2);
+            wg_wait0();  // S, and P·V of the previous tile
+            pin(sc);
+            pin(sc2);
 #pragma unroll
-          for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
-          if (i > 0) {
-            __syncwarp();
-            if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+            for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
+            if (i > 0) {
+              __syncwarp();
+              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+            }
           }
           // Mask (causal / range), scale, online softmax in the log2 domain.
           float mx0 = kNegInf, mx1 = kNegInf;
@@ -662,6 +722,19 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           }
           l0 = l0 * alpha0 + s0;
           l1 = l1 * alpha1 + s1;
+          if constexpr (kQkAhead) {
+            // Only the Q·Kᵀ just issued is pending (the top's wait_group 0 completed
+            // the rest): a no-op for the hardware, but without this wait, the pins
+            // and the release here, ptxas serialised the wgmmas.
+            wg_wait<1>();
+            pin(sc);
+#pragma unroll
+            for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+            if (i > 0) {
+              __syncwarp();
+              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+            }
+          }
           // P as the A fragments of the 16-token k-steps (hi, lo).
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
@@ -685,12 +758,16 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
           bar_arrive(kBarPFull + b, kConsumers);
         } else {
-          bar_sync(kBarPFull + b, kConsumers);
+          // qk_ahead: the previous stage is released before waiting for P, not after:
+          // warpgroup 0 already holds this tile's and the next tile's stages, so the
+          // producer's one free stage must come back as early as it can.
+          if (!kQkAhead) bar_sync(kBarPFull + b, kConsumers);
           wg_wait0();  // P·V of the previous tile: its registers and stage are free
           if (i > 0) {
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
           }
+          if (kQkAhead) bar_sync(kBarPFull + b, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
@@ -716,6 +793,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             o[nb][4 * j + 2] *= alpha1;
             o[nb][4 * j + 3] *= alpha1;
           }
+        if constexpr (kQkAhead) {
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);  // the rescale before the P·V wgmmas, not between them
+        }
         wg_fence();
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks)

@@ -14,7 +14,10 @@ if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
 endif()
 mlactl_cli_test(bench-stage1-unknown RC 2 ARGS bench --heads 16 --context 10 --stage1 bogus
                 STDERR "--stage1: bogus not in {automatic,wgmma,mma,cuda_core}")
-mlactl_cli_test(bench-combine-unknown RC 2 ARGS bench --heads 16 --context 10 --combine both STDERR "--combine")
+mlactl_cli_test(bench-combine-unknown RC 2 ARGS bench --heads 16 --context 10 --combine both
+                STDERR "--combine: both not in {separate,fused,separate_early}")
+mlactl_cli_test(bench-wgmma-schedule-unknown RC 2 ARGS bench --heads 16 --context 10 --wgmma-schedule bogus
+                STDERR "--wgmma-schedule: bogus not in {serial,qk-ahead}")
 mlactl_cli_test(bench-refused RC 5 ARGS bench --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal
                 STDERR "route refused: ValueError: AITER has no non-causal fp8")
 mlactl_cli_test(bench-batch-size-usage RC 2 ARGS bench --heads 16 --context 1,2 --batch-size 4 STDERR "--batch-size repeats one")

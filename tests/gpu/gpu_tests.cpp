@@ -356,7 +356,18 @@ struct Leg {
   std::optional<mla::Stage1Kernel> asked;  // empty: CpuExecutor (--cpu-self-check)
   mla::Stage1Device device;                // what select_stage1 decides with here
   int ran[4] = {};                         // runs per stage-1 kernel that ran (by enum value)
+  // The row-major wgmma kernel's schedule this leg's executor asks for, and the
+  // runs on that kernel (wgmma with more than 16 pairs a work: stage1_wgmma.hip).
+  mla::WgmmaSchedule schedule = mla::WgmmaSchedule::serial;
+  int row_major_runs = 0;
 };
+
+std::string leg_label(const Leg& leg) {
+  if (!leg.asked) return "cpu";
+  std::string label = mla::to_string(*leg.asked);
+  if (*leg.asked == mla::Stage1Kernel::wgmma) label += std::string(" (row-major schedule ") + mla::to_string(leg.schedule) + ")";
+  return label;
+}
 
 mla::ElemType elem_type(DType t) {
   return t == DType::fp16 ? mla::ElemType::fp16 : t == DType::fp8 ? mla::ElemType::fp8 : mla::ElemType::bf16;
@@ -391,7 +402,9 @@ void check_kernel(Leg& leg, const Problem& p, const ExecResult& r, const std::st
   }
   const mla::Stage1Kernel ran = *r.stage1_kernel;
   ++leg.ran[int(ran)];
-  const mla::Stage1Choice want = mla::select_stage1(stage1_shape(p, *leg.asked), leg.device);
+  const mla::Stage1Params shape = stage1_shape(p, *leg.asked);
+  if (ran == mla::Stage1Kernel::wgmma && mla::stage1_pairs(shape) > mla::kSmallWorkPairs) ++leg.row_major_runs;
+  const mla::Stage1Choice want = mla::select_stage1(shape, leg.device);
   const std::string asked = mla::to_string(*leg.asked);
   if (want.kernel == *leg.asked)
     expect(ran == want.kernel, name + ": asked " + asked + ", which applies (select_stage1: " + want.why + "), but " +
@@ -422,6 +435,23 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   if (!d.result.ok) return;
   compare(p, d, reference(p));
   if (c.result.ok) compare_with_cpu(p, d, c);
+  // The qk_ahead schedule reorders only when wgmmas are issued, not the arithmetic
+  // (S is the same two accumulator chains summed the same way), so its results
+  // must equal the serial schedule's bit for bit.
+  if (leg.asked == mla::Stage1Kernel::wgmma && leg.schedule != mla::WgmmaSchedule::serial) {
+    GpuExecutor serial(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, mla::WgmmaSchedule::serial);
+    const DeviceRun ds = run_executor(serial, p);
+    expect(ds.result.ok, p.name + ": serial-schedule run failed: " + ds.result.error);
+    if (ds.result.ok) {
+      auto same_bits = [](const auto& x, const auto& y) {
+        return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
+      };
+      const bool same = same_bits(ds.out, d.out) && same_bits(ds.lse, d.lse) && same_bits(ds.partial, d.partial) &&
+                        same_bits(ds.partial_lse, d.partial_lse);
+      expect(same, p.name + ": schedule " + mla::to_string(leg.schedule) +
+                       " differs from serial in some bit (within the contract's tolerances if no other check failed)");
+    }
+  }
 }
 
 KernelView make_view(int heads, DType q = DType::bf16, DType kv = DType::bf16, bool causal = false, int head_dim = 576) {
@@ -539,6 +569,40 @@ std::vector<Case> contract_table() {
                    setup(p, r, make_view(16, D::bf16, D::fp8), 1, 300, 260);
                    add_work(p, 0, make_work(0, -1, 0, 1, 0, 260, 0));
                  }});
+  // M2- and C1-like batches for the row-major wgmma kernel (more than 16 pairs a
+  // work): several requests, each split in 256-token works (1 to 6 splits, ragged
+  // ends, works of 1, 2 and many 32-token tiles, several works per workgroup, so
+  // the KV ring and the qk_ahead schedule cross chunk and work boundaries).
+  auto split_batch = [](Problem& p, Rng& r, int heads, int q_len, std::vector<int> lens, int workgroups) {
+    const int B = int(lens.size());
+    int total = 0;
+    for (int n : lens) total += n;
+    setup(p, r, make_view(heads, DType::bf16, DType::bf16, true), int64_t(B) * q_len, total + 64, total);
+    int kv = 0, ploc = 0, wg = 0;
+    for (int b = 0; b < B; ++b) {
+      const int qs = b * q_len, qe = qs + q_len, ks = kv, ke = kv + lens[b];
+      const int splits = (lens[b] + 255) / 256;
+      if (splits == 1) {
+        add_work(p, wg++ % workgroups, make_work(b, -1, qs, qe, ks, ke, 0));
+      } else {
+        std::vector<int32_t> rows;
+        for (int k = 0; k < splits; ++k) {
+          const int a = ks + 256 * k, e = std::min(ke, a + 256);
+          add_work(p, wg++ % workgroups, make_work(b, ploc, qs, qe, a, e, ke - e));
+          rows.push_back(ploc);
+          ploc += q_len;
+        }
+        add_reduce_tile(p, qs, qe, rows);
+      }
+      kv = ke;
+    }
+  };
+  t.push_back({"M2-like: 16 heads, causal q_len 4 (64 pairs), 6 requests in 1..6 splits over 5 workgroups", 40,
+               [split_batch](Problem& p, Rng& r) { split_batch(p, r, 16, 4, {4, 33, 64, 517, 1300, 95}, 5); }});
+  t.push_back({"M2-like, one workgroup: every work of the batch in one block", 41,
+               [split_batch](Problem& p, Rng& r) { split_batch(p, r, 16, 4, {70, 300, 5}, 1); }});
+  t.push_back({"C1-like: 128 heads, q_len 1 (2 chunks of 64 pairs), 5 requests in 1..4 splits over 3 workgroups", 42,
+               [split_batch](Problem& p, Rng& r) { split_batch(p, r, 128, 1, {1, 95, 300, 1000, 32}, 3); }});
   std::vector<Case> more = {
       {"fp8 e4m3fnuz q (q_scale 0.05) and KV, causal q_len 3", 10,
        [](Problem& p, Rng& r) {
@@ -978,6 +1042,10 @@ void summarize(const Leg& leg) {
   if (!leg.asked) return;
   const mla::Stage1Device& d = leg.device;
   const bool sm90 = d.vendor == mla::GpuVendor::nvidia && d.wgmma_built && d.compute_capability == 90;
+  if (*leg.asked == mla::Stage1Kernel::wgmma) {
+    std::printf("  row-major wgmma runs (schedule %s): %d\n", mla::to_string(leg.schedule), leg.row_major_runs);
+    if (sm90) expect(leg.row_major_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran");
+  }
   const std::string asked = mla::to_string(*leg.asked);
   const bool can_run = *leg.asked == mla::Stage1Kernel::wgmma ? sm90
                       : *leg.asked == mla::Stage1Kernel::mma   ? d.vendor != mla::GpuVendor::none
@@ -987,6 +1055,8 @@ void summarize(const Leg& leg) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  // --wgmma: only the wgmma legs (both row-major schedules), e.g. for a new schedule's first run.
+  const bool wgmma_only = mode == "--wgmma";
   // --cpu-self-check: run every case with CpuExecutor as the executor under test
   // (checks this harness and the CPU executor where no GPU exists).
   const bool self_check = mode == "--cpu-self-check";
@@ -1005,14 +1075,21 @@ int main(int argc, char** argv) {
   if (self_check) {
     legs.push_back(Leg{std::make_unique<CpuExecutor>(), std::nullopt, {}});
   } else {
-    for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
-      legs.push_back(Leg{std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()});
+    // wgmma twice: the row-major kernel's serial and qk_ahead schedules (mla::WgmmaSchedule).
+    for (mla::WgmmaSchedule s : {mla::WgmmaSchedule::serial, mla::WgmmaSchedule::qk_ahead}) {
+      Leg leg{std::make_unique<GpuExecutor>(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, s), mla::Stage1Kernel::wgmma, gpu_stage1_device()};
+      leg.schedule = s;
+      legs.push_back(std::move(leg));
+    }
+    if (!wgmma_only)
+      for (mla::Stage1Kernel k : {mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
+        legs.push_back(Leg{std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()});
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (fused_only) legs.clear();
   for (Leg& leg : legs) {
     std::printf("gpu_tests on %s%s%s (warp size %d)\n", leg.exec->name().c_str(), self_check ? "" : ", stage 1 asked: ",
-                leg.asked ? mla::to_string(*leg.asked) : "", self_check ? 0 : gpu_device_warp_size());
+                leg.asked ? leg_label(leg).c_str() : "", self_check ? 0 : gpu_device_warp_size());
     contract_cases(leg);
     for (const Probe& pr : kProbes) decode_probe(leg, pr.kv, pr.flavor, pr.kv_scale, pr.out);
     summarize(leg);
@@ -1020,7 +1097,7 @@ int main(int argc, char** argv) {
   if (!self_check) fused_combine_cases();
   if (mode == "--bench") {
     for (Leg& leg : legs) {
-      std::printf("bench on stage 1 %s\n", leg.asked ? mla::to_string(*leg.asked) : "cpu");
+      std::printf("bench on stage 1 %s\n", leg_label(leg).c_str());
       bench(*leg.exec, 128, 8192, 16);
       bench(*leg.exec, 128, 8192, 16, 2);
       bench(*leg.exec, 1, 32768, 16);
