@@ -66,6 +66,28 @@ __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t
   return acc;
 }
 
+// The LSE of pair (r, h) over a tile's n <= NMAX splits from s, every caller thread
+// on its own (sequential over the splits); fills each split's lse (lk) and
+// partial row x heads + head (prow: < 2^31, reduce_uses_few_kernel).
+template <int NMAX, bool L2_COHERENT>
+__device__ inline float pair_lse_few(const ReduceParams& p, int32_t s, int n, int r, int h, float (&lk)[NMAX],
+                                     int32_t (&prow)[NMAX]) {
+  float m = kNegInf;
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k) {
+    if (k < n) {
+      prow[k] = (p.reduce_partial_map[s + k] + r) * p.heads + h;
+      lk[k] = load_partial<L2_COHERENT>(p.partial_lse + prow[k]);
+      m = fmaxf(m, lk[k]);
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int k = 0; k < NMAX; ++k)
+    if (k < n) sum += expf(lk[k] - m);
+  return (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+}
+
 // Pair (r, h) of a tile of n <= NMAX splits from s (final row q0 + r), columns
 // [c4, c4 + 4) (v_dim 512): mla_reduce_few_kernel's arithmetic. Every caller
 // thread computes the LSE and weights itself (sequential over the splits); the
@@ -75,21 +97,8 @@ template <int NMAX, bool L2_COHERENT>
 __device__ inline void combine_pair_few(const ReduceParams& p, int32_t s, int n, int32_t q0, int r, int h, int c4) {
   const int heads = p.heads, v_dim = p.v_dim;
   float lk[NMAX];
-  int32_t prow[NMAX];  // partial row x heads + head (< 2^31: reduce_uses_few_kernel)
-  float m = kNegInf;
-#pragma unroll
-  for (int k = 0; k < NMAX; ++k) {
-    if (k < n) {
-      prow[k] = (p.reduce_partial_map[s + k] + r) * heads + h;
-      lk[k] = load_partial<L2_COHERENT>(p.partial_lse + prow[k]);
-      m = fmaxf(m, lk[k]);
-    }
-  }
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < NMAX; ++k)
-    if (k < n) sum += expf(lk[k] - m);
-  const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+  int32_t prow[NMAX];
+  const float lse = pair_lse_few<NMAX, L2_COHERENT>(p, s, n, r, h, lk, prow);
   const int64_t out_row = (int64_t(q0) + r) * heads + h;
   if (c4 == 0 && p.lse) p.lse[out_row] = lse;
   if (c4 < v_dim) {
@@ -126,20 +135,7 @@ __device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, i
   const int heads = p.heads;
   float lk[NMAX];
   int32_t prow[NMAX];
-  float m = kNegInf;
-#pragma unroll
-  for (int k = 0; k < NMAX; ++k) {
-    if (k < n) {
-      prow[k] = (p.reduce_partial_map[s + k] + r) * heads + h;
-      lk[k] = load_partial<L2_COHERENT>(p.partial_lse + prow[k]);
-      m = fmaxf(m, lk[k]);
-    }
-  }
-  float sum = 0.0f;
-#pragma unroll
-  for (int k = 0; k < NMAX; ++k)
-    if (k < n) sum += expf(lk[k] - m);
-  const float lse = (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
+  const float lse = pair_lse_few<NMAX, L2_COHERENT>(p, s, n, r, h, lk, prow);
   const int64_t out_row = (int64_t(q0) + r) * heads + h;
   if (lane == 0 && p.lse) p.lse[out_row] = lse;
   float4 acc[kQuads];
