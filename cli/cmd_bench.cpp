@@ -514,15 +514,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "reduce launch released as stage 1 starts); fused and separate_early need the transposed wgmma kernel, "
                   "elsewhere they run separate and the output says why")
       ->type_name("MODE")
-      ->transform(enum_names<mla::CombineMode>({{mla::to_string(mla::CombineMode::separate), mla::CombineMode::separate},
-                                                  {mla::to_string(mla::CombineMode::fused), mla::CombineMode::fused},
-                                                  {mla::to_string(mla::CombineMode::separate_early), mla::CombineMode::separate_early}}));
+      ->transform(enum_names(mla::kCombineModes, &mla::combine_mode_from_name));
   sub->add_option("--wgmma-schedule", opt->wgmma_schedule,
                   "consumer schedule of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs) [serial]: "
                   "serial (softmax after each tile's Q·Kᵀ), qk-ahead (the next tile's Q·Kᵀ runs during the softmax)")
       ->type_name("SCHEDULE")
-      ->transform(enum_names<mla::WgmmaSchedule>({{mla::to_string(mla::WgmmaSchedule::serial), mla::WgmmaSchedule::serial},
-                                                    {mla::to_string(mla::WgmmaSchedule::qk_ahead), mla::WgmmaSchedule::qk_ahead}}));
+      ->transform(enum_names(mla::kWgmmaSchedules, &mla::wgmma_schedule_from_name));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

@@ -3,7 +3,6 @@
 #pragma once
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -50,22 +49,20 @@ void write_stack_array(JsonWriter& w, const StackArray& a);
 void write_metadata_members(JsonWriter& w, const DecodeMetadata& md, bool with_flatten);
 nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, bool with_flatten);
 
-// An option that takes one of an enum's names (as its to_string prints them): the
-// value stored is the enum, the help shows {a,b,c}, and an unknown name is
-// "--opt: NAME not in {a,b,c}" (as CLI::IsMember words it for string options).
-template <typename Enum>
-CLI::Validator enum_names(std::vector<std::pair<std::string, Enum>> names) {
+// An option that takes one of an enum's names: `values` (their to_string names) in the
+// help as {a,b,c}, parsed by the enum's own from_name; the value stored is the enum,
+// and an unknown name is "--opt: NAME not in {a,b,c}" (as CLI::IsMember words it).
+template <typename Enum, size_t N>
+CLI::Validator enum_names(const Enum (&values)[N], std::optional<Enum> (*from_name)(const std::string&)) {
   std::string set = "{";
-  for (const auto& n : names) set += (set.size() > 1 ? "," : "") + n.first;
+  for (Enum v : values) set += (set.size() > 1 ? "," : "") + std::string(to_string(v));
   set += "}";
   return CLI::Validator(
-      [names, set](std::string& value) -> std::string {
-        for (const auto& n : names)
-          if (value == n.first) {
-            value = std::to_string(static_cast<long long>(n.second));
-            return std::string();
-          }
-        return value + " not in " + set;
+      [from_name, set](std::string& value) -> std::string {
+        const std::optional<Enum> e = from_name(value);
+        if (!e) return value + " not in " + set;
+        value = std::to_string(static_cast<long long>(*e));
+        return std::string();
       },
       set);
 }

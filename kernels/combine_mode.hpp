@@ -24,6 +24,8 @@ namespace mla {
 //           the executor says why.
 enum class CombineMode : int32_t { separate = 0, fused = 1, separate_early = 2 };
 
+inline constexpr CombineMode kCombineModes[] = {CombineMode::separate, CombineMode::fused, CombineMode::separate_early};
+
 inline const char* to_string(CombineMode m) {
   switch (m) {
     case CombineMode::separate: return "separate";
@@ -35,7 +37,7 @@ inline const char* to_string(CombineMode m) {
 
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {
-  for (CombineMode m : {CombineMode::separate, CombineMode::fused, CombineMode::separate_early})
+  for (CombineMode m : kCombineModes)
     if (name == to_string(m)) return m;
   return std::nullopt;
 }

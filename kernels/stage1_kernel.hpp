@@ -49,6 +49,7 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 // serial is the default: qk_ahead was slower on the H200 (docs/bench_notes.md step 27:
 // warpgroup 0 then holds two of the three stages, so each load has less time to land).
 enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1 };
+inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead};
 
 inline const char* to_string(WgmmaSchedule s) {
   switch (s) {
@@ -56,6 +57,12 @@ inline const char* to_string(WgmmaSchedule s) {
     case WgmmaSchedule::qk_ahead: return "qk-ahead";
   }
   return "unknown";
+}
+// The schedule a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& name) {
+  for (WgmmaSchedule s : kWgmmaSchedules)
+    if (name == to_string(s)) return s;
+  return std::nullopt;
 }
 
 }  // namespace mla
