@@ -58,8 +58,8 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // (produce_fp8_tiles), so it gets 152 registers and the consumers 176
 // (152 + 2 x 176 = 504), the split the register-converting producer of
 // docs/bench_notes.md step 19 was measured with.
-__host__ __device__ constexpr int producer_regs(bool kv8) { return kv8 ? 152 : kProducerRegs; }
-__host__ __device__ constexpr int consumer_regs(bool kv8) { return kv8 ? 176 : kConsumerRegs; }
+__host__ __device__ constexpr int producer_regs(bool converts) { return converts ? 152 : kProducerRegs; }
+__host__ __device__ constexpr int consumer_regs(bool converts) { return converts ? 176 : kConsumerRegs; }
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
 // stalled at issue (a single producer warp was far slower on M1: docs/bench_notes.md,
 // "Moved from kernel comments").
@@ -213,6 +213,20 @@ __device__ inline uint32_t swz(int c, int r, int rows) {
   return uint32_t((c >> 3) * rows * kRowBytes + r * kRowBytes + (((c & 7) ^ (r & 7)) << 4));
 }
 
+// fp8 codes as wgmma's 8-bit operands (the transposed kernel's e4m3 path): both must
+// be K-major, one k-step is 32 codes, so a tile is [k-block of 32 codes][rows][32 B]
+// in the 32-byte swizzle (16-byte unit u of row r at u ^ ((r >> 2) & 1): PTX ISA,
+// "Shared memory matrix layout", 32B swizzling), atoms of 8 rows x 32 B.
+constexpr int kRawKBytes = 32;
+// Byte offset of 16-byte chunk c (codes 16c..16c+15) of row r in such a tile of `rows` rows.
+__host__ __device__ inline uint32_t raw_offset(int c, int r, int rows) {
+  return uint32_t((c >> 1) * rows * kRawKBytes + r * kRawKBytes + (((c & 1) ^ ((r >> 2) & 1)) << 4));
+}
+// 32-byte-swizzle K-major descriptor: SBO = 256 (the next 8 rows), LBO unused (1).
+__device__ inline uint64_t desc_sw32(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(256 >> 4) << 32) | (3ull << 62);
+}
+
 // Block start shared by both wgmma kernels: thread 0 initialises the S-stage
 // `full` (counted by the producer threads) and `empty` (by `empty_count` consumer
 // warps) mbarriers, then the block's work range is read; a malformed
@@ -266,6 +280,22 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
       }
     }
     *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = v;
+  }
+  fence_async_smem();
+}
+
+// fp8 q codes as they are (the transposed kernel's e4m3 path): [k-block][QR rows][32 B]
+// (raw_offset), rows past cp zero; by the consumer threads, fenced for the async proxy.
+template <int QR, int HD>
+__device__ inline void stage_q_codes(const Stage1Params& p, const WorkRow& work, int chunk, int cp, uint8_t* q_s,
+                                     int tid) {
+  constexpr int kRowChunks = HD / 16;
+  const uint8_t* q = static_cast<const uint8_t*>(p.q) + (int64_t(work.qo_start) * p.heads + chunk) * HD;
+  for (int i = tid; i < QR * kRowChunks; i += kConsumers) {
+    const int r = i / kRowChunks, ch = i % kRowChunks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < cp) v = *reinterpret_cast<const uint4*>(q + int64_t(r) * HD + ch * 16);
+    *reinterpret_cast<uint4*>(q_s + raw_offset(ch, r, QR)) = v;
   }
   fence_async_smem();
 }
@@ -466,17 +496,21 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
   }
 }
 
-template <int QR, int NT, int S, int HD>
+// RAW8: the tile is fp8 codes as they are (the transposed kernel's e4m3 path), in
+// the 32-byte-swizzle K-major layout raw_offset gives: 4 threads per row, thread
+// c0 copying 16-byte chunks c0 + 4j (9 or 8 of them).
+template <int QR, int NT, int S, int HD, bool RAW8 = false>
 __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                         size_t stage_bytes, uint32_t full_bar, uint32_t empty_bar, int pw, int lane) {
-  constexpr int kTpr = 8;                      // threads per row: 8 x 16 B = one 128-byte segment
+  constexpr int kElemBytes = RAW8 ? 1 : 2;
+  constexpr int kTpr = RAW8 ? 4 : 8;           // threads per row: 8 x 16 B = one 128-byte segment (16-bit)
   constexpr int kRowsPerPass = kProducers / kTpr;
   constexpr int kRowsPer = NT / kRowsPerPass;  // rows per thread
-  constexpr int kColsPer = HD / 8 / kTpr;      // 16-byte chunks per thread and row (9 or 8)
-  static_assert(NT % kRowsPerPass == 0 && (HD / 8) % kTpr == 0, "producer thread layout");
+  constexpr int kColsPer = HD * kElemBytes / 16 / kTpr;  // 16-byte chunks per thread and row (9 or 8)
+  static_assert(NT % kRowsPerPass == 0 && (HD * kElemBytes / 16) % kTpr == 0, "producer thread layout");
   const int heads = p.heads;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
-  const int64_t row_bytes = int64_t(HD) * 2;  // the kernel's own stride (seed 002)
+  const int64_t row_bytes = int64_t(HD) * kElemBytes;  // the kernel's own stride (seed 002)
   const int ptid = pw * 32 + lane, r0 = ptid / kTpr, c0 = ptid % kTpr;
   uint32_t issued = 0;
   for (int32_t w = w_begin; w < w_end; ++w) {
@@ -514,11 +548,19 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
             const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
             if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
             const uint8_t* src = ok ? kv + slot * row_bytes + 16 * c0 : kv;
-            // swz(c0 + 8j, n, NT): column block j, row n, chunk c0 ^ (n & 7).
-            uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
+            if constexpr (RAW8) {
+              // raw_offset(c0 + 4j, n, NT): k-block 2j + c0 / 2, a constant step per j.
+              uint8_t* dst = stage + raw_offset(c0, n, NT);
 #pragma unroll
-            for (int j = 0; j < kColsPer; ++j)
-              frag::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+              for (int j = 0; j < kColsPer; ++j)
+                frag::cp_async16(dst + j * 2 * NT * kRawKBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+            } else {
+              // swz(c0 + 8j, n, NT): column block j, row n, chunk c0 ^ (n & 7).
+              uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
+#pragma unroll
+              for (int j = 0; j < kColsPer; ++j)
+                frag::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+            }
           }
           // full[s] completes when every producer thread's copies of the tile have
           // landed (an asynchronous arrive per thread, counted in the barrier's 128).
@@ -891,27 +933,52 @@ constexpr int kTNT = 64, kTPairs = 16, kTStages = 2;
 // codes, 54 KB at 576) where 16-bit KV has the 32 KB merge buffer: both would not
 // fit in 227 KB, so fp8 merges warpgroup 1's accumulators through q_s (18 KB) in
 // two rounds of 16 KB at the chunk end, when q is no longer read.
+// The e4m3 path (fp8 q and e4m3fn KV, stage1_wgmma_t_kernel's E4M3) has no 16-bit
+// stage at all: q as codes (9 KB), the P buffers and statistics next to it, then
+// kTRawStages tiles of raw codes (36 KB each at 576, the layout of raw_offset). It
+// merges through q_s and the P buffers (16 KB from offset 0, two rounds), free at
+// the chunk end, so its smem holds five raw stages.
+constexpr int kTRawStages = 5;
 struct PlanT {
   int head_dim;
   bool kv8 = false;
-  __host__ __device__ int blocks() const { return head_dim / 64; }
-  __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * kTPairs * kRowBytes; }
-  __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * kTNT * kRowBytes; }
-  __host__ __device__ size_t kv_off() const { return q_bytes(); }
-  __host__ __device__ size_t p_off() const { return kv_off() + kTStages * stage_bytes(); }  // [wg][hi, lo][16][128 B]
-  __host__ __device__ size_t red_off() const { return p_off() + 2 * 2 * kTPairs * kRowBytes; }  // [wg][4 warps][16] f32
-  // 16-bit KV: [64 regs][128 thr] f32; fp8 KV: the raw buffers, [half][chunk][thread][16 B]
-  __host__ __device__ size_t merge_off() const { return red_off() + 2 * 4 * kTPairs * 4; }
-  __host__ __device__ size_t raw_half_bytes() const { return size_t(kProducers / 4) * head_dim; }
-  __host__ __device__ size_t merge_bytes() const { return kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
-  __host__ __device__ size_t ml_off() const { return merge_off() + merge_bytes(); }  // [wg][4 warps][16] l, [16] m
-  __host__ __device__ size_t bar_off() const { return ml_off() + (2 * 4 * kTPairs + kTPairs) * 4; }
-  __host__ __device__ size_t total() const { return bar_off() + 2 * kTStages * 8 + 1024; }
+  bool e4m3 = false;
+  __host__ __device__ static constexpr size_t align1k(size_t x) { return (x + 1023) & ~size_t(1023); }
+  __host__ __device__ constexpr int blocks() const { return head_dim / 64; }
+  __host__ __device__ constexpr int stages() const { return e4m3 ? kTRawStages : kTStages; }
+  __host__ __device__ constexpr size_t q_bytes() const {
+    return e4m3 ? size_t(kTPairs) * head_dim : size_t(blocks()) * kTPairs * kRowBytes;
+  }
+  __host__ __device__ constexpr size_t stage_bytes() const {
+    return e4m3 ? size_t(kTNT) * head_dim : size_t(blocks()) * kTNT * kRowBytes;
+  }
+  static constexpr size_t kPBytes = 2 * 2 * kTPairs * kRowBytes;  // [wg][hi, lo][16][128 B]
+  static constexpr size_t kRedBytes = 2 * 4 * kTPairs * 4;        // [wg][4 warps][16] f32
+  static constexpr size_t kMlBytes = (2 * 4 * kTPairs + kTPairs) * 4;  // [wg][4 warps][16] l, [16] m
+  // 16-bit KV: [64 regs][128 thr] f32; staged fp8 KV: the raw buffers, [half][chunk][thread][16 B]; e4m3: none
+  __host__ __device__ constexpr size_t raw_half_bytes() const { return size_t(kProducers / 4) * head_dim; }
+  __host__ __device__ constexpr size_t merge_bytes() const { return e4m3 ? 0 : kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
+  __host__ __device__ constexpr size_t p_off() const { return e4m3 ? q_bytes() : kv_off() + stages() * stage_bytes(); }
+  __host__ __device__ constexpr size_t red_off() const { return p_off() + kPBytes; }
+  __host__ __device__ constexpr size_t merge_off() const { return red_off() + kRedBytes; }
+  __host__ __device__ constexpr size_t ml_off() const { return merge_off() + merge_bytes(); }
+  __host__ __device__ constexpr size_t kv_off() const { return e4m3 ? align1k(ml_off() + kMlBytes) : q_bytes(); }
+  __host__ __device__ constexpr size_t bar_off() const {
+    return e4m3 ? kv_off() + stages() * stage_bytes() : ml_off() + kMlBytes;
+  }
+  __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages() * 8 + 1024; }
 };
-// The merge of warpgroup 1's 64 accumulators: in one round (16-bit KV, its own
-// buffer) or two (fp8 KV, through q_s, which holds 16 KB: 32 accumulators x 128 threads).
-__host__ __device__ constexpr int merge_rounds(bool kv8) { return kv8 ? 2 : 1; }
+// The merge of warpgroup 1's 64 accumulators: in one round (its own buffer) or two
+// (fp8 KV, from offset 0: q_s, with the P buffers after it on the e4m3 path, holds
+// 16 KB: 32 accumulators x 128 threads).
+__host__ __device__ constexpr int merge_rounds(bool merge_in_q) { return merge_in_q ? 2 : 1; }
 static_assert(kTPairs * kRowBytes * (512 / 64) >= 32 * 128 * 4, "fp8 merge rounds fit in q_s (head_dim 512 or 576)");
+static_assert(kTPairs * 512 + PlanT::kPBytes >= 32 * 128 * 4, "e4m3 merge rounds fit in q_s + P");
+static_assert(kTPairs * 576 % 1024 == 0 && kTPairs * 512 % 1024 == 0,
+              "e4m3 plan: q keeps the P buffers 1024-aligned (the 128-byte swizzle atom)");
+static_assert(PlanT{576, true, true}.total() <= 232448 && PlanT{576, true, false}.total() <= 232448 &&
+                  PlanT{576, false, false}.total() <= 232448,
+              "transposed plans within the 227 KB of an sm_90 block");
 constexpr int kBarMergeStart = 9, kBarMergeRead = 10;
 
 // D (64 x 16, fp32) (+)= A (64 x 16, smem; M-major when TRANS_A) · B (16 x 16, smem, K-major).
@@ -927,6 +994,57 @@ __device__ inline void mma_m64n16(float (&d)[8], uint64_t da, uint64_t db, int a
   if constexpr (F16) MLA_WG_N16("f16");
   else MLA_WG_N16("bf16");
 #undef MLA_WG_N16
+}
+
+// D (64 x 16, fp32) (+)= A (64 x 32 e4m3 codes, smem) · B (32 x 16 e4m3 codes, smem); both
+// K-major (8-bit operands have no transpose: PTX ISA, wgmma.mma_async).
+__device__ inline void mma_m64n16k32_e4m3(float (&d)[8], uint64_t da, uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3"
+               " {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+               : "l"(da), "l"(db), "r"(accumulate));
+}
+
+// D (64 x 16, fp32) += A (64 x 16 fp16, registers) · B (16 x 16 fp16, smem, K-major).
+__device__ inline void mma_m64n16_f16_rs(float (&d)[8], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16"
+               " {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, 1, 1, 1, 0;\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db));
+}
+
+// The e4m3 path's P·V operand layout. Oᵀ = Vᵀ · Pᵀ with Vᵀ as the register A operand,
+// converted by the consumer from the raw tile (no 16-bit V stage): thread (warp wq,
+// lane 4gq + tq) holds A rows 16wq + gq (+ 8) of each 64-row block cb, and those rows
+// stand for V columns e4m3_v_col(wq, gq, cb, h), so its 16 rows of a token are one
+// 16-byte chunk (8wq + gq) of the raw row; and A's k columns 2tq, 2tq+1, 2tq+8, 2tq+9
+// of k-step ks stand for tokens 16ks + tq + 4e (e = 0..3), so the 32 lanes of each
+// load hit the 8 16-byte bank groups 4 times each. Pᵀ is written in that token order.
+__device__ inline int e4m3_v_col(int wq, int gq, int cb, int h) { return 16 * (8 * wq + gq) + 2 * cb + h; }
+// The k column within its 16-token k-step that token t of the tile is (the inverse
+// of token 16ks + tq + 4e for column 2tq + (e & 1) + 8 (e >> 1)).
+__device__ inline int e4m3_p_col(int t) {
+  const int tl = t & 15, tq = tl & 3, e = tl >> 2;
+  return (t & ~15) + 2 * tq + (e & 1) + 8 * (e >> 1);
+}
+// The A fragments of k-step ks for all 8 column blocks: x[e] is the 16-byte chunk
+// of this thread's columns of token 16ks + tq + 4e. An A register pairs two tokens'
+// codes of one column (one prmt), converted by cvt.rn.f16x2.e4m3x2 (NaN codes to
+// NaN). The integer form (fp8_lane_bytes_to_f16x2) in its place was slower
+// (docs/bench_notes.md step 28): the conversion pipe is not what limits here.
+__device__ inline void e4m3_v_frags(const uint4 (&x)[4], uint32_t (&a)[8][4]) {
+  const uint32_t* x0 = &x[0].x;
+  const uint32_t* x1 = &x[1].x;
+  const uint32_t* x2 = &x[2].x;
+  const uint32_t* x3 = &x[3].x;
+#pragma unroll
+  for (int cb = 0; cb < 8; ++cb) {
+    const int wi = cb >> 1;
+    const uint32_t sel = (cb & 1) ? 0x7362u : 0x5140u;  // bytes [x0 b, x1 b, x0 b+1, x1 b+1], b = 2cb % 4
+    fp8x4_to_f16x4_cvt(__byte_perm(x0[wi], x1[wi], sel), &a[cb][0], &a[cb][1]);
+    fp8x4_to_f16x4_cvt(__byte_perm(x2[wi], x3[wi], sel), &a[cb][2], &a[cb][3]);
+  }
 }
 
 // ---- Fused combine (CombineMode::fused; kernels/fused_combine.hpp says which plans) ----
@@ -1032,11 +1150,22 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
   }
 }
 
-template <bool F16, int HD, bool KV8>
+// E4M3 (fp8 q and e4m3fn KV, F16 and KV8 with it): Q·Kᵀ on e4m3 wgmma straight from
+// the raw codes (q staged as codes), V converted by the consumers into register A
+// fragments (e4m3_v_frags), so no 16-bit KV stage is written or read; the producer
+// only copies (produce_kv_tiles, RAW8) into kTRawStages stages. P·V takes P once,
+// in fp16 (no lo part): the scores of e4m3 wgmma are exact to only ~2^-13 (its
+// accumulation: tests/gpu/gpu_tests.cpp, kFp8MmaTol), which P's own rounding
+// (2^-12 relative, unbiased) does not add to measurably, and the wgmmas per tile
+// drop from 82 to 50.
+template <bool F16, int HD, bool KV8, bool E4M3 = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(!E4M3 || (F16 && KV8), "the e4m3 path: fp8 KV, fp16 operands for P·V");
+  constexpr bool kConverts = KV8 && !E4M3;  // the producer converts fp8 into a 16-bit stage
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const PlanT plan{HD, KV8};
+  const PlanT plan{HD, KV8, E4M3};
+  const int stages = plan.stages();
   // CombineMode::separate_early: the reduce (a programmatic dependent launch that
   // waits in griddepcontrol.wait for this whole grid) may be scheduled from now on.
   if (p.release_dependents) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
@@ -1047,15 +1176,18 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   float* merge = reinterpret_cast<float*>(smem + plan.merge_off());
   float* lsum = reinterpret_cast<float*>(smem + plan.ml_off());  // [wg][warp][16]
   float* mrec = lsum + 2 * 4 * kTPairs;                           // [16]: warpgroup 1's running max
-  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * kTStages;
+  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * stages;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int heads = p.heads;
   int32_t w_begin, w_end;  // a tile's `empty`: the 4 warps of the warpgroup that owns it
-  if (!pipeline_start(p, full_bar, empty_bar, kTStages, /*empty_count=*/4, w_begin, w_end)) return;
+  if (!pipeline_start(p, full_bar, empty_bar, stages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
-    if constexpr (KV8) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(kConverts)));
+    if constexpr (E4M3) {
+      produce_kv_tiles<kTPairs, kTNT, kTRawStages, HD, true>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar,
+                                                             empty_bar, warp - kConsumers / 32, lane);
+    } else if constexpr (KV8) {
       if (p.fp8_fnuz)
         produce_fp8_tiles<F16, true, kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(),
                                                                   smem + plan.merge_off(), full_bar, empty_bar,
@@ -1070,7 +1202,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(kConverts)));
   // g through a shuffle from lane 0: ptxas then knows it is warp-uniform; derived
   // from threadIdx it saw the tile loop's `continue` as a divergent path and
   // serialised every wgmma (C7520).
@@ -1101,7 +1233,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       for (int x = 0; x < 4; ++x) end[x] = visible_end(work, qn, heads, p.causal, chunk + pair_of(x), chunk + cp);
 
       bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s, merge, lsum
-      stage_q<F16, kTPairs, HD>(p, work, chunk, cp, q_s, tid);
+      if constexpr (E4M3) stage_q_codes<kTPairs, HD>(p, work, chunk, cp, q_s, tid);
+      else stage_q<F16, kTPairs, HD>(p, work, chunk, cp, q_s, tid);
       bar_sync(kBarChunk, kConsumers);
 
       float o[8][8];  // Oᵀ: [64-column block][accumulator]: cols 16wq + gq (+8), pairs pair_of(x)
@@ -1116,20 +1249,30 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       int i = 0;
       for (int tile = work.kv_start; tile < max_end; tile += kTNT, ++i, ++k) {
         if ((i & 1) != g) continue;  // the other warpgroup's tile
-        const int s = int(k % kTStages);
+        const int s = int(k % uint32_t(stages));
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
-        mbar_wait(full_bar + 8 * s, (k / kTStages) & 1, p.error);
+        mbar_wait(full_bar + 8 * s, (k / uint32_t(stages)) & 1, p.error);
         fence_async_smem();
 
         float sa[8], sb[8];
 #pragma unroll
         for (int x = 0; x < 8; ++x) sa[x] = sb[x] = 0.0f;
         wg_fence();
+        if constexpr (E4M3) {
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) {
-          const uint64_t da = kstep_desc(stage, kTNT, kk), db = kstep_desc(q_s, kTPairs, kk);
-          if (kk % 2 == 0) mma_m64n16<F16, 0>(sa, da, db, kk > 1);
-          else mma_m64n16<F16, 0>(sb, da, db, kk > 1);
+          for (int kk = 0; kk < HD / 32; ++kk) {
+            const uint64_t da = desc_sw32(saddr(stage + kk * kTNT * kRawKBytes)),
+                           db = desc_sw32(saddr(q_s + kk * kTPairs * kRawKBytes));
+            if (kk % 2 == 0) mma_m64n16k32_e4m3(sa, da, db, kk > 1);
+            else mma_m64n16k32_e4m3(sb, da, db, kk > 1);
+          }
+        } else {
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            const uint64_t da = kstep_desc(stage, kTNT, kk), db = kstep_desc(q_s, kTPairs, kk);
+            if (kk % 2 == 0) mma_m64n16<F16, 0>(sa, da, db, kk > 1);
+            else mma_m64n16<F16, 0>(sb, da, db, kk > 1);
+          }
         }
         wg_commit();
         wg_wait0();
@@ -1171,11 +1314,12 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           const int x = 2 * (a >> 2) + (a & 1);
           const float pv = v[a] == kNegInf ? 0.0f : exp2f(v[a] - m[x]);
           l[x] += pv;
-          const int t = 16 * wq + gq + 8 * ((a >> 1) & 1), r = pair_of(x);
+          const int tt = 16 * wq + gq + 8 * ((a >> 1) & 1), r = pair_of(x);
+          const int t = E4M3 ? e4m3_p_col(tt) : tt;  // Pᵀ's k column for the token
           const uint32_t off = swz(t >> 3, r, kTPairs) + (t & 7) * 2;
           const uint16_t hi = encode16<F16>(pv);
           *reinterpret_cast<uint16_t*>(p_hi + off) = hi;
-          *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
+          if constexpr (!E4M3) *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
         }
         fence_async_smem();
         bar_sync(kBarRed + g, 128);  // Pᵀ complete; every warp is past reading red
@@ -1183,18 +1327,49 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         for (int cb = 0; cb < 8; ++cb)
 #pragma unroll
           for (int a = 0; a < 8; ++a) o[cb][a] *= alpha[2 * (a >> 2) + (a & 1)];
-        wg_fence();
+        if constexpr (E4M3) {
 #pragma unroll
-        for (int ks = 0; ks < kTNT / 16; ++ks) {
-          const uint64_t dh = desc_sw128(saddr(p_hi + ks * 32)), dl = desc_sw128(saddr(p_lo + ks * 32));
+          for (int cb = 0; cb < 8; ++cb) pin(o[cb]);  // rescaled before the first P·V wgmma (C7519)
+          // Vᵀ from registers: k-step ks's fragments converted while ks - 1's
+          // wgmmas run (two buffers; wait_group 1 frees the older one). Token
+          // 16ks + tq + 4e of chunk c sits at raw_offset(c, tq, 64) + (16ks + 4e) 32
+          // with the 16-byte unit flipped for odd e (bit 2 of the row is e & 1).
+          const int c = 8 * wq + gq;
+          const uint32_t vb[2] = {saddr(stage) + raw_offset(c, tq, kTNT), saddr(stage) + raw_offset(c ^ 1, tq, kTNT)};
+          uint32_t a[2][8][4];
 #pragma unroll
-          for (int cb = 0; cb < 8; ++cb) {
-            const uint64_t da = desc_sw128(saddr(stage + cb * kTNT * kRowBytes + ks * 16 * kRowBytes));
-            mma_m64n16<F16, 1>(o[cb], da, dh, 1);
-            mma_m64n16<F16, 1>(o[cb], da, dl, 1);
+          for (int ks = 0; ks < kTNT / 16; ++ks) {
+            uint4 x[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) lds128(vb[e & 1] + (16 * ks + 4 * e) * kRawKBytes, x[e]);
+            if (ks >= 2) wg_wait<1>();
+            e4m3_v_frags(x, a[ks & 1]);
+#pragma unroll
+            for (int cb = 0; cb < 8; ++cb)  // converted before the fence (else ptxas injects one per wgmma: C7519)
+              asm volatile("" : "+r"(a[ks & 1][cb][0]), "+r"(a[ks & 1][cb][1]), "+r"(a[ks & 1][cb][2]),
+                           "+r"(a[ks & 1][cb][3])::"memory");
+            const uint64_t dh = desc_sw128(saddr(p_hi + ks * 32));
+            wg_fence();
+#pragma unroll
+            for (int cb = 0; cb < 8; ++cb) mma_m64n16_f16_rs(o[cb], a[ks & 1][cb], dh);
+            wg_commit();
           }
+        } else {
+#pragma unroll
+          for (int cb = 0; cb < 8; ++cb) pin(o[cb]);  // rescaled before the first P·V wgmma (C7519)
+          wg_fence();
+#pragma unroll
+          for (int ks = 0; ks < kTNT / 16; ++ks) {
+            const uint64_t dh = desc_sw128(saddr(p_hi + ks * 32)), dl = desc_sw128(saddr(p_lo + ks * 32));
+#pragma unroll
+            for (int cb = 0; cb < 8; ++cb) {
+              const uint64_t da = desc_sw128(saddr(stage + cb * kTNT * kRowBytes + ks * 16 * kRowBytes));
+              mma_m64n16<F16, 1>(o[cb], da, dh, 1);
+              mma_m64n16<F16, 1>(o[cb], da, dl, 1);
+            }
+          }
+          wg_commit();
         }
-        wg_commit();
         wg_wait0();  // this warp's share of P·V: the stage and (after the next barrier) Pᵀ are free
 #pragma unroll
         for (int cb = 0; cb < 8; ++cb) pin(o[cb]);
@@ -1213,11 +1388,12 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       if (g == 1 && wq == 0 && gq == 0)
 #pragma unroll
         for (int x = 0; x < 4; ++x) mrec[pair_of(x)] = m[x];
-      constexpr int kRounds = merge_rounds(KV8), kCbPer = 8 / kRounds;
-      // fp8: merge goes through q_s, so both warpgroups must be past their last
-      // Q·Kᵀ (waited wgmmas) first; this barrier also publishes lsum and mrec.
-      float* mbuf = KV8 ? reinterpret_cast<float*>(q_s) : merge;
-      if constexpr (KV8) bar_sync(kBarMergeStart, kConsumers);
+      constexpr bool kMergeInQ = KV8;  // through q_s (and, e4m3, the P buffers after it)
+      constexpr int kRounds = merge_rounds(kMergeInQ), kCbPer = 8 / kRounds;
+      // fp8: merge goes through q_s (and P), so both warpgroups must be past their
+      // last Q·Kᵀ and P·V (waited wgmmas) first; this barrier also publishes lsum and mrec.
+      float* mbuf = kMergeInQ ? reinterpret_cast<float*>(q_s) : merge;
+      if constexpr (kMergeInQ) bar_sync(kBarMergeStart, kConsumers);
       if (g == 1) {
 #pragma unroll
         for (int rd = 0; rd < kRounds; ++rd) {
@@ -1230,7 +1406,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         }
         continue;
       }
-      if constexpr (!KV8) bar_sync(kBarStats, kConsumers);  // round 0 (lsum, mrec with it)
+      if constexpr (!kMergeInQ) bar_sync(kBarStats, kConsumers);  // round 0 (lsum, mrec with it)
       float f0[4], f1[4], inv[4], lse[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
@@ -1250,7 +1426,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       }
 #pragma unroll
       for (int rd = 0; rd < kRounds; ++rd) {
-        if (KV8 || rd > 0) bar_sync(kBarStats, kConsumers);  // round rd written
+        if (kMergeInQ || rd > 0) bar_sync(kBarStats, kConsumers);  // round rd written
 #pragma unroll
         for (int cb = 0; cb < kCbPer; ++cb)
 #pragma unroll
@@ -1269,7 +1445,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
           if (r >= cp) continue;
           const float val = o[cb][a] * inv[x];
-          const int64_t at = (row_base + r) * kVDim + cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
+          const int col = E4M3 ? e4m3_v_col(wq, gq, cb, (a >> 1) & 1) : cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
+          const int64_t at = (row_base + r) * kVDim + col;
           if (final_out) p.out[at] = encode_out(p.out_type, val);
           else p.partial_out[at] = val;
         }
