@@ -220,3 +220,17 @@ TEST_CASE("select_stage1: the same choice as the rule it replaced, over every in
                 }
   CHECK(compared == 4 * 4 * 3 * 3 * 4 * 6 * 6 * 5);
 }
+
+TEST_CASE("select_stage1: fp8 q with e4m3fn KV takes the transposed kernel's e4m3 path, and says so",
+          "[unit][select_stage1]") {
+  Stage1Params p = params(A, fp8, fp8);
+  CHECK(mla::wgmma_qk_e4m3(p));
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "Q·Kᵀ on e4m3 wgmma"));
+  p.fp8_fnuz = true;  // another bias and NaN code than wgmma's e4m3: the staged conversion
+  CHECK_FALSE(mla::wgmma_qk_e4m3(p));
+  CHECK_FALSE(why_has(p, kH200, "e4m3 wgmma"));
+  CHECK_FALSE(mla::wgmma_qk_e4m3(params(A, bf16, fp8)));  // bf16 q: staged
+  CHECK_FALSE(mla::wgmma_qk_e4m3(params(A, fp8, bf16)));  // 16-bit KV
+  CHECK_FALSE(why_has(params(A, bf16, fp8), kH200, "e4m3 wgmma"));
+}
