@@ -90,6 +90,10 @@ class GpuExecutor : public Executor {
   // copied back into args.out / lse; a device error word gives ok = false.
   BenchResult bench(const ExecArgs& args, int warmup, int iters, int kv_copies);
 
+  // fp8 q with e4m3fn KV on the transposed wgmma kernel: Q·Kᵀ on e4m3 wgmma (default)
+  // or on fp16 operands converted by the producer (mla::Fp8QkMma).
+  void set_fp8_qk(mla::Fp8QkMma mode) { fp8_qk_ = mode; }
+
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
  private:
@@ -98,6 +102,7 @@ class GpuExecutor : public Executor {
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
   [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
   [[maybe_unused]] mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // likewise
+  [[maybe_unused]] mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;               // likewise
 };
 
 }  // namespace mlactl

@@ -59,9 +59,10 @@ inline bool wgmma_runs_transposed(const Stage1Params& p) {
 // fp8 q with e4m3fn KV on the transposed wgmma kernel: Q·Kᵀ runs on e4m3 wgmma from
 // the codes as they are and the consumers convert only V, in registers
 // (kernels/stage1_wgmma.cuh, E4M3). The wgmma e4m3 type is e4m3fn's encoding;
-// e4m3fnuz codes (other bias and NaN) and bf16 q take the staged conversion.
+// e4m3fnuz codes (other bias and NaN) and bf16 q take the staged conversion, and
+// so does Stage1Params::fp8_qk fp16 (exact scores).
 inline bool wgmma_qk_e4m3(const Stage1Params& p) {
-  return p.kv_type == ElemType::fp8 && p.q_type == ElemType::fp8 && !p.fp8_fnuz;
+  return p.kv_type == ElemType::fp8 && p.q_type == ElemType::fp8 && !p.fp8_fnuz && p.fp8_qk == Fp8QkMma::e4m3;
 }
 
 // Why the fused combine (CombineMode::fused, and separate_early's early release)

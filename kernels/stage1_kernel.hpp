@@ -65,4 +65,28 @@ inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& 
   return std::nullopt;
 }
 
+// How the transposed wgmma kernel multiplies fp8 q by e4m3fn KV codes in Q·Kᵀ
+// (kernels/stage1_wgmma.cuh; kernels/select_stage1.hpp, wgmma_qk_e4m3):
+//   e4m3  wgmma on the codes as they are, V converted by the consumers in registers;
+//         Hopper's fp8 MMA accumulates with ~14 bits, so the scores are exact to
+//         ~2^-13 only (docs/bench_notes.md step 28). The default: the fastest.
+//   fp16  the producer converts the codes into fp16 stages (exact) and the fp16
+//         wgmma accumulates in fp32, as for e4m3fnuz and bf16 q.
+enum class Fp8QkMma : int32_t { e4m3 = 0, fp16 = 1 };
+inline constexpr Fp8QkMma kFp8QkMmas[] = {Fp8QkMma::e4m3, Fp8QkMma::fp16};
+
+inline const char* to_string(Fp8QkMma m) {
+  switch (m) {
+    case Fp8QkMma::e4m3: return "e4m3";
+    case Fp8QkMma::fp16: return "fp16";
+  }
+  return "unknown";
+}
+// The mode a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
+  for (Fp8QkMma m : kFp8QkMmas)
+    if (name == to_string(m)) return m;
+  return std::nullopt;
+}
+
 }  // namespace mla

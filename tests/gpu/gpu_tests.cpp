@@ -452,6 +452,20 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
                        mla::wgmma_qk_e4m3(stage1_shape(p, mla::Stage1Kernel::wgmma));
   compare(p, d, reference(p), fp8_mma);
   if (c.result.ok) compare_with_cpu(p, d, c, fp8_mma);
+  // The same case with Q·Kᵀ on fp16 operands (mla::Fp8QkMma::fp16): the staged
+  // conversion, held to fp32 reordering's tolerances.
+  if (fp8_mma) {
+    GpuExecutor staged(mla::Stage1Kernel::wgmma);
+    staged.set_fp8_qk(mla::Fp8QkMma::fp16);
+    const DeviceRun ds = run_executor(staged, p);
+    expect(ds.result.ok && ds.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+           p.name + ": --fp8-qk fp16 run failed or did not run wgmma: " + ds.result.error);
+    if (ds.result.ok) {
+      std::printf("    fp8-qk fp16:\n");
+      compare(p, ds, reference(p));
+      if (c.result.ok) compare_with_cpu(p, ds, c);
+    }
+  }
   // The qk_ahead schedule reorders only when wgmmas are issued, not the arithmetic
   // (S is the same two accumulator chains summed the same way), so its results
   // must equal the serial schedule's bit for bit.
