@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/enum_from_name.hpp"
+
 namespace mla {
 
 // separate  stage 1 writes fp32 partials, then ONE reduce launch combines them
@@ -37,9 +39,7 @@ inline const char* to_string(CombineMode m) {
 
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {
-  for (CombineMode m : kCombineModes)
-    if (name == to_string(m)) return m;
-  return std::nullopt;
+  return enum_from_name(kCombineModes, name);
 }
 
 }  // namespace mla

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/enum_from_name.hpp"
+
 namespace mla {
 
 // The stage-1 kernels: all implement the same contract (kernels/README.md).
@@ -60,9 +62,7 @@ inline const char* to_string(WgmmaSchedule s) {
 }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& name) {
-  for (WgmmaSchedule s : kWgmmaSchedules)
-    if (name == to_string(s)) return s;
-  return std::nullopt;
+  return enum_from_name(kWgmmaSchedules, name);
 }
 
 // How the transposed wgmma kernel multiplies fp8 q by e4m3fn KV codes in Q·Kᵀ
@@ -84,9 +84,7 @@ inline const char* to_string(Fp8QkMma m) {
 }
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
-  for (Fp8QkMma m : kFp8QkMmas)
-    if (name == to_string(m)) return m;
-  return std::nullopt;
+  return enum_from_name(kFp8QkMmas, name);
 }
 
 }  // namespace mla
