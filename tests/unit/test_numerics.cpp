@@ -715,3 +715,15 @@ TEST_CASE("compare: default tolerance table (docs/design.md §6)", "[compare]") 
   CHECK(t.rtol == 1.0 / 8);
   CHECK(t.cos_tol == 3e-2);
 }
+
+TEST_CASE("default LSE tolerance: fp32 reordering's, wider only for fp8 q with fp8 KV (fp8 MMA accumulation)",
+          "[unit][compare]") {
+  const LseTolerance plain = default_lse_tolerance(DType::bf16, DType::bf16);
+  CHECK(plain.atol == 1e-5);
+  CHECK(plain.rtol == 8.0 / 65536);
+  const LseTolerance kv8 = default_lse_tolerance(DType::fp8, DType::bf16);  // bf16 q: converted operands, fp32 sums
+  CHECK(kv8.atol == 1e-5);
+  const LseTolerance both8 = default_lse_tolerance(DType::fp8, DType::fp8);
+  CHECK(both8.atol == 2e-3);
+  CHECK(both8.rtol == 2e-4);
+}
