@@ -247,7 +247,7 @@ void micro_tile(int rz, int nc, const PanelView& A, Index kc, const float* B, fl
 
 // res (col-major C', ld ldr) += A'·B' for rows [0, rows_main), all columns, in depth
 // panels of kc:  A'(i, k) = BT ? b[i*ldb + k] : b[k*ldb + i],  B'(k, j) = a[j*lda + k].
-// BT's A' is packed (transposed) W rows at a time; otherwise it is read in place.
+// A' is packed W rows at a time (transposed for BT, copied otherwise).
 template <bool BT, int W>
 void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
                Index depth, Index kc, Scratch& s) {
@@ -300,9 +300,27 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
         astride = W;
         apanel = W * akc;
       } else {
-        abase = b + k2 * ldb + i0;
-        astride = ldb;
-        apanel = W;
+        // A' is rows of b, ldb apart (the executor's V: a KV row per depth step);
+        // copied into contiguous zero-padded panels like BT's, so the micro kernel
+        // streams one buffer instead of touching a new page every other step.
+        // Same values in the same order: the sums are unchanged.
+        float* const ap = s.a.get((size_t)(panels * W * akc));
+        for (Index k = 0; k < akc; ++k) {
+          const float* src = b + (k2 + k) * ldb + i0;
+          for (Index p = 0; p < panels; ++p) {
+            float* dst = ap + p * W * akc + k * W;
+            const Index valid = std::min<Index>(W, nrows - p * W);
+            if (valid == W) {
+              std::memcpy(dst, src + p * W, sizeof(float) * W);
+            } else {
+              std::memcpy(dst, src + p * W, sizeof(float) * valid);
+              std::fill(dst + valid, dst + W, 0.0f);
+            }
+          }
+        }
+        abase = ap;
+        astride = W;
+        apanel = W * akc;
       }
       for (Index t = 0; t < col_tiles; ++t) {
         const int nc = (int)std::min<Index>(kColTile, cols - t * kColTile);
@@ -312,7 +330,7 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
           for (Index p = 0; p < panels; p += kMicroPanels) {
             const int rz = (int)std::min<Index>(kMicroPanels, panels - p);
             micro_tile<W>(rz, std::min(kMicroCols, nc - j0),
-                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W), BT}, akc, B,
+                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W), true}, akc, B,
                           r + p * W, ldr);
           }
         }
