@@ -116,6 +116,18 @@ __attribute__((target("avx"))) void pack_transposed(const float* src, Index ld, 
     for (int r = 0; r < W; ++r) dst[k * W + r] = r < nrows ? src[r * ld + k] : 0.0f;
 }
 
+// dst[k*W + r] = src[k*ld + r] for r < valid, 0 for valid <= r < W, k < kc.
+template <int W>
+__attribute__((target("avx"))) void pack_rows(const float* src, Index ld, Index valid, Index kc, float* dst) {
+  if (valid == W) {
+    for (Index k = 0; k < kc; ++k)
+      for (int r = 0; r < W; r += 8) _mm256_storeu_ps(dst + k * W + r, _mm256_loadu_ps(src + k * ld + r));
+    return;
+  }
+  for (Index k = 0; k < kc; ++k)
+    for (int r = 0; r < W; ++r) dst[k * W + r] = r < valid ? src[k * ld + r] : 0.0f;
+}
+
 // A' as the micro kernel reads it: RZ panels of W rows, panel r at base + r*panel,
 // depth k at + k*stride. Rows past `valid` exist as zeros when `padded` (packed A'),
 // else must not be read (A' in place).
@@ -305,19 +317,8 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
         // streams one buffer instead of touching a new page every other step.
         // Same values in the same order: the sums are unchanged.
         float* const ap = s.a.get((size_t)(panels * W * akc));
-        for (Index k = 0; k < akc; ++k) {
-          const float* src = b + (k2 + k) * ldb + i0;
-          for (Index p = 0; p < panels; ++p) {
-            float* dst = ap + p * W * akc + k * W;
-            const Index valid = std::min<Index>(W, nrows - p * W);
-            if (valid == W) {
-              std::memcpy(dst, src + p * W, sizeof(float) * W);
-            } else {
-              std::memcpy(dst, src + p * W, sizeof(float) * valid);
-              std::fill(dst + valid, dst + W, 0.0f);
-            }
-          }
-        }
+        for (Index p = 0; p < panels; ++p)
+          pack_rows<W>(b + k2 * ldb + i0 + p * W, ldb, std::min<Index>(W, nrows - p * W), akc, ap + p * W * akc);
         abase = ap;
         astride = W;
         apanel = W * akc;
