@@ -128,14 +128,12 @@ __attribute__((target("avx"))) void pack_rows(const float* src, Index ld, Index 
     for (int r = 0; r < W; ++r) dst[k * W + r] = r < valid ? src[k * ld + r] : 0.0f;
 }
 
-// A' as the micro kernel reads it: RZ panels of W rows, panel r at base + r*panel,
-// depth k at + k*stride. Rows past `valid` exist as zeros when `padded` (packed A'),
-// else must not be read (A' in place).
+// A' as the micro kernel reads it (packed): RZ panels of W rows, panel r at
+// base + r*panel, depth k at + k*stride; rows past `valid` exist as zeros.
 struct PanelView {
   const float* base;
   Index stride, panel;
-  int valid;  // rows of the RZ panels that exist (1 .. W*RZ)
-  bool padded;
+  int valid;  // rows of the RZ panels that hold A' rows (1 .. W*RZ); only these are stored
 };
 
 // W fp32 lanes as a GCC vector: the code below is written once and compiled for AVX
@@ -174,21 +172,12 @@ __attribute__((always_inline)) inline void micro_body(const PanelView& A, Index 
   V acc[RZ][NC];
   for (int r = 0; r < RZ; ++r)
     for (int j = 0; j < NC; ++j) acc[r][j] = V{};
-  const int last_valid = A.valid - (RZ - 1) * W;
-  const bool last_full = A.padded || last_valid >= W;
   // kc >= 1. (A do-while: with a loop that may run zero times GCC 12 also stores
   // every accumulator to the stack on each step.)
   Index k = 0;
   do {
     V a[RZ];
-    for (int r = 0; r + 1 < RZ; ++r) std::memcpy(&a[r], A.base + r * A.panel + k * A.stride, sizeof(V));
-    const float* last = A.base + (RZ - 1) * A.panel + k * A.stride;
-    if (last_full) {
-      std::memcpy(&a[RZ - 1], last, sizeof(V));
-    } else {
-      a[RZ - 1] = V{};
-      for (int l = 0; l < last_valid; ++l) a[RZ - 1][l] = last[l];
-    }
+    for (int r = 0; r < RZ; ++r) std::memcpy(&a[r], A.base + r * A.panel + k * A.stride, sizeof(V));
     for (int j = 0; j < NC; ++j) {
       const float bj = B[k * kColTile + j];
       for (int r = 0; r < RZ; ++r) {
@@ -331,7 +320,7 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
           for (Index p = 0; p < panels; p += kMicroPanels) {
             const int rz = (int)std::min<Index>(kMicroPanels, panels - p);
             micro_tile<W>(rz, std::min(kMicroCols, nc - j0),
-                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W), true}, akc, B,
+                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W)}, akc, B,
                           r + p * W, ldr);
           }
         }
