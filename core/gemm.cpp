@@ -116,14 +116,24 @@ __attribute__((target("avx"))) void pack_transposed(const float* src, Index ld, 
     for (int r = 0; r < W; ++r) dst[k * W + r] = r < nrows ? src[r * ld + k] : 0.0f;
 }
 
-// A' as the micro kernel reads it: RZ panels of W rows, panel r at base + r*panel,
-// depth k at + k*stride. Rows past `valid` exist as zeros when `padded` (packed A'),
-// else must not be read (A' in place).
+// dst[k*W + r] = src[k*ld + r] for r < valid, 0 for valid <= r < W, k < kc.
+template <int W>
+__attribute__((target("avx"))) void pack_rows(const float* src, Index ld, Index valid, Index kc, float* dst) {
+  if (valid == W) {
+    for (Index k = 0; k < kc; ++k)
+      for (int r = 0; r < W; r += 8) _mm256_storeu_ps(dst + k * W + r, _mm256_loadu_ps(src + k * ld + r));
+    return;
+  }
+  for (Index k = 0; k < kc; ++k)
+    for (int r = 0; r < W; ++r) dst[k * W + r] = r < valid ? src[k * ld + r] : 0.0f;
+}
+
+// A' as the micro kernel reads it (packed): RZ panels of W rows, panel r at
+// base + r*panel, depth k at + k*stride; rows past `valid` exist as zeros.
 struct PanelView {
   const float* base;
   Index stride, panel;
-  int valid;  // rows of the RZ panels that exist (1 .. W*RZ)
-  bool padded;
+  int valid;  // rows of the RZ panels that hold A' rows (1 .. W*RZ); only these are stored
 };
 
 // W fp32 lanes as a GCC vector: the code below is written once and compiled for AVX
@@ -162,21 +172,12 @@ __attribute__((always_inline)) inline void micro_body(const PanelView& A, Index 
   V acc[RZ][NC];
   for (int r = 0; r < RZ; ++r)
     for (int j = 0; j < NC; ++j) acc[r][j] = V{};
-  const int last_valid = A.valid - (RZ - 1) * W;
-  const bool last_full = A.padded || last_valid >= W;
   // kc >= 1. (A do-while: with a loop that may run zero times GCC 12 also stores
   // every accumulator to the stack on each step.)
   Index k = 0;
   do {
     V a[RZ];
-    for (int r = 0; r + 1 < RZ; ++r) std::memcpy(&a[r], A.base + r * A.panel + k * A.stride, sizeof(V));
-    const float* last = A.base + (RZ - 1) * A.panel + k * A.stride;
-    if (last_full) {
-      std::memcpy(&a[RZ - 1], last, sizeof(V));
-    } else {
-      a[RZ - 1] = V{};
-      for (int l = 0; l < last_valid; ++l) a[RZ - 1][l] = last[l];
-    }
+    for (int r = 0; r < RZ; ++r) std::memcpy(&a[r], A.base + r * A.panel + k * A.stride, sizeof(V));
     for (int j = 0; j < NC; ++j) {
       const float bj = B[k * kColTile + j];
       for (int r = 0; r < RZ; ++r) {
@@ -247,7 +248,7 @@ void micro_tile(int rz, int nc, const PanelView& A, Index kc, const float* B, fl
 
 // res (col-major C', ld ldr) += A'·B' for rows [0, rows_main), all columns, in depth
 // panels of kc:  A'(i, k) = BT ? b[i*ldb + k] : b[k*ldb + i],  B'(k, j) = a[j*lda + k].
-// BT's A' is packed (transposed) W rows at a time; otherwise it is read in place.
+// A' is packed W rows at a time (transposed for BT, copied otherwise).
 template <bool BT, int W>
 void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
                Index depth, Index kc, Scratch& s) {
@@ -300,9 +301,16 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
         astride = W;
         apanel = W * akc;
       } else {
-        abase = b + k2 * ldb + i0;
-        astride = ldb;
-        apanel = W;
+        // A' is rows of b, ldb apart (the executor's V: a KV row per depth step);
+        // copied into contiguous zero-padded panels like BT's, so the micro kernel
+        // streams one buffer instead of touching a new page every other step.
+        // Same values in the same order: the sums are unchanged.
+        float* const ap = s.a.get((size_t)(panels * W * akc));
+        for (Index p = 0; p < panels; ++p)
+          pack_rows<W>(b + k2 * ldb + i0 + p * W, ldb, std::min<Index>(W, nrows - p * W), akc, ap + p * W * akc);
+        abase = ap;
+        astride = W;
+        apanel = W * akc;
       }
       for (Index t = 0; t < col_tiles; ++t) {
         const int nc = (int)std::min<Index>(kColTile, cols - t * kColTile);
@@ -312,7 +320,7 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
           for (Index p = 0; p < panels; p += kMicroPanels) {
             const int rz = (int)std::min<Index>(kMicroPanels, panels - p);
             micro_tile<W>(rz, std::min(kMicroCols, nc - j0),
-                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W), BT}, akc, B,
+                          PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W)}, akc, B,
                           r + p * W, ldr);
           }
         }
