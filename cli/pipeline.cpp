@@ -312,6 +312,7 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   t0 = clock_type::now();
   CompareOptions co;
   co.tol = default_tolerance(b.model.dtype, b.kv_cache.dtype, b.decode.q_dtype);
+  co.lse_tol = default_lse_tolerance(b.kv_cache.dtype, b.decode.q_dtype);
   if (opt.atol || opt.rtol || opt.cos_tol) co.tol.source = "command line";
   if (opt.atol) co.tol.atol = *opt.atol;
   if (opt.rtol) co.tol.rtol = *opt.rtol;
