@@ -191,22 +191,14 @@ MLA_FP8X2_FN uint32_t f16x2_mul_exact(uint32_t a, uint32_t b) {
 
 // Four codes (code i in byte i of w) -> fp16 bits of codes 0-1 in *lo, 2-3 in *hi,
 // the decoded value for every non-NaN code (NaN codes: fp8_fix_nan_f16x2).
-// The same conversion for codes already in place: x holds two codes in the high
-// bytes of its 16-bit lanes (bytes 1, 3) and two in the low bytes (0, 2); *hi gets
-// the fp16 bits of the high-byte codes, *lo of the low-byte ones (lane order kept).
-// The wgmma kernel's e4m3 path places its bytes with one prmt of two tokens' words.
-MLA_FP8X2_FN void fp8_lane_bytes_to_f16x2(uint32_t x, bool fnuz, uint32_t* lo, uint32_t* hi) {
+MLA_FP8X2_FN void fp8x4_to_f16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint32_t* hi) {
   const uint32_t scale = fnuz ? 0x58005800u : 0x5C005C00u;  // fp16 2^7, 2^8
-  const uint32_t y = x << 8;                                 // the low-byte codes, now high
+  const uint32_t x = byte_perm(w, 0, 0x3120u);               // bytes b0 b2 b1 b3: lane high bytes b2, b3
+  const uint32_t y = x << 8;                                 // lane high bytes b0, b1
   const uint32_t h = (x & 0x80008000u) | ((x >> 1) & 0x3f803f80u);
   const uint32_t l = (y & 0x80008000u) | ((y >> 1) & 0x3f803f80u);
   *lo = f16x2_mul_exact(l, scale);
   *hi = f16x2_mul_exact(h, scale);
-}
-
-MLA_FP8X2_FN void fp8x4_to_f16x4_fast(uint32_t w, bool fnuz, uint32_t* lo, uint32_t* hi) {
-  // bytes b0 b2 b1 b3: lane high bytes b2, b3 (-> *hi), low bytes b0, b1 (-> *lo)
-  fp8_lane_bytes_to_f16x2(byte_perm(w, 0, 0x3120u), fnuz, lo, hi);
 }
 
 // fp8x4_to_f16x4_fast's words: 480 is fp16 0x5f80, the NaN 0x7e00.

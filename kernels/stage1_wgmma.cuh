@@ -1031,7 +1031,7 @@ __device__ inline int e4m3_p_col(int t) {
 // The A fragments of k-step ks for all 8 column blocks: x[e] is the 16-byte chunk
 // of this thread's columns of token 16ks + tq + 4e. An A register pairs two tokens'
 // codes of one column (one prmt), converted by cvt.rn.f16x2.e4m3x2 (NaN codes to
-// NaN). The integer form (fp8_lane_bytes_to_f16x2) in its place was slower
+// NaN). The integer form of fp8x4_to_f16x4_fast in its place was slower
 // (docs/bench_notes.md step 28): the conversion pipe is not what limits here.
 __device__ inline void e4m3_v_frags(const uint4 (&x)[4], uint32_t (&a)[8][4]) {
   const uint32_t* x0 = &x[0].x;
