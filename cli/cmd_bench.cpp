@@ -49,6 +49,7 @@ struct BenchOptions {
   mla::CombineMode combine = mla::CombineMode::separate;  // --combine (kernels/combine_mode.hpp)
   mla::WgmmaSchedule wgmma_schedule = mla::WgmmaSchedule::serial;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
   mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
+  mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::e4m3;                       // --fp8-pv (kernels/stage1_kernel.hpp)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -214,6 +215,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
   GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1), opt.combine, opt.wgmma_schedule);
   ex.set_fp8_qk(opt.fp8_qk);
+  ex.set_fp8_pv(opt.fp8_pv);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -527,6 +529,11 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "accumulation), fp16 (codes converted to fp16 first, fp32-exact scores)")
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8QkMmas, &mla::fp8_qk_mma_from_name));
+  sub->add_option("--fp8-pv", opt->fp8_pv,
+                  "P·V on that e4m3 path [e4m3]: e4m3 (fp8 wgmma on the V codes, P in two e4m3 parts), fp16 (V "
+                  "converted to fp16, P once in fp16)")
+      ->type_name("MMA")
+      ->transform(enum_names(mla::kFp8PvMmas, &mla::fp8_pv_mma_from_name));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

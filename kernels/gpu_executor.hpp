@@ -93,6 +93,8 @@ class GpuExecutor : public Executor {
   // fp8 q with e4m3fn KV on the transposed wgmma kernel: Q·Kᵀ on e4m3 wgmma (default)
   // or on fp16 operands converted by the producer (mla::Fp8QkMma).
   void set_fp8_qk(mla::Fp8QkMma mode) { fp8_qk_ = mode; }
+  // On that path, P·V on e4m3 wgmma (default) or on fp16 (mla::Fp8PvMma).
+  void set_fp8_pv(mla::Fp8PvMma mode) { fp8_pv_ = mode; }
 
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
@@ -103,6 +105,7 @@ class GpuExecutor : public Executor {
   [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
   [[maybe_unused]] mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // likewise
   [[maybe_unused]] mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;               // likewise
+  [[maybe_unused]] mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;               // likewise
 };
 
 }  // namespace mlactl

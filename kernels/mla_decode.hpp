@@ -115,6 +115,8 @@ struct Stage1Params {
   WgmmaSchedule wgmma_schedule = WgmmaSchedule::serial;
   // fp8 q with e4m3fn KV on the transposed wgmma kernel: e4m3 or fp16 Q·Kᵀ (kernels/stage1_kernel.hpp).
   Fp8QkMma fp8_qk = Fp8QkMma::e4m3;
+  // ...and, when Q·Kᵀ takes e4m3 wgmma, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
+  Fp8PvMma fp8_pv = Fp8PvMma::e4m3;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
   // Blocks per workgroup (set by the row-major wgmma launch only; 1 elsewhere): block

@@ -102,7 +102,10 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
       // Which path of the transposed kernel fp8 q with e4m3fn KV takes, said here
       // because it changes the arithmetic (kernels/select_stage1.hpp, wgmma_qk_e4m3).
       const std::string path_note =
-          wgmma_qk_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)" : "";
+          wgmma_pv_e4m3(p)   ? "; fp8 q x e4m3fn KV: Q·Kᵀ and P·V on e4m3 wgmma (fp8 accumulation, ~14 bits; P in two "
+                               "e4m3 parts)"
+          : wgmma_qk_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)"
+                             : "";
       return {Stage1Kernel::wgmma, (want == Stage1Kernel::automatic
                                         ? std::string("automatic: the warpgroup kernel applies (sm_90a build on 9.0)")
                                         : std::string("asked, and it applies")) +

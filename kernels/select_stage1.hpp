@@ -64,6 +64,8 @@ inline bool wgmma_runs_transposed(const Stage1Params& p) {
 inline bool wgmma_qk_e4m3(const Stage1Params& p) {
   return p.kv_type == ElemType::fp8 && p.q_type == ElemType::fp8 && !p.fp8_fnuz && p.fp8_qk == Fp8QkMma::e4m3;
 }
+// On that path, P·V on e4m3 wgmma too (Stage1Params::fp8_pv; kernels/stage1_wgmma.cuh, PV8).
+inline bool wgmma_pv_e4m3(const Stage1Params& p) { return wgmma_qk_e4m3(p) && p.fp8_pv == Fp8PvMma::e4m3; }
 
 // Why the fused combine (CombineMode::fused, and separate_early's early release)
 // cannot run with p on device, or "" when it can: only the transposed wgmma kernel

@@ -87,4 +87,25 @@ inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
   return enum_from_name(kFp8QkMmas, name);
 }
 
+// How the same path (Fp8QkMma::e4m3) multiplies P by V:
+//   e4m3  wgmma on the V codes as they are, P as two e4m3 parts (P·256 = hi + lo/16,
+//         ~2^-8 relative), each tile's product accumulated from zero (fp8 MMA keeps
+//         ~14 bits) and added to the fp32 O: 16 wgmmas a tile. The default: the fastest.
+//   fp16  V converted to fp16 by the consumers, P once in fp16 (docs/bench_notes.md
+//         step 28): 32 wgmmas a tile.
+enum class Fp8PvMma : int32_t { e4m3 = 0, fp16 = 1 };
+inline constexpr Fp8PvMma kFp8PvMmas[] = {Fp8PvMma::e4m3, Fp8PvMma::fp16};
+
+inline const char* to_string(Fp8PvMma m) {
+  switch (m) {
+    case Fp8PvMma::e4m3: return "e4m3";
+    case Fp8PvMma::fp16: return "fp16";
+  }
+  return "unknown";
+}
+// The mode a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) {
+  return enum_from_name(kFp8PvMmas, name);
+}
+
 }  // namespace mla

@@ -1047,6 +1047,72 @@ __device__ inline void e4m3_v_frags(const uint4 (&x)[4], uint32_t (&a)[8][4]) {
   }
 }
 
+// D (64 x 32, fp32) (+)= A (64 x 32 e4m3 codes, registers) · B (32 x 32 e4m3 codes, smem,
+// K-major); accumulate 0 starts D from zero (scale-d).
+__device__ inline void mma_m64n32k32_e4m3_rs(float (&d)[16], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3"
+               " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                 "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                 "+f"(d[15])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+// P·V on e4m3 wgmma (Fp8PvMma::e4m3): Oᵀ's tile part Dᵀ (64 V columns x 32) = Vᵀ (64 x 32
+// tokens, the raw codes as the 8-bit register A operand) · [P_hiᵀ | P_loᵀ] (32 tokens x
+// 16 pairs each, e4m3: P·256 = hi + lo/16), per 32-token k-step, two k-steps a tile, in
+// four quarters of 2 column blocks (the per-tile accumulators are 16 registers a block:
+// fp8 MMA accumulates with ~14 bits, so a tile's D starts from zero and is added to the
+// fp32 O by the consumer, O·α + D_hi + D_lo/16).
+// A's 8-bit fragment (CUTLASS include/cute/atom/mma_traits_sm90_gmma.hpp@v3.5.0,
+// ALayout_64x32): register h + 2v of thread (warp wq, lane 4gq + tq) holds row
+// 16wq + gq + 8h, k columns 4tq + 16v .. +3 (one per byte). Rows stand for V columns
+// e4m3_v8_col (the thread's 4 rows of a pair of blocks are one word of a 16-byte chunk
+// of a token: a 4-byte shared load per token, the word by gq >> 1 too, so the 32 lanes
+// of each load hit 32 distinct banks); k column 4tq + (e & 3) + 16 (e >> 2)
+// of k-step s stands for token 32s + tq + 4e (e = 0..7), so Pᵀ is written in that order
+// (e4m3_p8_col).
+__device__ inline int e4m3_v8_col(int wq, int gq, int cb, int h) {
+  return 16 * (8 * wq + gq) + ((2 * cb + h) ^ (4 * (gq >> 1)));
+}
+// The k column of token t of the tile (the inverse of token 32s + tq + 4e).
+__device__ inline int e4m3_p8_col(int t) { return (t & ~31) + 16 * ((t >> 4) & 1) + 4 * (t & 3) + ((t >> 2) & 3); }
+// The A fragments of one k-step for a quarter's 2 column blocks: x[e] is this
+// thread's word of the quarter of token 32s + tq + 4e; a[cl][h + 2v] = byte 2cl + h of
+// the tokens e = 4v .. 4v + 3: a 4 x 4 byte transpose per token group, two prmt
+// levels (8 prmt per 4 registers).
+__device__ inline void e4m3_v8_frags(const uint32_t (&x)[8], uint32_t (&a)[2][4]) {
+#pragma unroll
+  for (int v = 0; v < 2; ++v) {
+    const uint32_t t01l = __byte_perm(x[4 * v], x[4 * v + 1], 0x5140u), t01h = __byte_perm(x[4 * v], x[4 * v + 1], 0x7362u);
+    const uint32_t t23l = __byte_perm(x[4 * v + 2], x[4 * v + 3], 0x5140u),
+                   t23h = __byte_perm(x[4 * v + 2], x[4 * v + 3], 0x7362u);
+    a[0][2 * v] = __byte_perm(t01l, t23l, 0x5410u);      // byte 0 of the word: block 0, h 0
+    a[0][2 * v + 1] = __byte_perm(t01l, t23l, 0x7632u);  // byte 1: block 0, h 1
+    a[1][2 * v] = __byte_perm(t01h, t23h, 0x5410u);      // byte 2: block 1, h 0
+    a[1][2 * v + 1] = __byte_perm(t01h, t23h, 0x7632u);
+  }
+}
+__device__ inline void lds32(uint32_t addr, uint32_t& v) {
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+}
+// Two floats to e4m3fn codes (round to nearest, saturating): low byte x, high byte y.
+__device__ inline uint32_t f32x2_to_e4m3x2(float x, float y) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(y), "f"(x));
+  return r;
+}
+// e4m3fn codes (low two bytes) back to floats: x from the low byte.
+__device__ inline float2 e4m3x2_to_f32x2(uint32_t codes) {
+  float2 r;
+  asm("{\n.reg .b16 c, l, h;\n.reg .b32 h2;\ncvt.u16.u32 c, %2;\ncvt.rn.f16x2.e4m3x2 h2, c;\n"
+      "mov.b32 {l, h}, h2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(r.x), "=f"(r.y)
+      : "r"(codes));
+  return r;
+}
+
 // ---- Fused combine (CombineMode::fused; kernels/fused_combine.hpp says which plans) ----
 //
 // Tile t of the plan (fc.reduce) in the reduce's arithmetic (kernels/reduce_combine.cuh)
@@ -1157,11 +1223,14 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
 // in fp16 (no lo part): the scores of e4m3 wgmma are exact to only ~2^-13 (its
 // accumulation: tests/gpu/gpu_tests.cpp, kFp8MmaTol), which P's own rounding
 // (2^-12 relative, unbiased) does not add to measurably, and the wgmmas per tile
-// drop from 82 to 50.
-template <bool F16, int HD, bool KV8, bool E4M3 = false>
+// drop from 82 to 50. PV8 (Fp8PvMma::e4m3): P·V on e4m3 wgmma too, from the V codes as
+// they are and P as e4m3 hi + lo parts (mma_m64n32k32_e4m3_rs), 16 P·V wgmmas a tile
+// instead of 32.
+template <bool F16, int HD, bool KV8, bool E4M3 = false, bool PV8 = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!E4M3 || (F16 && KV8), "the e4m3 path: fp8 KV, fp16 operands for P·V");
+  static_assert(!PV8 || E4M3, "P·V on e4m3 wgmma: the e4m3 path only");
   constexpr bool kConverts = KV8 && !E4M3;  // the producer converts fp8 into a 16-bit stage
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const PlanT plan{HD, KV8, E4M3};
@@ -1308,7 +1377,28 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           m[x] = n;
           l[x] *= alpha[x];
         }
-        // Pᵀ into the warpgroup's buffers: row = pair, 64 tokens of 16 bits (one swizzle row).
+        // Pᵀ into the warpgroup's buffers: row = pair, 64 tokens of 16 bits (one swizzle row);
+        // PV8: [k-step][hi rows 0-15, lo rows 16-31][32 codes] (raw_offset's layout, 32 rows).
+        if constexpr (PV8) {
+#pragma unroll
+          for (int a = 0; a < 8; a += 2) {
+            const int x = 2 * (a >> 2);  // a: pair r = pair_of(x), a + 1: pair r + 1
+            const float p0 = v[a] == kNegInf ? 0.0f : exp2f(v[a] - m[x]);
+            const float p1 = v[a + 1] == kNegInf ? 0.0f : exp2f(v[a + 1] - m[x + 1]);
+            l[x] += p0;
+            l[x + 1] += p1;
+            const int t = e4m3_p8_col(16 * wq + gq + 8 * ((a >> 1) & 1)), r = pair_of(x);
+            const float s0 = p0 * 256.0f, s1 = p1 * 256.0f;  // P <= 1: e4m3's range is 448
+            const uint32_t hi = f32x2_to_e4m3x2(s0, s1);
+            const float2 hv = e4m3x2_to_f32x2(hi);
+            const uint32_t lo = f32x2_to_e4m3x2((s0 - hv.x) * 16.0f, (s1 - hv.y) * 16.0f);
+            auto at = [&](int n) { return p_hi + raw_offset(t >> 4, n, 32) + (t & 15); };
+            *at(r) = uint8_t(hi);
+            *at(r + 1) = uint8_t(hi >> 8);
+            *at(16 + r) = uint8_t(lo);
+            *at(17 + r) = uint8_t(lo >> 8);
+          }
+        } else
 #pragma unroll
         for (int a = 0; a < 8; ++a) {
           const int x = 2 * (a >> 2) + (a & 1);
@@ -1323,11 +1413,71 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         }
         fence_async_smem();
         bar_sync(kBarRed + g, 128);  // Pᵀ complete; every warp is past reading red
+        bool released = false;       // this warp's arrival on the stage's `empty`
+        if constexpr (!PV8)          // PV8 rescales O as it adds each tile's part
 #pragma unroll
-        for (int cb = 0; cb < 8; ++cb)
+          for (int cb = 0; cb < 8; ++cb)
 #pragma unroll
-          for (int a = 0; a < 8; ++a) o[cb][a] *= alpha[2 * (a >> 2) + (a & 1)];
-        if constexpr (E4M3) {
+            for (int a = 0; a < 8; ++a) o[cb][a] *= alpha[2 * (a >> 2) + (a & 1)];
+        if constexpr (PV8) {
+          // Four quarters of 2 column blocks (e4m3_v8_col): quarter q reads word q ^ sh of
+          // this thread's 16-byte chunk c of each token, token 32s + tq + 4e at
+          // raw_offset(c, tq, 64) + (32s + 4e) 32 with the 16-byte unit flipped for odd e.
+          // Two quarters in flight (D and A double-buffered), so a quarter's O update runs
+          // while the next quarter's wgmmas do.
+          const int c = 8 * wq + gq, sh = gq >> 1;
+          const uint32_t vb[2] = {saddr(stage) + raw_offset(c, tq, kTNT), saddr(stage) + raw_offset(c ^ 1, tq, kTNT)};
+          uint32_t av[2][2][2][4];  // [buffer][k-step][block of the quarter][register]
+          float d[1][2][16];        // [block of the quarter][accumulator]
+          auto load_quarter = [&](int q, uint32_t(&aq)[2][2][4]) {
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) {
+              uint32_t x[8];
+#pragma unroll
+              for (int e = 0; e < 8; ++e) lds32(vb[e & 1] + (32 * ks + 4 * e) * kRawKBytes + 4 * (q ^ sh), x[e]);
+              e4m3_v8_frags(x, aq[ks]);
+#pragma unroll
+              for (int cl = 0; cl < 2; ++cl)  // converted before the fence (C7519)
+                asm volatile("" : "+r"(aq[ks][cl][0]), "+r"(aq[ks][cl][1]), "+r"(aq[ks][cl][2]),
+                             "+r"(aq[ks][cl][3])::"memory");
+            }
+          };
+          auto issue_quarter = [&](const uint32_t(&aq)[2][2][4], float(&dq)[2][16]) {
+            wg_fence();
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) {
+              const uint64_t db = desc_sw32(saddr(p_hi + ks * 32 * kRawKBytes));
+#pragma unroll
+              for (int cl = 0; cl < 2; ++cl) mma_m64n32k32_e4m3_rs(dq[cl], aq[ks][cl], db, ks);
+            }
+            wg_commit();
+          };
+          // O·α + D_hi + D_lo / 16 (both parts scaled by 256: inv takes 1/256 at the end).
+          auto add_quarter = [&](int q, float(&dq)[2][16]) {
+#pragma unroll
+            for (int cl = 0; cl < 2; ++cl) {
+              pin(dq[cl]);
+#pragma unroll
+              for (int a = 0; a < 8; ++a)
+                o[2 * q + cl][a] =
+                    fmaf(o[2 * q + cl][a], alpha[2 * (a >> 2) + (a & 1)], fmaf(dq[cl][a + 8], 0.0625f, dq[cl][a]));
+            }
+          };
+          load_quarter(0, av[0]);
+          issue_quarter(av[0], d[0]);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            if (q + 1 < 4) load_quarter(q + 1, av[(q + 1) & 1]);  // while quarter q's wgmmas run
+            if (q == 3) {  // every quarter's V codes are in registers: the stage is free
+              __syncwarp();
+              if (lane == 0) mbar_arrive(empty_bar + 8 * s);
+              released = true;
+            }
+            wg_wait0();
+            add_quarter(q, d[0]);
+            if (q + 1 < 4) issue_quarter(av[(q + 1) & 1], d[0]);
+          }
+        } else if constexpr (E4M3) {
 #pragma unroll
           for (int cb = 0; cb < 8; ++cb) pin(o[cb]);  // rescaled before the first P·V wgmma (C7519)
           // Vᵀ from registers: k-step ks's fragments converted while ks - 1's
@@ -1374,7 +1524,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
 #pragma unroll
         for (int cb = 0; cb < 8; ++cb) pin(o[cb]);
         __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar + 8 * s);
+        if (lane == 0 && !released) mbar_arrive(empty_bar + 8 * s);
       }
 
       // Merge the two warpgroups' states: per pair, L = Σ_wg l·2^(m_wg − M), O likewise.
@@ -1421,7 +1571,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         f0[x] = M == kNegInf ? 0.0f : exp2f(m[x] - M);
         f1[x] = M == kNegInf ? 0.0f : exp2f(m1 - M);
         const float L = l0 * f0[x] + l1 * f1[x];
-        inv[x] = L == 0.0f ? 0.0f : kv_scale / L;
+        inv[x] = L == 0.0f ? 0.0f : (PV8 ? kv_scale / 256.0f : kv_scale) / L;  // PV8: P was scaled by 256
         lse[x] = L == 0.0f ? kNegInf : (M + log2f(L)) * 0.6931471805599453f;
       }
 #pragma unroll
@@ -1445,7 +1595,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
           if (r >= cp) continue;
           const float val = o[cb][a] * inv[x];
-          const int col = E4M3 ? e4m3_v_col(wq, gq, cb, (a >> 1) & 1) : cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
+          const int h = (a >> 1) & 1;
+          const int col = PV8 ? e4m3_v8_col(wq, gq, cb, h) : E4M3 ? e4m3_v_col(wq, gq, cb, h) : cb * 64 + 16 * wq + gq + 8 * h;
           const int64_t at = (row_base + r) * kVDim + col;
           if (final_out) p.out[at] = encode_out(p.out_type, val);
           else p.partial_out[at] = val;

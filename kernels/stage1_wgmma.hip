@@ -48,11 +48,11 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   kernel<<<dim3(unsigned(p.num_workgroups) * unsigned(p.pair_tiles)), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
-template <bool F16, bool KV8, bool E4M3 = false>
+template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false>
 bool launch_transposed(const Stage1Params& p, std::string* error) {
   const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3>
-                                  : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3>;
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3, PV8>
+                                  : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3, PV8>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
     return false;
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
@@ -79,6 +79,7 @@ bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   // hardware (cvt.rn.f16x2.e4m3x2), two codes per instruction, where bf16 takes
   // ~4 integer operations per code pair; else bf16 operands. fp8 q with e4m3fn KV:
   // the e4m3 path (wgmma_qk_e4m3), which converts no K at all.
+  if (wgmma_pv_e4m3(p)) return launch_transposed<true, true, true, true>(p, error);
   if (wgmma_qk_e4m3(p)) return launch_transposed<true, true, true>(p, error);
   if (p.kv_type == ElemType::fp8)
     return p.q_f16_exact ? launch_transposed<true, true>(p, error) : launch_transposed<false, true>(p, error);

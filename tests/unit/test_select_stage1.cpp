@@ -227,6 +227,17 @@ TEST_CASE("select_stage1: fp8 q with e4m3fn KV takes the transposed kernel's e4m
   CHECK(mla::wgmma_qk_e4m3(p));
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "Q·Kᵀ on e4m3 wgmma"));
+  CHECK(mla::wgmma_pv_e4m3(p));  // P·V too, by default
+  CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
+  p.fp8_pv = mla::Fp8PvMma::fp16;  // P·V on fp16 (step 28's form), Q·Kᵀ still e4m3
+  CHECK(mla::wgmma_qk_e4m3(p));
+  CHECK_FALSE(mla::wgmma_pv_e4m3(p));
+  CHECK(why_has(p, kH200, "Q·Kᵀ on e4m3 wgmma"));
+  CHECK_FALSE(why_has(p, kH200, "P·V on e4m3"));
+  p.fp8_pv = mla::Fp8PvMma::e4m3;
+  p.fp8_qk = mla::Fp8QkMma::fp16;  // the staged path: neither
+  CHECK_FALSE(mla::wgmma_pv_e4m3(p));
+  p.fp8_qk = mla::Fp8QkMma::e4m3;
   p.fp8_fnuz = true;  // another bias and NaN code than wgmma's e4m3: the staged conversion
   CHECK_FALSE(mla::wgmma_qk_e4m3(p));
   CHECK_FALSE(why_has(p, kH200, "e4m3 wgmma"));
