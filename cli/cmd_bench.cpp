@@ -50,6 +50,7 @@ struct BenchOptions {
   mla::WgmmaSchedule wgmma_schedule = mla::WgmmaSchedule::serial;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
   mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
   mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::e4m3;                       // --fp8-pv (kernels/stage1_kernel.hpp)
+  mla::Fp8Copy fp8_copy = mla::Fp8Copy::half_lines;                 // --fp8-copy (kernels/stage1_kernel.hpp)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -216,6 +217,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1), opt.combine, opt.wgmma_schedule);
   ex.set_fp8_qk(opt.fp8_qk);
   ex.set_fp8_pv(opt.fp8_pv);
+  ex.set_fp8_copy(opt.fp8_copy);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -534,6 +536,11 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "converted to fp16, P once in fp16)")
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8PvMmas, &mla::fp8_pv_mma_from_name));
+  sub->add_option("--fp8-copy", opt->fp8_copy,
+                  "how that path's producer copies raw KV rows [half-lines]: half-lines (4 threads a row, 64 bytes an "
+                  "instruction), lines (8 threads a row, whole 128-byte lines; experimental, docs/bench_notes.md step 29)")
+      ->type_name("COPY")
+      ->transform(enum_names(mla::kFp8Copies, &mla::fp8_copy_from_name));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

@@ -375,6 +375,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   s1.wgmma_schedule = schedule_;
   s1.fp8_qk = fp8_qk_;
   s1.fp8_pv = fp8_pv_;
+  s1.fp8_copy = fp8_copy_;
 
   mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
   bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
@@ -425,6 +426,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   s1.wgmma_schedule = schedule_;
   s1.fp8_qk = fp8_qk_;
   s1.fp8_pv = fp8_pv_;
+  s1.fp8_copy = fp8_copy_;
   r.stage1_kernel = mla::select_stage1(s1, mla::current_stage1_device()).kernel;  // what launch_stage1 enqueues
   r.combine = combine.mode;
   r.combine_note = combine.note;

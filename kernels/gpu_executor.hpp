@@ -95,6 +95,8 @@ class GpuExecutor : public Executor {
   void set_fp8_qk(mla::Fp8QkMma mode) { fp8_qk_ = mode; }
   // On that path, P·V on e4m3 wgmma (default) or on fp16 (mla::Fp8PvMma).
   void set_fp8_pv(mla::Fp8PvMma mode) { fp8_pv_ = mode; }
+  // On that path, how the producer copies the raw KV rows (mla::Fp8Copy).
+  void set_fp8_copy(mla::Fp8Copy copy) { fp8_copy_ = copy; }
 
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
@@ -106,6 +108,7 @@ class GpuExecutor : public Executor {
   [[maybe_unused]] mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // likewise
   [[maybe_unused]] mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;               // likewise
   [[maybe_unused]] mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;               // likewise
+  [[maybe_unused]] mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::half_lines;         // likewise
 };
 
 }  // namespace mlactl

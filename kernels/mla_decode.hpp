@@ -117,6 +117,8 @@ struct Stage1Params {
   Fp8QkMma fp8_qk = Fp8QkMma::e4m3;
   // ...and, when Q·Kᵀ takes e4m3 wgmma, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
   Fp8PvMma fp8_pv = Fp8PvMma::e4m3;
+  // ...and how that path's producer copies the raw rows (kernels/stage1_kernel.hpp).
+  Fp8Copy fp8_copy = Fp8Copy::half_lines;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
   // Blocks per workgroup (set by the row-major wgmma launch only; 1 elsewhere): block

@@ -497,17 +497,25 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
 }
 
 // RAW8: the tile is fp8 codes as they are (the transposed kernel's e4m3 path), in
-// the 32-byte-swizzle K-major layout raw_offset gives: 4 threads per row, thread
-// c0 copying 16-byte chunks c0 + 4j (9 or 8 of them).
-template <int QR, int NT, int S, int HD, bool RAW8 = false>
+// the 32-byte-swizzle K-major layout raw_offset gives, copied in one of two forms
+// (mla::Fp8Copy, kernels/stage1_kernel.hpp): LINES false, 4 threads per row, thread
+// c0 copying 16-byte chunks c0 + 4j (9 or 8 of them); LINES true, 8 threads per row,
+// each copy instruction j of a row one whole 128-byte line of it (chunk 8j + c0 -
+// lead, lead the row's 16-byte offset into its first line: a 576-byte row starts
+// mid-line on every other slot). The first gives the L2 one request per 32-byte
+// sector, whose tag lookups limited F2 (ncu, docs/bench_notes.md step 29).
+template <int QR, int NT, int S, int HD, bool RAW8 = false, bool LINES = false>
 __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                         size_t stage_bytes, uint32_t full_bar, uint32_t empty_bar, int pw, int lane) {
   constexpr int kElemBytes = RAW8 ? 1 : 2;
-  constexpr int kTpr = RAW8 ? 4 : 8;           // threads per row: 8 x 16 B = one 128-byte segment (16-bit)
+  static_assert(RAW8 || !LINES, "LINES: the RAW8 form only");
+  constexpr int kTpr = RAW8 && !LINES ? 4 : 8;  // threads per row (8 x 16 B = one 128-byte line)
   constexpr int kRowsPerPass = kProducers / kTpr;
   constexpr int kRowsPer = NT / kRowsPerPass;  // rows per thread
-  constexpr int kColsPer = HD * kElemBytes / 16 / kTpr;  // 16-byte chunks per thread and row (9 or 8)
-  static_assert(NT % kRowsPerPass == 0 && (HD * kElemBytes / 16) % kTpr == 0, "producer thread layout");
+  constexpr int kRowChunks = HD * kElemBytes / 16;  // 16-byte chunks of a row (72 or 64; fp8 36 or 32)
+  constexpr int kColsPer = kRowChunks / kTpr;      // chunks per thread and row (9 or 8), but LINES
+  constexpr int kLines = (kRowChunks + 2 * kTpr - 2) / kTpr;  // LINES: lines a row may touch at lead <= 7
+  static_assert(NT % kRowsPerPass == 0 && (LINES || kRowChunks % kTpr == 0), "producer thread layout");
   const int heads = p.heads;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
   const int64_t row_bytes = int64_t(HD) * kElemBytes;  // the kernel's own stride (seed 002)
@@ -548,7 +556,17 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
             const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
             if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
             const uint8_t* src = ok ? kv + slot * row_bytes + 16 * c0 : kv;
-            if constexpr (RAW8) {
+            if constexpr (LINES) {
+              // Rows outside the tile are zero-filled (lead 0), as every chunk of them.
+              const uint8_t* row = ok ? kv + slot * row_bytes : kv;
+              const int lead = ok ? int((reinterpret_cast<uintptr_t>(row) & 127) >> 4) : 0;
+#pragma unroll
+              for (int j = 0; j < kLines; ++j) {
+                const int k = kTpr * j + c0 - lead;
+                if (k >= 0 && k < kRowChunks)
+                  frag::cp_async16(stage + raw_offset(k, n, NT), row + (ok ? 16 * k : 0), ok ? 16 : 0);
+              }
+            } else if constexpr (RAW8) {
               // raw_offset(c0 + 4j, n, NT): k-block 2j + c0 / 2, a constant step per j.
               uint8_t* dst = stage + raw_offset(c0, n, NT);
 #pragma unroll
@@ -1254,8 +1272,12 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(kConverts)));
     if constexpr (E4M3) {
-      produce_kv_tiles<kTPairs, kTNT, kTRawStages, HD, true>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar,
-                                                             empty_bar, warp - kConsumers / 32, lane);
+      if (p.fp8_copy == Fp8Copy::lines)
+        produce_kv_tiles<kTPairs, kTNT, kTRawStages, HD, true, true>(p, w_begin, w_end, kv_s, plan.stage_bytes(),
+                                                                     full_bar, empty_bar, warp - kConsumers / 32, lane);
+      else
+        produce_kv_tiles<kTPairs, kTNT, kTRawStages, HD, true>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar,
+                                                               empty_bar, warp - kConsumers / 32, lane);
     } else if constexpr (KV8) {
       if (p.fp8_fnuz)
         produce_fp8_tiles<F16, true, kTPairs, kTNT, kTStages, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(),

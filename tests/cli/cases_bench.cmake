@@ -22,6 +22,8 @@ mlactl_cli_test(bench-fp8-qk-unknown RC 2 ARGS bench --heads 16 --context 10 --f
                 STDERR "--fp8-qk: bf16 not in {e4m3,fp16}")
 mlactl_cli_test(bench-fp8-pv-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-pv fp8
                 STDERR "--fp8-pv: fp8 not in {e4m3,fp16}")
+mlactl_cli_test(bench-fp8-copy-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-copy quarter-lines
+                STDERR "--fp8-copy: quarter-lines not in {half-lines,lines}")
 mlactl_cli_test(bench-refused RC 5 ARGS bench --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal
                 STDERR "route refused: ValueError: AITER has no non-causal fp8")
 mlactl_cli_test(bench-batch-size-usage RC 2 ARGS bench --heads 16 --context 1,2 --batch-size 4 STDERR "--batch-size repeats one")

@@ -228,6 +228,12 @@ Outputs reference(const Problem& p) {
 }
 
 // ---- running ---------------------------------------------------------------------
+// Two runs' buffers equal bit for bit.
+template <typename T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
 struct DeviceRun {
   ExecResult result;
   std::vector<uint16_t> out;
@@ -481,6 +487,19 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
       compare(p, dp, reference(p), true);
       if (c.result.ok) compare_with_cpu(p, dp, c, true);
     }
+    // And the producer copying whole 128-byte lines (mla::Fp8Copy::lines): the same
+    // codes land in the same places, so the results equal the default's bit for bit.
+    GpuExecutor lines(mla::Stage1Kernel::wgmma);
+    lines.set_fp8_copy(mla::Fp8Copy::lines);
+    const DeviceRun dl = run_executor(lines, p);
+    expect(dl.result.ok && dl.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+           p.name + ": --fp8-copy lines run failed or did not run wgmma: " + dl.result.error);
+    if (dl.result.ok) {
+      expect(same_bits(dl.out, d.out) && same_bits(dl.lse, d.lse) && same_bits(dl.partial, d.partial) &&
+                 same_bits(dl.partial_lse, d.partial_lse),
+             p.name + ": --fp8-copy lines differs from half-lines in some bit");
+      std::printf("    fp8-copy lines: bit for bit the default's\n");
+    }
   }
   // The qk_ahead schedule reorders only when wgmmas are issued, not the arithmetic
   // (S is the same two accumulator chains summed the same way), so its results
@@ -490,9 +509,6 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     const DeviceRun ds = run_executor(serial, p);
     expect(ds.result.ok, p.name + ": serial-schedule run failed: " + ds.result.error);
     if (ds.result.ok) {
-      auto same_bits = [](const auto& x, const auto& y) {
-        return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
-      };
       const bool same = same_bits(ds.out, d.out) && same_bits(ds.lse, d.lse) && same_bits(ds.partial, d.partial) &&
                         same_bits(ds.partial_lse, d.partial_lse);
       expect(same, p.name + ": schedule " + mla::to_string(leg.schedule) +
@@ -1023,11 +1039,6 @@ std::vector<FusedCase> fused_table() {
        },
        false},
   };
-}
-
-template <typename T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 void fused_combine_cases() {
