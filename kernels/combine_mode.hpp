@@ -28,14 +28,8 @@ enum class CombineMode : int32_t { separate = 0, fused = 1, separate_early = 2 }
 
 inline constexpr CombineMode kCombineModes[] = {CombineMode::separate, CombineMode::fused, CombineMode::separate_early};
 
-inline const char* to_string(CombineMode m) {
-  switch (m) {
-    case CombineMode::separate: return "separate";
-    case CombineMode::fused: return "fused";
-    case CombineMode::separate_early: return "separate_early";
-  }
-  return "unknown";
-}
+inline constexpr const char* kCombineModeNames[] = {"separate", "fused", "separate_early"};  // in kCombineModes' order
+inline const char* to_string(CombineMode v) { return enum_name(kCombineModes, kCombineModeNames, v); }
 
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {

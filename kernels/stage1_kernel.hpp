@@ -53,13 +53,8 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1 };
 inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead};
 
-inline const char* to_string(WgmmaSchedule s) {
-  switch (s) {
-    case WgmmaSchedule::serial: return "serial";
-    case WgmmaSchedule::qk_ahead: return "qk-ahead";
-  }
-  return "unknown";
-}
+inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead"};  // in kWgmmaSchedules' order
+inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& name) {
   return enum_from_name(kWgmmaSchedules, name);
@@ -75,13 +70,8 @@ inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& 
 enum class Fp8QkMma : int32_t { e4m3 = 0, fp16 = 1 };
 inline constexpr Fp8QkMma kFp8QkMmas[] = {Fp8QkMma::e4m3, Fp8QkMma::fp16};
 
-inline const char* to_string(Fp8QkMma m) {
-  switch (m) {
-    case Fp8QkMma::e4m3: return "e4m3";
-    case Fp8QkMma::fp16: return "fp16";
-  }
-  return "unknown";
-}
+inline constexpr const char* kFp8QkMmaNames[] = {"e4m3", "fp16"};  // in kFp8QkMmas' order
+inline const char* to_string(Fp8QkMma v) { return enum_name(kFp8QkMmas, kFp8QkMmaNames, v); }
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
   return enum_from_name(kFp8QkMmas, name);
@@ -96,13 +86,8 @@ inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
 enum class Fp8PvMma : int32_t { e4m3 = 0, fp16 = 1 };
 inline constexpr Fp8PvMma kFp8PvMmas[] = {Fp8PvMma::e4m3, Fp8PvMma::fp16};
 
-inline const char* to_string(Fp8PvMma m) {
-  switch (m) {
-    case Fp8PvMma::e4m3: return "e4m3";
-    case Fp8PvMma::fp16: return "fp16";
-  }
-  return "unknown";
-}
+inline constexpr const char* kFp8PvMmaNames[] = {"e4m3", "fp16"};  // in kFp8PvMmas' order
+inline const char* to_string(Fp8PvMma v) { return enum_name(kFp8PvMmas, kFp8PvMmaNames, v); }
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) {
   return enum_from_name(kFp8PvMmas, name);
@@ -119,13 +104,8 @@ inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) {
 enum class Fp8Copy : int32_t { half_lines = 0, lines = 1 };
 inline constexpr Fp8Copy kFp8Copies[] = {Fp8Copy::half_lines, Fp8Copy::lines};
 
-inline const char* to_string(Fp8Copy c) {
-  switch (c) {
-    case Fp8Copy::half_lines: return "half-lines";
-    case Fp8Copy::lines: return "lines";
-  }
-  return "unknown";
-}
+inline constexpr const char* kFp8CopyNames[] = {"half-lines", "lines"};  // in kFp8Copies' order
+inline const char* to_string(Fp8Copy v) { return enum_name(kFp8Copies, kFp8CopyNames, v); }
 // The form a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8Copy> fp8_copy_from_name(const std::string& name) { return enum_from_name(kFp8Copies, name); }
 

@@ -240,6 +240,12 @@ struct DeviceRun {
   std::vector<float> lse, partial, partial_lse;
 };
 
+// Every output buffer of two runs equal bit for bit.
+bool same_outputs(const DeviceRun& a, const DeviceRun& b) {
+  return same_bits(a.out, b.out) && same_bits(a.lse, b.lse) && same_bits(a.partial, b.partial) &&
+         same_bits(a.partial_lse, b.partial_lse);
+}
+
 // The executor arguments of p, with d's outputs poisoned (NaN) to receive them.
 ExecArgs poisoned_args(const Problem& p, DeviceRun& d) {
   const KernelView& v = p.view;
@@ -466,22 +472,23 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   // The same case with Q·Kᵀ on fp16 operands (mla::Fp8QkMma::fp16): the staged
   // conversion, held to fp32 reordering's tolerances.
   if (fp8_mma) {
-    GpuExecutor staged(mla::Stage1Kernel::wgmma);
-    staged.set_fp8_qk(mla::Fp8QkMma::fp16);
-    const DeviceRun ds = run_executor(staged, p);
-    expect(ds.result.ok && ds.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-           p.name + ": --fp8-qk fp16 run failed or did not run wgmma: " + ds.result.error);
+    // One variant of the e4m3 path on the wgmma kernel, `option` set by `configure`.
+    auto variant = [&](const char* option, auto configure) {
+      GpuExecutor ex(mla::Stage1Kernel::wgmma);
+      configure(ex);
+      DeviceRun dv = run_executor(ex, p);
+      expect(dv.result.ok && dv.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+             p.name + ": " + option + " run failed or did not run wgmma: " + dv.result.error);
+      return dv;
+    };
+    const DeviceRun ds = variant("--fp8-qk fp16", [](GpuExecutor& ex) { ex.set_fp8_qk(mla::Fp8QkMma::fp16); });
     if (ds.result.ok) {
       std::printf("    fp8-qk fp16:\n");
       compare(p, ds, reference(p));
       if (c.result.ok) compare_with_cpu(p, ds, c);
     }
     // And Q·Kᵀ on e4m3 with P·V on fp16 (mla::Fp8PvMma::fp16, step 28's form).
-    GpuExecutor pv16(mla::Stage1Kernel::wgmma);
-    pv16.set_fp8_pv(mla::Fp8PvMma::fp16);
-    const DeviceRun dp = run_executor(pv16, p);
-    expect(dp.result.ok && dp.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-           p.name + ": --fp8-pv fp16 run failed or did not run wgmma: " + dp.result.error);
+    const DeviceRun dp = variant("--fp8-pv fp16", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::fp16); });
     if (dp.result.ok) {
       std::printf("    fp8-pv fp16:\n");
       compare(p, dp, reference(p), true);
@@ -489,15 +496,9 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     }
     // And the producer copying whole 128-byte lines (mla::Fp8Copy::lines): the same
     // codes land in the same places, so the results equal the default's bit for bit.
-    GpuExecutor lines(mla::Stage1Kernel::wgmma);
-    lines.set_fp8_copy(mla::Fp8Copy::lines);
-    const DeviceRun dl = run_executor(lines, p);
-    expect(dl.result.ok && dl.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-           p.name + ": --fp8-copy lines run failed or did not run wgmma: " + dl.result.error);
+    const DeviceRun dl = variant("--fp8-copy lines", [](GpuExecutor& ex) { ex.set_fp8_copy(mla::Fp8Copy::lines); });
     if (dl.result.ok) {
-      expect(same_bits(dl.out, d.out) && same_bits(dl.lse, d.lse) && same_bits(dl.partial, d.partial) &&
-                 same_bits(dl.partial_lse, d.partial_lse),
-             p.name + ": --fp8-copy lines differs from half-lines in some bit");
+      expect(same_outputs(dl, d), p.name + ": --fp8-copy lines differs from half-lines in some bit");
       std::printf("    fp8-copy lines: bit for bit the default's\n");
     }
   }
@@ -509,9 +510,7 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     const DeviceRun ds = run_executor(serial, p);
     expect(ds.result.ok, p.name + ": serial-schedule run failed: " + ds.result.error);
     if (ds.result.ok) {
-      const bool same = same_bits(ds.out, d.out) && same_bits(ds.lse, d.lse) && same_bits(ds.partial, d.partial) &&
-                        same_bits(ds.partial_lse, d.partial_lse);
-      expect(same, p.name + ": schedule " + mla::to_string(leg.schedule) +
+      expect(same_outputs(ds, d), p.name + ": schedule " + mla::to_string(leg.schedule) +
                        " differs from serial in some bit (within the contract's tolerances if no other check failed)");
     }
   }
