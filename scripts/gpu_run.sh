@@ -1,0 +1,58 @@
+#!/bin/bash
+# One GPU call as docs/bench_notes.md's method asks: correctness first, then timing, in
+# the same call, over the binaries of one build. Usage:
+#   bash scripts/gpu_run.sh BIN_DIR [OUT_DIR]
+# BIN_DIR holds mlactl, gpu_tests and run_grid (built with -DMLACTL_GPU=cuda, Release,
+# -DMLACTL_BUILD_TESTS=ON; copied out of the build folder so the device tool can carry
+# one small folder). OUT_DIR (default $OUT, else .) receives the full logs; the
+# console gets their summaries. Steps, each named in the output:
+#   correctness  gpu_tests, check fixtures --backend gpu, run_grid on both stacks
+#   table        scripts/bench_vs_triton.py --block-size 16 --no-peer (issue 19's shapes)
+#   fp8          F1/F2 (docs/bench_notes.md steps 28-29) under each --fp8-* form
+#   ncu          F2's L2 request/sector counts under both --fp8-copy forms, where ncu exists
+# Exit status: 1 when a correctness step failed (the timings still run), else 0.
+set -u
+B=${1:?usage: gpu_run.sh BIN_DIR [OUT_DIR]}
+O=${2:-${OUT:-.}}
+cd "$(dirname "$0")/.." || exit 2
+mkdir -p "$O"
+for f in mlactl gpu_tests run_grid; do
+  [ -x "$B/$f" ] || { echo "gpu_run.sh: $B/$f is missing or not executable" >&2; exit 2; }
+done
+bad=0
+step() { echo "== $1"; }
+step "device"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -2; git log -1 --format=%h 2>/dev/null
+step "correctness: gpu_tests"
+"$B/gpu_tests" > "$O/gpu_tests.txt" 2>&1; rc=$?; echo "rc $rc"; tail -6 "$O/gpu_tests.txt"
+[ $rc -eq 0 ] || bad=1
+step "correctness: check fixtures --backend gpu"
+"$B/mlactl" check fixtures --backend gpu > "$O/fixtures.txt" 2>&1; rc=$?; echo "rc $rc"; tail -2 "$O/fixtures.txt"
+[ $rc -eq 0 ] || bad=1
+for stack in vllm-rocm-aiter vllm-cuda; do
+  step "correctness: run_grid --stack $stack"
+  "$B/run_grid" --backend gpu --stack $stack --cases 200 --seed 2060 --cross-check > "$O/grid_$stack.txt" 2>&1; rc=$?
+  echo "rc $rc"; tail -2 "$O/grid_$stack.txt"
+  [ $rc -eq 0 ] || bad=1
+done
+step "table"
+python3 scripts/bench_vs_triton.py --mlactl "$B/mlactl" --block-size 16 --no-peer --json "$O/table.json" 2>&1 | tail -14
+F="--heads 16 --qlen 1 --context 8191 --batch-size 128 --num-cu 132 --kv-dtype fp8"
+for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
+  for form in "" "--fp8-copy lines" "--fp8-pv fp16" "--fp8-qk fp16"; do
+    step "fp8: ${shape%% *} ${form:-default}"
+    "$B/mlactl" bench $F ${shape#* } $form 2>&1 | tail -4
+  done
+done
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ]; then
+  M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed
+  M=$M,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum
+  for form in half-lines lines; do
+    step "ncu: F2 --fp8-copy $form"
+    timeout 240 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$M" \
+      "$B/mlactl" bench $F --block-size 64 --arch sm90 --fp8-copy $form --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" | tail -8
+  done
+else
+  step "ncu: not found, skipped"
+fi
+exit $bad
