@@ -394,6 +394,7 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
       o["partial_rows"] = rr.partial_rows;
       o["position_audit_ok"] = rr.audit_ok;
       o["stage1_kernel"] = stage1_text(rr.bench);
+      o["stage1_why"] = rr.bench.stage1_why;
       o["combine"] = mla::to_string(rr.bench.combine);
       if (!rr.bench.combine_note.empty()) o["combine_note"] = rr.bench.combine_note;
       o["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
@@ -475,9 +476,13 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     kv.push_back({"timing", "median of " + std::to_string(opt.iters) + " event-timed runs after " + std::to_string(opt.warmup) +
                                 " warm-up, KV rotated over " + std::to_string(r.kv_copies) + " copies"});
   }
-  // How the partials were combined, once per run route (the modes can differ by route).
+  // Why that stage-1 kernel, and how the partials were combined, once per run route
+  // (both can differ by route).
   for (const auto& rr : r.results) {
     if (!rr.ran()) continue;
+    if (!rr.bench.stage1_why.empty())
+      kv.push_back({"stage 1" + (r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string()),
+                    stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
     std::string text = mla::to_string(rr.bench.combine);
     if (rr.bench.combine == mla::CombineMode::fused)
       text += ": stage 1 combines the split tiles, no reduce launch (+reduce µs times the same launch as kernel µs)";

@@ -427,7 +427,9 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   s1.fp8_qk = fp8_qk_;
   s1.fp8_pv = fp8_pv_;
   s1.fp8_copy = fp8_copy_;
-  r.stage1_kernel = mla::select_stage1(s1, mla::current_stage1_device()).kernel;  // what launch_stage1 enqueues
+  const mla::Stage1Choice choice = mla::select_stage1(s1, mla::current_stage1_device());  // what launch_stage1 enqueues
+  r.stage1_kernel = choice.kernel;
+  r.stage1_why = choice.why;
   r.combine = combine.mode;
   r.combine_note = combine.note;
 

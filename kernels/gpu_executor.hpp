@@ -38,6 +38,9 @@ struct BenchResult {
   // The stage-1 kernel that ran (select_stage1's choice): wgmma | mma | cuda_core;
   // automatic only when the bench failed before choosing.
   mla::Stage1Kernel stage1_kernel = mla::Stage1Kernel::automatic;
+  // select_stage1's one line on that choice: what was asked, what applies, and on the
+  // transposed wgmma kernel's fp8 paths which operands run on e4m3 wgmma.
+  std::string stage1_why;
   // How the partials were combined: fused (in stage 1: no reduce launch, so
   // total_ms times the same launch as stage1_ms) only where asked and applicable;
   // combine_note says why an asked fused combine fell back to separate.

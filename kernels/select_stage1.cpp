@@ -106,10 +106,12 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
                                "e4m3 parts)"
           : wgmma_qk_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)"
                              : "";
+      const std::string copy_note =
+          wgmma_qk_e4m3(p) && p.fp8_copy == Fp8Copy::lines ? "; the producer copies whole 128-byte lines" : "";
       return {Stage1Kernel::wgmma, (want == Stage1Kernel::automatic
                                         ? std::string("automatic: the warpgroup kernel applies (sm_90a build on 9.0)")
                                         : std::string("asked, and it applies")) +
-                                       path_note};
+                                       path_note + copy_note};
     }
   }
   if (std::string why = mma_rejects(p, d); !why.empty()) {

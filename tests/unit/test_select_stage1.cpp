@@ -228,6 +228,15 @@ TEST_CASE("select_stage1: fp8 q with e4m3fn KV takes the transposed kernel's e4m
   CHECK(pick(p, kH200) == W);
   CHECK(mla::wgmma_pv_e4m3(p));  // P·V too, by default
   CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
+  CHECK_FALSE(why_has(p, kH200, "128-byte lines"));
+  p.fp8_copy = mla::Fp8Copy::lines;  // the producer's other copy form, said too
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
+  CHECK(why_has(p, kH200, "; the producer copies whole 128-byte lines"));
+  Stage1Params staged = params(A, bf16, fp8);  // bf16 q: the staged producer, which has one form
+  staged.fp8_copy = mla::Fp8Copy::lines;
+  CHECK_FALSE(why_has(staged, kH200, "128-byte lines"));
+  p.fp8_copy = mla::Fp8Copy::half_lines;
   p.fp8_pv = mla::Fp8PvMma::fp16;  // P·V on fp16 (step 28's form), Q·Kᵀ still e4m3
   CHECK(mla::wgmma_qk_e4m3(p));
   CHECK_FALSE(mla::wgmma_pv_e4m3(p));
