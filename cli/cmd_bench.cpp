@@ -480,15 +480,14 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
   // (both can differ by route).
   for (const auto& rr : r.results) {
     if (!rr.ran()) continue;
-    if (!rr.bench.stage1_why.empty())
-      kv.push_back({"stage 1" + (r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string()),
-                    stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
+    const std::string route = r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string();
+    if (!rr.bench.stage1_why.empty()) kv.push_back({"stage 1" + route, stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
     std::string text = mla::to_string(rr.bench.combine);
     if (rr.bench.combine == mla::CombineMode::fused)
       text += ": stage 1 combines the split tiles, no reduce launch (+reduce µs times the same launch as kernel µs)";
     else if (!rr.bench.combine_note.empty())
       text += " (" + rr.bench.combine_note + ")";
-    kv.push_back({"combine" + (r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string()), text});
+    kv.push_back({"combine" + route, text});
   }
   print_kv(out, kv);
   out << "\n";

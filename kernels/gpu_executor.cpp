@@ -372,10 +372,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   Sizes sz;
   Combine combine;
   if (!prepare(a, d, /*upload_kv=*/true, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
-  s1.wgmma_schedule = schedule_;
-  s1.fp8_qk = fp8_qk_;
-  s1.fp8_pv = fp8_pv_;
-  s1.fp8_copy = fp8_copy_;
+  apply_stage1_options(s1);
 
   mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
   bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
@@ -423,10 +420,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   Sizes sz;
   Combine combine;
   if (!prepare(a, d, /*upload_kv=*/false, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
-  s1.wgmma_schedule = schedule_;
-  s1.fp8_qk = fp8_qk_;
-  s1.fp8_pv = fp8_pv_;
-  s1.fp8_copy = fp8_copy_;
+  apply_stage1_options(s1);
   const mla::Stage1Choice choice = mla::select_stage1(s1, mla::current_stage1_device());  // what launch_stage1 enqueues
   r.stage1_kernel = choice.kernel;
   r.stage1_why = choice.why;

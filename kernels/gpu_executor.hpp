@@ -104,14 +104,21 @@ class GpuExecutor : public Executor {
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
  private:
+  // The options above that stage 1 reads, onto a launch's params (run and bench alike).
+  void apply_stage1_options(mla::Stage1Params& s1) const {
+    s1.wgmma_schedule = schedule_;
+    s1.fp8_qk = fp8_qk_;
+    s1.fp8_pv = fp8_pv_;
+    s1.fp8_copy = fp8_copy_;
+  }
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
   [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
-  [[maybe_unused]] mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // likewise
-  [[maybe_unused]] mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;               // likewise
-  [[maybe_unused]] mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;               // likewise
-  [[maybe_unused]] mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::half_lines;         // likewise
+  mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // the stage-1 options (apply_stage1_options)
+  mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;
+  mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;
+  mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::half_lines;
 };
 
 }  // namespace mlactl

@@ -555,10 +555,10 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
             const bool in_tile = tile + n < max_end;
             const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
             if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-            const uint8_t* src = ok ? kv + slot * row_bytes + 16 * c0 : kv;
+            const uint8_t* row = ok ? kv + slot * row_bytes : kv;  // zero-filled rows read nothing
+            const uint8_t* src = ok ? row + 16 * c0 : kv;
             if constexpr (LINES) {
               // Rows outside the tile are zero-filled (lead 0), as every chunk of them.
-              const uint8_t* row = ok ? kv + slot * row_bytes : kv;
               const int lead = ok ? int((reinterpret_cast<uintptr_t>(row) & 127) >> 4) : 0;
 #pragma unroll
               for (int j = 0; j < kLines; ++j) {
