@@ -51,6 +51,7 @@ struct BenchOptions {
   mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
   mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::e4m3;                       // --fp8-pv (kernels/stage1_kernel.hpp)
   mla::Fp8Copy fp8_copy = mla::Fp8Copy::half_lines;                 // --fp8-copy (kernels/stage1_kernel.hpp)
+  mla::Fp8Convert fp8_convert = mla::Fp8Convert::registers;         // --fp8-convert (kernels/stage1_kernel.hpp)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -218,6 +219,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   ex.set_fp8_qk(opt.fp8_qk);
   ex.set_fp8_pv(opt.fp8_pv);
   ex.set_fp8_copy(opt.fp8_copy);
+  ex.set_fp8_convert(opt.fp8_convert);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -545,6 +547,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "instruction), lines (8 threads a row, whole 128-byte lines; experimental, docs/bench_notes.md step 29)")
       ->type_name("COPY")
       ->transform(enum_names(mla::kFp8Copies, &mla::fp8_copy_from_name));
+  sub->add_option("--fp8-convert", opt->fp8_convert,
+                  "where e4m3fn KV codes become fp16 operands when Q·Kᵀ is not on e4m3 wgmma (bf16 q, or --fp8-qk fp16) "
+                  "[registers]: registers (the consumers, K and V, P once in fp16), staged (the producer, into 16-bit "
+                  "stages, P in two parts)")
+      ->type_name("WHERE")
+      ->transform(enum_names(mla::kFp8Converts, &mla::fp8_convert_from_name));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

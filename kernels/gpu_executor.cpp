@@ -10,8 +10,9 @@
 #include <optional>
 #include <vector>
 
-#if defined(MLACTL_HAVE_GPU) && MLACTL_HAVE_GPU
 #include "core/dtype.hpp"
+
+#if defined(MLACTL_HAVE_GPU) && MLACTL_HAVE_GPU
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/fused_combine.hpp"
@@ -19,6 +20,32 @@
 #endif
 
 namespace mlactl {
+
+// Stage1Params::q_f16_exact / q_f16_scale: fp8 and fp16 q are exact in fp16; bf16
+// q is when each value (NaN and inf excluded) times 2^s survives bf16 -> fp16, s
+// putting the largest magnitude in [2^14, 2^15) (fp16's range: bf16 values of
+// q's usual spread then lose no bits; unscaled, one |q| < 2^-17 with low mantissa
+// bits set would not be exact).
+bool q_exact_in_fp16(DType q_dtype, const void* q, size_t bytes, float* scale) {
+  *scale = 1.0f;
+  if (q_dtype != DType::bf16) return q_dtype == DType::fp16 || q_dtype == DType::fp8;
+  const uint16_t* b = static_cast<const uint16_t*>(q);
+  float max_abs = 0.0f;
+  for (size_t i = 0; i < bytes / 2; ++i) {
+    const float x = std::fabs(bf16_bits_to_float(b[i]));
+    if (!std::isfinite(x)) return false;
+    max_abs = std::max(max_abs, x);
+  }
+  if (max_abs == 0.0f) return true;
+  const int s = std::min(100, std::max(-100, 14 - std::ilogb(max_abs)));
+  const float f = std::ldexp(1.0f, s);
+  for (size_t i = 0; i < bytes / 2; ++i) {
+    const float x = bf16_bits_to_float(b[i]) * f;  // exact: |x| < 2^15, no underflow past fp16's
+    if (fp16_bits_to_float(float_to_fp16_bits(x)) != x) return false;
+  }
+  *scale = f;
+  return true;
+}
 
 #if defined(MLACTL_HAVE_GPU) && MLACTL_HAVE_GPU
 
@@ -156,32 +183,6 @@ namespace {
 struct Sizes {
   size_t q = 0, kv = 0, out = 0, lse = 0, partial = 0, partial_lse = 0;
 };
-
-// Stage1Params::q_f16_exact / q_f16_scale: fp8 and fp16 q are exact in fp16; bf16
-// q is when each value (NaN and inf excluded) times 2^s survives bf16 -> fp16, s
-// putting the largest magnitude in [2^14, 2^15) (fp16's range: bf16 values of
-// q's usual spread then lose no bits; unscaled, one |q| < 2^-17 with low mantissa
-// bits set would not be exact).
-bool q_exact_in_fp16(DType q_dtype, const void* q, size_t bytes, float* scale) {
-  *scale = 1.0f;
-  if (q_dtype != DType::bf16) return q_dtype == DType::fp16 || q_dtype == DType::fp8;
-  const uint16_t* b = static_cast<const uint16_t*>(q);
-  float max_abs = 0.0f;
-  for (size_t i = 0; i < bytes / 2; ++i) {
-    const float x = std::fabs(bf16_bits_to_float(b[i]));
-    if (!std::isfinite(x)) return false;
-    max_abs = std::max(max_abs, x);
-  }
-  if (max_abs == 0.0f) return true;
-  const int s = std::min(100, std::max(-100, 14 - std::ilogb(max_abs)));
-  const float f = std::ldexp(1.0f, s);
-  for (size_t i = 0; i < bytes / 2; ++i) {
-    const float x = bf16_bits_to_float(b[i]) * f;  // exact: |x| < 2^15, no underflow past fp16's
-    if (fp16_bits_to_float(float_to_fp16_bits(x)) != x) return false;
-  }
-  *scale = f;
-  return true;
-}
 
 // How the partials are combined (Combine::mode), and why an asked fused combine
 // fell back to separate (`note`).

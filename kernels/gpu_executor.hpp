@@ -27,6 +27,10 @@ int gpu_device_multiprocessors();
 // What select_stage1 decides with in this build on device 0: the vendor, the
 // sm_90a kernels, the compute capability (vendor none without a backend or device).
 mla::Stage1Device gpu_stage1_device();
+// Whether every q element times *scale (a power of two it picks) is exact in fp16:
+// Stage1Params::q_f16_exact and q_f16_scale as the executor sets them (q: `bytes`
+// of q_dtype storage). gpu_tests predicts the wgmma kernel's fp8 path with it.
+bool q_exact_in_fp16(DType q_dtype, const void* q, size_t bytes, float* scale);
 
 // Per-iteration device-event times of GpuExecutor::bench (milliseconds).
 struct BenchResult {
@@ -100,6 +104,9 @@ class GpuExecutor : public Executor {
   void set_fp8_pv(mla::Fp8PvMma mode) { fp8_pv_ = mode; }
   // On that path, how the producer copies the raw KV rows (mla::Fp8Copy).
   void set_fp8_copy(mla::Fp8Copy copy) { fp8_copy_ = copy; }
+  // e4m3fn KV with Q·Kᵀ on fp16 wgmma: the codes converted by the consumers in
+  // registers (default) or by the producer into 16-bit stages (mla::Fp8Convert).
+  void set_fp8_convert(mla::Fp8Convert convert) { fp8_convert_ = convert; }
 
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
@@ -110,6 +117,7 @@ class GpuExecutor : public Executor {
     s1.fp8_qk = fp8_qk_;
     s1.fp8_pv = fp8_pv_;
     s1.fp8_copy = fp8_copy_;
+    s1.fp8_convert = fp8_convert_;
   }
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
@@ -119,6 +127,7 @@ class GpuExecutor : public Executor {
   mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;
   mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;
   mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::half_lines;
+  mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::registers;
 };
 
 }  // namespace mlactl

@@ -105,9 +105,14 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
           wgmma_pv_e4m3(p)   ? "; fp8 q x e4m3fn KV: Q·Kᵀ and P·V on e4m3 wgmma (fp8 accumulation, ~14 bits; P in two "
                                "e4m3 parts)"
           : wgmma_qk_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)"
-                             : "";
+          : wgmma_k_registers(p)
+              ? std::string("; ") + (p.q_type == ElemType::bf16 ? "bf16" : "fp8") +
+                    " q x e4m3fn KV: K and V converted to fp16 in registers, Q·Kᵀ and P·V on fp16 wgmma (P once "
+                    "in fp16)"
+          : p.kv_type == ElemType::fp8 ? "; fp8 KV converted into 16-bit stages by the producer"
+                                       : "";
       const std::string copy_note =
-          wgmma_qk_e4m3(p) && p.fp8_copy == Fp8Copy::lines ? "; the producer copies whole 128-byte lines" : "";
+          wgmma_raw_ring(p) && p.fp8_copy == Fp8Copy::lines ? "; the producer copies whole 128-byte lines" : "";
       return {Stage1Kernel::wgmma, (want == Stage1Kernel::automatic
                                         ? std::string("automatic: the warpgroup kernel applies (sm_90a build on 9.0)")
                                         : std::string("asked, and it applies")) +

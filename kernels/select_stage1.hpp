@@ -25,7 +25,8 @@ struct Stage1Choice {
 };
 
 // Reads p.kernel (what is asked), p.q_type, p.kv_type, p.heads, p.head_dim,
-// p.v_dim and p.max_pairs (0: heads); nothing else of p.
+// p.v_dim and p.max_pairs (0: heads), and for the transposed kernel's fp8 paths
+// p.fp8_fnuz, p.q_f16_exact and the fp8_* options; nothing else of p.
 //
 // NVIDIA: cuda_core when asked. Else wgmma when asked or `automatic`, and it
 // applies (wgmma_rejects: fp8 KV on works of <= 16 pairs only); else mma when it
@@ -66,6 +67,15 @@ inline bool wgmma_qk_e4m3(const Stage1Params& p) {
 }
 // On that path, P·V on e4m3 wgmma too (Stage1Params::fp8_pv; kernels/stage1_wgmma.cuh, PV8).
 inline bool wgmma_pv_e4m3(const Stage1Params& p) { return wgmma_qk_e4m3(p) && p.fp8_pv == Fp8PvMma::e4m3; }
+// e4m3fn KV with Q·Kᵀ on fp16 wgmma (bf16 q, or fp8 q with Fp8QkMma::fp16), q exact in
+// fp16 (Stage1Params::q_f16_exact), Fp8Convert::registers: the consumers convert K
+// and V from the raw codes in registers (kernels/stage1_wgmma.cuh, KREG).
+inline bool wgmma_k_registers(const Stage1Params& p) {
+  return p.kv_type == ElemType::fp8 && !p.fp8_fnuz && !wgmma_qk_e4m3(p) && p.q_f16_exact &&
+         (p.q_type == ElemType::bf16 || p.q_type == ElemType::fp8) && p.fp8_convert == Fp8Convert::registers;
+}
+// The producer only copies raw codes (no 16-bit stage): the two paths above.
+inline bool wgmma_raw_ring(const Stage1Params& p) { return wgmma_qk_e4m3(p) || wgmma_k_registers(p); }
 
 // Why the fused combine (CombineMode::fused, and separate_early's early release)
 // cannot run with p on device, or "" when it can: only the transposed wgmma kernel

@@ -109,4 +109,25 @@ inline const char* to_string(Fp8Copy v) { return enum_name(kFp8Copies, kFp8CopyN
 // The form a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8Copy> fp8_copy_from_name(const std::string& name) { return enum_from_name(kFp8Copies, name); }
 
+// Where the transposed wgmma kernel turns e4m3fn KV codes into fp16 operands when
+// Q·Kᵀ is not on e4m3 wgmma (bf16 q, or fp8 q with Fp8QkMma::fp16), q exact in fp16
+// (Stage1Params::q_f16_exact):
+//   registers  the producer only copies the codes (the e4m3 path's raw ring); the
+//              consumers convert K into the A fragments of Sᵀ = K·Qᵀ (q staged with
+//              head_dim permuted to match, kernels/stage1_wgmma.cuh kreg_q_col) and V
+//              as the e4m3 path does; P once in fp16 (2^-11 relative): 68 wgmmas a
+//              tile. The default.
+//   staged     the producer converts the codes into 16-bit stages and P·V takes P in
+//              two 16-bit parts (fp32-level): 100 wgmmas a tile; e4m3fnuz and q not
+//              exact in fp16 always take it.
+enum class Fp8Convert : int32_t { registers = 0, staged = 1 };
+inline constexpr Fp8Convert kFp8Converts[] = {Fp8Convert::registers, Fp8Convert::staged};
+
+inline constexpr const char* kFp8ConvertNames[] = {"registers", "staged"};  // in kFp8Converts' order
+inline const char* to_string(Fp8Convert v) { return enum_name(kFp8Converts, kFp8ConvertNames, v); }
+// The form a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<Fp8Convert> fp8_convert_from_name(const std::string& name) {
+  return enum_from_name(kFp8Converts, name);
+}
+
 }  // namespace mla

@@ -960,29 +960,30 @@ constexpr int kTRawStages = 5;
 struct PlanT {
   int head_dim;
   bool kv8 = false;
-  bool e4m3 = false;
+  bool e4m3 = false;  // q as codes (Q·Kᵀ on e4m3 wgmma)
+  bool raw = false;   // the raw ring and no 16-bit stage: e4m3, or K converted in registers (KREG)
   __host__ __device__ static constexpr size_t align1k(size_t x) { return (x + 1023) & ~size_t(1023); }
   __host__ __device__ constexpr int blocks() const { return head_dim / 64; }
-  __host__ __device__ constexpr int stages() const { return e4m3 ? kTRawStages : kTStages; }
+  __host__ __device__ constexpr int stages() const { return raw ? kTRawStages : kTStages; }
   __host__ __device__ constexpr size_t q_bytes() const {
     return e4m3 ? size_t(kTPairs) * head_dim : size_t(blocks()) * kTPairs * kRowBytes;
   }
   __host__ __device__ constexpr size_t stage_bytes() const {
-    return e4m3 ? size_t(kTNT) * head_dim : size_t(blocks()) * kTNT * kRowBytes;
+    return raw ? size_t(kTNT) * head_dim : size_t(blocks()) * kTNT * kRowBytes;
   }
   static constexpr size_t kPBytes = 2 * 2 * kTPairs * kRowBytes;  // [wg][hi, lo][16][128 B]
   static constexpr size_t kRedBytes = 2 * 4 * kTPairs * 4;        // [wg][4 warps][16] f32
   static constexpr size_t kMlBytes = (2 * 4 * kTPairs + kTPairs) * 4;  // [wg][4 warps][16] l, [16] m
   // 16-bit KV: [64 regs][128 thr] f32; staged fp8 KV: the raw buffers, [half][chunk][thread][16 B]; e4m3: none
   __host__ __device__ constexpr size_t raw_half_bytes() const { return size_t(kProducers / 4) * head_dim; }
-  __host__ __device__ constexpr size_t merge_bytes() const { return e4m3 ? 0 : kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
-  __host__ __device__ constexpr size_t p_off() const { return e4m3 ? q_bytes() : kv_off() + stages() * stage_bytes(); }
+  __host__ __device__ constexpr size_t merge_bytes() const { return raw ? 0 : kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
+  __host__ __device__ constexpr size_t p_off() const { return raw ? q_bytes() : kv_off() + stages() * stage_bytes(); }
   __host__ __device__ constexpr size_t red_off() const { return p_off() + kPBytes; }
   __host__ __device__ constexpr size_t merge_off() const { return red_off() + kRedBytes; }
   __host__ __device__ constexpr size_t ml_off() const { return merge_off() + merge_bytes(); }
-  __host__ __device__ constexpr size_t kv_off() const { return e4m3 ? align1k(ml_off() + kMlBytes) : q_bytes(); }
+  __host__ __device__ constexpr size_t kv_off() const { return raw ? align1k(ml_off() + kMlBytes) : q_bytes(); }
   __host__ __device__ constexpr size_t bar_off() const {
-    return e4m3 ? kv_off() + stages() * stage_bytes() : ml_off() + kMlBytes;
+    return raw ? kv_off() + stages() * stage_bytes() : ml_off() + kMlBytes;
   }
   __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages() * 8 + 1024; }
 };
@@ -994,8 +995,8 @@ static_assert(kTPairs * kRowBytes * (512 / 64) >= 32 * 128 * 4, "fp8 merge round
 static_assert(kTPairs * 512 + PlanT::kPBytes >= 32 * 128 * 4, "e4m3 merge rounds fit in q_s + P");
 static_assert(kTPairs * 576 % 1024 == 0 && kTPairs * 512 % 1024 == 0,
               "e4m3 plan: q keeps the P buffers 1024-aligned (the 128-byte swizzle atom)");
-static_assert(PlanT{576, true, true}.total() <= 232448 && PlanT{576, true, false}.total() <= 232448 &&
-                  PlanT{576, false, false}.total() <= 232448,
+static_assert(PlanT{576, true, true, true}.total() <= 232448 && PlanT{576, true, false, true}.total() <= 232448 &&
+                  PlanT{576, true, false}.total() <= 232448 && PlanT{576, false, false}.total() <= 232448,
               "transposed plans within the 227 KB of an sm_90 block");
 constexpr int kBarMergeStart = 9, kBarMergeRead = 10;
 
@@ -1131,6 +1132,55 @@ __device__ inline float2 e4m3x2_to_f32x2(uint32_t codes) {
   return r;
 }
 
+// ---- KREG: K converted by the consumers into register A fragments (Fp8Convert::registers) ----
+//
+// Sᵀ = K·Qᵀ with K (64 tokens x head_dim) as the register A operand of
+// wgmma.m64n16k16.f16: thread (warp wq, lane 4gq + tq) holds rows 16wq + gq (+ 8) and
+// k columns 2tq, 2tq+1, 2tq+8, 2tq+9 of each k-step. A sum over head_dim is the same
+// sum in any order of its terms, so the k columns need not be head_dim in order:
+// k column c of k-step 4kb + j stands for head_dim kreg_q_col(kb, j, c), which makes
+// this thread's 16 columns of k-steps 4kb .. 4kb + 3 one 16-byte chunk (4kb + tq) of
+// the token's raw row: one shared load per row and 64 head_dim, the four bytes of
+// word j being columns 2tq, 2tq+1, 2tq+8, 2tq+9 of k-step 4kb + j. q is staged in
+// the same order (stage_q_kreg), so each score is the same Σ q_d k_d.
+__host__ __device__ inline int kreg_q_col(int kb, int j, int c) {
+  return 64 * kb + 16 * ((c & 7) >> 1) + 4 * j + 2 * (c >> 3) + (c & 1);
+}
+// q of a chunk as stage_q<true> stages it (fp16, bf16 q times q_f16_scale, fp8 q decoded),
+// its columns in kreg_q_col's order: 16-byte unit u of row r's block kb holds k-step
+// 4kb + u / 2, columns 8 (u & 1) .. + 7, i.e. head_dim 64kb + 16t + 4 (u / 2) + 2 (u & 1)
+// + {0, 1} for t = 0..3.
+template <int QR, int HD>
+__device__ inline void stage_q_kreg(const Stage1Params& p, const WorkRow& work, int chunk, int cp, uint8_t* q_s,
+                                    int tid) {
+  constexpr int kRowChunks = HD / 8;
+  const int64_t q_base = (int64_t(work.qo_start) * p.heads + chunk) * HD;
+  for (int i = tid; i < QR * kRowChunks; i += kConsumers) {
+    const int r = i / kRowChunks, ch = i % kRowChunks;
+    uint32_t word[4] = {0, 0, 0, 0};
+    if (r < cp) {
+      const int kb = ch >> 3, u = ch & 7;
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int64_t at = q_base + int64_t(r) * HD + kreg_q_col(kb, u >> 1, 2 * t + 8 * (u & 1));
+        float x0, x1;
+        if (p.q_type == ElemType::fp8) {
+          const uint8_t* q8 = static_cast<const uint8_t*>(p.q) + at;
+          x0 = decode_fp8(q8[0], p.fp8_fnuz);
+          x1 = decode_fp8(q8[1], p.fp8_fnuz);
+        } else {  // bf16, exact in fp16 times q_f16_scale (Stage1Params::q_f16_exact)
+          const uint32_t b = *reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(p.q) + at);
+          x0 = decode_bf16(uint16_t(b)) * p.q_f16_scale;
+          x1 = decode_bf16(uint16_t(b >> 16)) * p.q_f16_scale;
+        }
+        word[t] = uint32_t(encode_fp16(x0)) | (uint32_t(encode_fp16(x1)) << 16);
+      }
+    }
+    *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = make_uint4(word[0], word[1], word[2], word[3]);
+  }
+  fence_async_smem();
+}
+
 // ---- Fused combine (CombineMode::fused; kernels/fused_combine.hpp says which plans) ----
 //
 // Tile t of the plan (fc.reduce) in the reduce's arithmetic (kernels/reduce_combine.cuh)
@@ -1244,14 +1294,20 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
 // drop from 82 to 50. PV8 (Fp8PvMma::e4m3): P·V on e4m3 wgmma too, from the V codes as
 // they are and P as e4m3 hi + lo parts (mma_m64n32k32_e4m3_rs), 16 P·V wgmmas a tile
 // instead of 32.
-template <bool F16, int HD, bool KV8, bool E4M3 = false, bool PV8 = false>
+// KREG (Fp8Convert::registers; bf16 q, or fp8 q with Fp8QkMma::fp16, e4m3fn KV, q exact
+// in fp16): the e4m3 path's raw ring, P once in fp16 and V in registers, with Q·Kᵀ on
+// fp16 wgmma, K converted by the consumers into register A fragments (stage_q_kreg's
+// order of head_dim): exact scores, 36 + 32 wgmmas a tile and no 16-bit stage.
+template <bool F16, int HD, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!E4M3 || (F16 && KV8), "the e4m3 path: fp8 KV, fp16 operands for P·V");
   static_assert(!PV8 || E4M3, "P·V on e4m3 wgmma: the e4m3 path only");
-  constexpr bool kConverts = KV8 && !E4M3;  // the producer converts fp8 into a 16-bit stage
+  static_assert(!KREG || (F16 && KV8 && !E4M3), "K in registers: fp8 KV, fp16 operands, Q·Kᵀ not on e4m3");
+  constexpr bool kRaw = E4M3 || KREG;       // the raw ring: the consumers convert
+  constexpr bool kConverts = KV8 && !kRaw;  // the producer converts fp8 into a 16-bit stage
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const PlanT plan{HD, KV8, E4M3};
+  const PlanT plan{HD, KV8, E4M3, kRaw};
   const int stages = plan.stages();
   // CombineMode::separate_early: the reduce (a programmatic dependent launch that
   // waits in griddepcontrol.wait for this whole grid) may be scheduled from now on.
@@ -1271,7 +1327,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   if (!pipeline_start(p, full_bar, empty_bar, stages, /*empty_count=*/4, w_begin, w_end)) return;
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(kConverts)));
-    if constexpr (E4M3) {
+    if constexpr (kRaw) {
       if (p.fp8_copy == Fp8Copy::lines)
         produce_kv_tiles<kTPairs, kTNT, kTRawStages, HD, true, true>(p, w_begin, w_end, kv_s, plan.stage_bytes(),
                                                                      full_bar, empty_bar, warp - kConsumers / 32, lane);
@@ -1325,6 +1381,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
 
       bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s, merge, lsum
       if constexpr (E4M3) stage_q_codes<kTPairs, HD>(p, work, chunk, cp, q_s, tid);
+      else if constexpr (KREG) stage_q_kreg<kTPairs, HD>(p, work, chunk, cp, q_s, tid);
       else stage_q<F16, kTPairs, HD>(p, work, chunk, cp, q_s, tid);
       bar_sync(kBarChunk, kConsumers);
 
@@ -1356,6 +1413,45 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
                            db = desc_sw32(saddr(q_s + kk * kTPairs * kRawKBytes));
             if (kk % 2 == 0) mma_m64n16k32_e4m3(sa, da, db, kk > 1);
             else mma_m64n16k32_e4m3(sb, da, db, kk > 1);
+          }
+        } else if constexpr (KREG) {
+          // Rows 16wq + gq and + 8 (the same 32-byte swizzle phase), chunk 4kb + tq:
+          // raw_offset(tq, r, 64) + 4096 kb. Block kb + 1's codes are loaded while kb's
+          // are converted; kb's fragments are converted while kb - 1's wgmmas run (two
+          // buffers: wait_group 1 frees the one kb - 2 read).
+          constexpr int kBlocks = HD / 64;
+          const uint32_t k0 = saddr(stage) + raw_offset(tq, 16 * wq + gq, kTNT), k1 = k0 + 8 * kRawKBytes;
+          uint32_t a[2][4][4];
+          uint4 x0, x1;
+          lds128(k0, x0);
+          lds128(k1, x1);
+#pragma unroll
+          for (int kb = 0; kb < kBlocks; ++kb) {
+            uint4 y0, y1;
+            if (kb + 1 < kBlocks) {
+              lds128(k0 + (kb + 1) * 2 * kTNT * kRawKBytes, y0);
+              lds128(k1 + (kb + 1) * 2 * kTNT * kRawKBytes, y1);
+            }
+            if (kb >= 2) wg_wait<1>();
+            const uint32_t* w0 = &x0.x;
+            const uint32_t* w1 = &x1.x;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {  // word j: columns 2tq, 2tq+1 (low half), 2tq+8, 2tq+9 of k-step 4kb + j
+              fp8x4_to_f16x4_cvt(w0[j], &a[kb & 1][j][0], &a[kb & 1][j][2]);
+              fp8x4_to_f16x4_cvt(w1[j], &a[kb & 1][j][1], &a[kb & 1][j][3]);
+              // converted before the fence (else ptxas injects one per wgmma: C7519)
+              asm volatile("" : "+r"(a[kb & 1][j][0]), "+r"(a[kb & 1][j][1]), "+r"(a[kb & 1][j][2]),
+                           "+r"(a[kb & 1][j][3])::"memory");
+            }
+            wg_fence();
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+              const uint64_t db = kstep_desc(q_s, kTPairs, 4 * kb + j);
+              if (j % 2 == 0) mma_m64n16_f16_rs(sa, a[kb & 1][j], db);
+              else mma_m64n16_f16_rs(sb, a[kb & 1][j], db);
+            }
+            wg_commit();
+            if (kb + 1 < kBlocks) x0 = y0, x1 = y1;
           }
         } else {
 #pragma unroll
@@ -1427,11 +1523,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           const float pv = v[a] == kNegInf ? 0.0f : exp2f(v[a] - m[x]);
           l[x] += pv;
           const int tt = 16 * wq + gq + 8 * ((a >> 1) & 1), r = pair_of(x);
-          const int t = E4M3 ? e4m3_p_col(tt) : tt;  // Pᵀ's k column for the token
+          const int t = kRaw ? e4m3_p_col(tt) : tt;  // Pᵀ's k column for the token
           const uint32_t off = swz(t >> 3, r, kTPairs) + (t & 7) * 2;
           const uint16_t hi = encode16<F16>(pv);
           *reinterpret_cast<uint16_t*>(p_hi + off) = hi;
-          if constexpr (!E4M3) *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
+          if constexpr (!kRaw) *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
         }
         fence_async_smem();
         bar_sync(kBarRed + g, 128);  // Pᵀ complete; every warp is past reading red
@@ -1499,7 +1595,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             add_quarter(q, d[0]);
             if (q + 1 < 4) issue_quarter(av[(q + 1) & 1], d[0]);
           }
-        } else if constexpr (E4M3) {
+        } else if constexpr (kRaw) {
 #pragma unroll
           for (int cb = 0; cb < 8; ++cb) pin(o[cb]);  // rescaled before the first P·V wgmma (C7519)
           // Vᵀ from registers: k-step ks's fragments converted while ks - 1's
@@ -1618,7 +1714,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           if (r >= cp) continue;
           const float val = o[cb][a] * inv[x];
           const int h = (a >> 1) & 1;
-          const int col = PV8 ? e4m3_v8_col(wq, gq, cb, h) : E4M3 ? e4m3_v_col(wq, gq, cb, h) : cb * 64 + 16 * wq + gq + 8 * h;
+          const int col = PV8 ? e4m3_v8_col(wq, gq, cb, h) : kRaw ? e4m3_v_col(wq, gq, cb, h) : cb * 64 + 16 * wq + gq + 8 * h;
           const int64_t at = (row_base + r) * kVDim + col;
           if (final_out) p.out[at] = encode_out(p.out_type, val);
           else p.partial_out[at] = val;

@@ -48,11 +48,11 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   kernel<<<dim3(unsigned(p.num_workgroups) * unsigned(p.pair_tiles)), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
-template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false>
+template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false>
 bool launch_transposed(const Stage1Params& p, std::string* error) {
-  const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3, PV8>
-                                  : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3, PV8>;
+  const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3, E4M3 || KREG}.total();
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3, PV8, KREG>
+                                  : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3, PV8, KREG>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
     return false;
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
@@ -78,9 +78,11 @@ bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   // operands when q is exact in fp16 (every fp8 code is): e4m3fn then converts in
   // hardware (cvt.rn.f16x2.e4m3x2), two codes per instruction, where bf16 takes
   // ~4 integer operations per code pair; else bf16 operands. fp8 q with e4m3fn KV:
-  // the e4m3 path (wgmma_qk_e4m3), which converts no K at all.
+  // the e4m3 path (wgmma_qk_e4m3), which converts no K at all. Other q (exact in fp16)
+  // with e4m3fn KV: K and V converted by the consumers (wgmma_k_registers).
   if (wgmma_pv_e4m3(p)) return launch_transposed<true, true, true, true>(p, error);
   if (wgmma_qk_e4m3(p)) return launch_transposed<true, true, true>(p, error);
+  if (wgmma_k_registers(p)) return launch_transposed<true, true, false, false, true>(p, error);
   if (p.kv_type == ElemType::fp8)
     return p.q_f16_exact ? launch_transposed<true, true>(p, error) : launch_transposed<false, true>(p, error);
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;

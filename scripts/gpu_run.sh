@@ -8,7 +8,9 @@
 # console gets their summaries. Steps, each named in the output:
 #   correctness  gpu_tests, check fixtures --backend gpu, run_grid on both stacks
 #   table        scripts/bench_vs_triton.py --block-size 16 --no-peer (issue 19's shapes)
-#   fp8          F1/F2 (docs/bench_notes.md steps 28-29) under each --fp8-* form
+#   fp8          F1 with bf16 q (K in registers, and staged) and F1/F2 (docs/bench_notes.md
+#                steps 28-30) under each --fp8-* form
+#   s1           S1's context sweep (stage 1 alone and with the reduce: fixed cost vs per tile)
 #   ncu          F2's L2 request/sector counts under both --fp8-copy forms, where ncu exists
 # Exit status: 1 when a correctness step failed (the timings still run), else 0.
 set -u
@@ -39,13 +41,19 @@ python3 scripts/bench_vs_triton.py --mlactl "$B/mlactl" --block-size 16 --no-pee
 F="--heads 16 --qlen 1 --context 8191 --batch-size 128 --num-cu 132 --kv-dtype fp8"
 # F1-a16w8: issue 19's literal F1 row (bf16 q, fp8 KV: AITER's mla_a16w8 kernel, the staged
 # conversion path); plain --kv-dtype fp8 plans fp8 q (a8w8), which is what F1 has measured.
-step "fp8: F1-a16w8 (bf16 q)"
-"$B/mlactl" bench $F --block-size 16 --set decode.q_dtype=model 2>&1 | tail -4
+for form in "" "--fp8-copy lines" "--fp8-convert staged"; do
+  step "fp8: F1-a16w8 (bf16 q) ${form:-default}"
+  "$B/mlactl" bench $F --block-size 16 --set decode.q_dtype=model $form 2>&1 | tail -8
+done
 for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
-  for form in "" "--fp8-copy lines" "--fp8-pv fp16" "--fp8-qk fp16"; do
+  for form in "" "--fp8-copy lines" "--fp8-pv fp16" "--fp8-qk fp16" "--fp8-qk fp16 --fp8-convert staged"; do
     step "fp8: ${shape%% *} ${form:-default}"
     "$B/mlactl" bench $F ${shape#* } $form 2>&1 | tail -4
   done
+done
+for ctx in 4095 8191 16383 32767 65535; do
+  step "s1: batch 1, h12, context $ctx"
+  "$B/mlactl" bench --heads 12 --qlen 1 --context $ctx --batch-size 1 --block-size 16 --num-cu 132 2>&1 | tail -3
 done
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ]; then

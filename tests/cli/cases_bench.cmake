@@ -28,3 +28,5 @@ mlactl_cli_test(bench-refused RC 5 ARGS bench --heads 12 --qlen 2 --context 100,
                 STDERR "route refused: ValueError: AITER has no non-causal fp8")
 mlactl_cli_test(bench-batch-size-usage RC 2 ARGS bench --heads 16 --context 1,2 --batch-size 4 STDERR "--batch-size repeats one")
 mlactl_cli_test(bench-compare-unknown RC 2 ARGS bench --heads 16 --context 10 --compare gluon_decode,nope STDERR "unknown route")
+mlactl_cli_test(bench-fp8-convert-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-convert smem
+                STDERR "--fp8-convert: smem not in {registers,staged}")

@@ -297,11 +297,23 @@ float out_value(const Problem& p, uint16_t bits) {
 // rounding (~2^-8 relative) and the same accumulation per tile: ~2e-4 on the CPU
 // emulation of docs/bench_notes.md step 28, inside the same bound.
 constexpr double kFp8MmaTol = 2e-3;
+// P once in fp16 (Fp8Convert::registers: kernels/stage1_wgmma.cuh, KREG): each weight
+// rounded to 2^-11 relative, so a partial is off by at most 2^-11 · max |V| (the
+// weights sum to l, computed from the unrounded ones); fill_inputs draws |V| <= 1
+// (times kv_scale, divided out again), so partials get twice that bound. The scores
+// are exact (fp32 accumulation): lse keeps fp32 reordering's tolerance.
+constexpr double kP16Tol = 1e-3;
+
+// What a run's arithmetic allows beyond fp32 reordering: the tolerances of compare
+// and compare_with_cpu.
+enum class Arith { fp32, p_fp16, fp8_mma };
 
 // Compare a run with the float64 reference: outputs within output rounding plus
 // fp32 reordering, lse within 1e-4, rows no work writes left poisoned.
-void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, bool fp8_mma = false) {
-  const double lse_tol = fp8_mma ? kFp8MmaTol : 1e-4, partial_atol = fp8_mma ? kFp8MmaTol : 2e-5;
+void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, Arith arith = Arith::fp32) {
+  const bool fp8_mma = arith == Arith::fp8_mma;
+  const double lse_tol = fp8_mma ? kFp8MmaTol : 1e-4;
+  const double partial_atol = fp8_mma ? kFp8MmaTol : arith == Arith::p_fp16 ? kP16Tol : 2e-5;
   const int H = p.view.heads, V = p.view.v_dim;
   const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
   double max_out_err = 0, max_lse_err = 0, max_partial_err = 0;
@@ -354,9 +366,10 @@ void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, bool fp8_
 
 // GPU vs CpuExecutor: both accumulate in fp32, so outputs agree within one
 // output ulp, lse within 1e-5 relative, NaN exactly where the CPU has NaN
-// (fp8_mma: within kFp8MmaTol, as compare).
-void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c, bool fp8_mma = false) {
-  const double tol = fp8_mma ? kFp8MmaTol : 1e-5;
+// (fp8_mma: within kFp8MmaTol, as compare; p_fp16: partials within kP16Tol).
+void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c, Arith arith = Arith::fp32) {
+  const double tol = arith == Arith::fp8_mma ? kFp8MmaTol : 1e-5;
+  const double partial_tol = arith == Arith::p_fp16 ? kP16Tol : tol;
   int64_t bad_out = 0, bad_lse = 0, bad_partial = 0;
   const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
   auto close = [](double x, double y, double abs_tol, double rel_tol) {
@@ -369,7 +382,7 @@ void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c, 
   for (size_t i = 0; i < g.lse.size(); ++i) bad_lse += !close(g.lse[i], c.lse[i], tol, tol);
   // Tensor-core P·V uses P split into two 16-bit parts (~2^-16 relative): partials
   // agree to ~1e-5, not to the last fp32 bit.
-  for (size_t i = 0; i < g.partial.size(); ++i) bad_partial += !close(g.partial[i], c.partial[i], tol, 5e-5);
+  for (size_t i = 0; i < g.partial.size(); ++i) bad_partial += !close(g.partial[i], c.partial[i], partial_tol, 5e-5);
   for (size_t i = 0; i < g.partial_lse.size(); ++i) bad_partial += !close(g.partial_lse[i], c.partial_lse[i], tol, tol);
   expect(bad_out + bad_lse + bad_partial == 0, p.name + ": GPU vs CpuExecutor: " + std::to_string(bad_out) + " out, " +
                                                    std::to_string(bad_lse) + " lse, " + std::to_string(bad_partial) +
@@ -389,6 +402,8 @@ struct Leg {
   // Runs of the transposed kernel's e4m3 path (fp8 q, e4m3fn KV: mla::wgmma_qk_e4m3),
   // and of those with P·V on e4m3 wgmma too (mla::wgmma_pv_e4m3).
   int e4m3_runs = 0, e4m3_pv_runs = 0;
+  // Runs with K and V converted in registers (bf16 or fp8 q, e4m3fn KV: mla::wgmma_k_registers).
+  int kreg_runs = 0;
 };
 
 std::string leg_label(const Leg& leg) {
@@ -413,6 +428,8 @@ mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked) {
   s.head_dim = p.view.head_dim;
   s.v_dim = p.view.v_dim;
   s.fp8_fnuz = p.flavor == Fp8Flavor::e4m3fnuz;
+  float scale = 1.0f;  // as the executor decides it, from the same q bits
+  s.q_f16_exact = s.kv_type == mla::ElemType::fp8 && q_exact_in_fp16(p.view.q_dtype, p.q.data(), p.q.size(), &scale);
   for (const WorkInfo& w : p.work.work_info)
     s.max_pairs = std::max<int64_t>(s.max_pairs, int64_t(w.qo_end - w.qo_start) * p.view.heads);
   return s;
@@ -436,6 +453,7 @@ void check_kernel(Leg& leg, const Problem& p, const ExecResult& r, const std::st
   if (ran == mla::Stage1Kernel::wgmma && mla::stage1_pairs(shape) > mla::kSmallWorkPairs) ++leg.row_major_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_qk_e4m3(shape)) ++leg.e4m3_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_pv_e4m3(shape)) ++leg.e4m3_pv_runs;
+  if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_k_registers(shape)) ++leg.kreg_runs;
   const mla::Stage1Choice want = mla::select_stage1(shape, leg.device);
   const std::string asked = mla::to_string(*leg.asked);
   if (want.kernel == *leg.asked)
@@ -465,12 +483,33 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   expect(d.result.ok, p.name + ": run failed: " + d.result.error);
   expect(c.result.ok, p.name + ": CpuExecutor failed: " + c.result.error);
   if (!d.result.ok) return;
-  const bool fp8_mma = d.result.stage1_kernel == mla::Stage1Kernel::wgmma &&
-                       mla::wgmma_qk_e4m3(stage1_shape(p, mla::Stage1Kernel::wgmma));
-  compare(p, d, reference(p), fp8_mma);
-  if (c.result.ok) compare_with_cpu(p, d, c, fp8_mma);
-  // The same case with Q·Kᵀ on fp16 operands (mla::Fp8QkMma::fp16): the staged
-  // conversion, held to fp32 reordering's tolerances.
+  const bool ran_wgmma = d.result.stage1_kernel == mla::Stage1Kernel::wgmma;
+  const mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma);
+  const bool fp8_mma = ran_wgmma && mla::wgmma_qk_e4m3(wshape), kreg = ran_wgmma && mla::wgmma_k_registers(wshape);
+  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : Arith::fp32;
+  compare(p, d, reference(p), arith);
+  if (c.result.ok) compare_with_cpu(p, d, c, arith);
+  // K and V converted in registers: the same case with the producer's 16-bit stages
+  // (Fp8Convert::staged, P in two parts) at fp32 reordering's tolerances, and with the
+  // producer copying whole lines, which must give the default's bits.
+  if (kreg) {
+    GpuExecutor staged(mla::Stage1Kernel::wgmma);
+    staged.set_fp8_convert(mla::Fp8Convert::staged);
+    const DeviceRun ds = run_executor(staged, p);
+    expect(ds.result.ok && ds.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+           p.name + ": --fp8-convert staged run failed or did not run wgmma: " + ds.result.error);
+    if (ds.result.ok) {
+      std::printf("    fp8-convert staged:\n");
+      compare(p, ds, reference(p));
+      if (c.result.ok) compare_with_cpu(p, ds, c);
+    }
+    GpuExecutor lines(mla::Stage1Kernel::wgmma);
+    lines.set_fp8_copy(mla::Fp8Copy::lines);
+    const DeviceRun dl = run_executor(lines, p);
+    expect(dl.result.ok && same_outputs(dl, d), p.name + ": K in registers with --fp8-copy lines differs from half-lines");
+    if (dl.result.ok) std::printf("    fp8-copy lines: bit for bit the default's\n");
+  }
+  // The e4m3 path's variants, each with the option that selects it.
   if (fp8_mma) {
     // One variant of the e4m3 path on the wgmma kernel, `option` set by `configure`.
     auto variant = [&](const char* option, auto configure) {
@@ -481,18 +520,29 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
              p.name + ": " + option + " run failed or did not run wgmma: " + dv.result.error);
       return dv;
     };
+    // Q·Kᵀ on fp16: K converted in registers (P once in fp16), and the producer's
+    // 16-bit stages (P in two parts) at fp32 reordering's tolerances.
     const DeviceRun ds = variant("--fp8-qk fp16", [](GpuExecutor& ex) { ex.set_fp8_qk(mla::Fp8QkMma::fp16); });
     if (ds.result.ok) {
-      std::printf("    fp8-qk fp16:\n");
-      compare(p, ds, reference(p));
-      if (c.result.ok) compare_with_cpu(p, ds, c);
+      std::printf("    fp8-qk fp16 (K in registers):\n");
+      compare(p, ds, reference(p), Arith::p_fp16);
+      if (c.result.ok) compare_with_cpu(p, ds, c, Arith::p_fp16);
+    }
+    const DeviceRun dst = variant("--fp8-qk fp16 --fp8-convert staged", [](GpuExecutor& ex) {
+      ex.set_fp8_qk(mla::Fp8QkMma::fp16);
+      ex.set_fp8_convert(mla::Fp8Convert::staged);
+    });
+    if (dst.result.ok) {
+      std::printf("    fp8-qk fp16, fp8-convert staged:\n");
+      compare(p, dst, reference(p));
+      if (c.result.ok) compare_with_cpu(p, dst, c);
     }
     // And Q·Kᵀ on e4m3 with P·V on fp16 (mla::Fp8PvMma::fp16, step 28's form).
     const DeviceRun dp = variant("--fp8-pv fp16", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::fp16); });
     if (dp.result.ok) {
       std::printf("    fp8-pv fp16:\n");
-      compare(p, dp, reference(p), true);
-      if (c.result.ok) compare_with_cpu(p, dp, c, true);
+      compare(p, dp, reference(p), Arith::fp8_mma);
+      if (c.result.ok) compare_with_cpu(p, dp, c, Arith::fp8_mma);
     }
     // And the producer copying whole 128-byte lines (mla::Fp8Copy::lines): the same
     // codes land in the same places, so the results equal the default's bit for bit.
@@ -1071,7 +1121,12 @@ void fused_combine_cases() {
       expect(b.result.stage1_kernel == mla::Stage1Kernel::wgmma,
              p.name + ": stage 1 ran " + (b.result.stage1_kernel ? mla::to_string(*b.result.stage1_kernel) : "none"));
     if (!b.result.combine_note.empty()) std::printf("    %s\n", b.result.combine_note.c_str());
-    compare(p, b, reference(p));
+    const mla::Stage1Params shape = stage1_shape(p, mla::Stage1Kernel::automatic);
+    const bool on_wgmma = b.result.stage1_kernel == mla::Stage1Kernel::wgmma;
+    compare(p, b, reference(p),
+            on_wgmma && mla::wgmma_qk_e4m3(shape)       ? Arith::fp8_mma
+            : on_wgmma && mla::wgmma_k_registers(shape) ? Arith::p_fp16
+                                                        : Arith::fp32);
     expect(same_bits(a.out, b.out) && same_bits(a.lse, b.lse), p.name + ": fused out/lse differ from the separate reduce's bits");
     expect(same_bits(a.partial, b.partial) && same_bits(a.partial_lse, b.partial_lse),
            p.name + ": fused partials differ from the separate run's");
@@ -1135,6 +1190,8 @@ void summarize(const Leg& leg) {
     std::printf("  e4m3 wgmma path runs: %d (P·V on e4m3 too: %d)\n", leg.e4m3_runs, leg.e4m3_pv_runs);
     if (sm90) expect(leg.e4m3_runs > 0, "leg " + leg_label(leg) + ": the e4m3 path never ran");
     if (sm90) expect(leg.e4m3_pv_runs > 0, "leg " + leg_label(leg) + ": P·V on e4m3 wgmma never ran");
+    std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
+    if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
   }
   const std::string asked = mla::to_string(*leg.asked);
   const bool can_run = *leg.asked == mla::Stage1Kernel::wgmma ? sm90

@@ -253,3 +253,39 @@ TEST_CASE("select_stage1: fp8 q with e4m3fn KV takes the transposed kernel's e4m
   CHECK_FALSE(mla::wgmma_qk_e4m3(params(A, fp8, bf16)));  // 16-bit KV
   CHECK_FALSE(why_has(params(A, bf16, fp8), kH200, "e4m3 wgmma"));
 }
+
+TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in registers when q is exact in fp16, and says so",
+          "[unit][select_stage1]") {
+  Stage1Params p = params(A, bf16, fp8);  // F1 as issue 19 names it: bf16 q (AITER a16w8)
+  p.q_f16_exact = true;
+  CHECK(mla::wgmma_k_registers(p));
+  CHECK(mla::wgmma_raw_ring(p));
+  CHECK_FALSE(mla::wgmma_qk_e4m3(p));
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "; bf16 q x e4m3fn KV: K and V converted to fp16 in registers"));
+  CHECK(why_has(p, kH200, "P once in fp16"));
+  p.fp8_copy = mla::Fp8Copy::lines;  // the raw ring's producer: both copy forms, said
+  CHECK(why_has(p, kH200, "; the producer copies whole 128-byte lines"));
+  p.fp8_convert = mla::Fp8Convert::staged;  // the producer's 16-bit stages instead
+  CHECK_FALSE(mla::wgmma_k_registers(p));
+  CHECK_FALSE(mla::wgmma_raw_ring(p));
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "fp8 KV converted into 16-bit stages by the producer"));
+  CHECK_FALSE(why_has(p, kH200, "128-byte lines"));
+  p.fp8_convert = mla::Fp8Convert::registers;
+  p.q_f16_exact = false;  // q not exact in fp16: bf16 operands, staged
+  CHECK_FALSE(mla::wgmma_k_registers(p));
+  CHECK(why_has(p, kH200, "16-bit stages"));
+  p.q_f16_exact = true;
+  p.fp8_fnuz = true;  // e4m3fnuz: cvt.rn.f16x2.e4m3x2 reads e4m3fn only, staged
+  CHECK_FALSE(mla::wgmma_k_registers(p));
+
+  Stage1Params q8 = params(A, fp8, fp8);  // fp8 q: e4m3 Q·Kᵀ by default, fp16 Q·Kᵀ in registers when asked
+  q8.q_f16_exact = true;
+  CHECK_FALSE(mla::wgmma_k_registers(q8));
+  q8.fp8_qk = mla::Fp8QkMma::fp16;
+  CHECK(mla::wgmma_k_registers(q8));
+  CHECK(why_has(q8, kH200, "; fp8 q x e4m3fn KV: K and V converted to fp16 in registers"));
+  CHECK_FALSE(mla::wgmma_k_registers(params(A, bf16, bf16)));  // 16-bit KV: nothing to convert
+  CHECK_FALSE(why_has(params(A, bf16, bf16), kH200, "16-bit stages"));
+}
