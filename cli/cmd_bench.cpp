@@ -50,7 +50,7 @@ struct BenchOptions {
   mla::WgmmaSchedule wgmma_schedule = mla::WgmmaSchedule::serial;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
   mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
   mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::e4m3;                       // --fp8-pv (kernels/stage1_kernel.hpp)
-  mla::Fp8Copy fp8_copy = mla::Fp8Copy::half_lines;                 // --fp8-copy (kernels/stage1_kernel.hpp)
+  mla::Fp8Copy fp8_copy = mla::Fp8Copy::lines;                      // --fp8-copy (kernels/stage1_kernel.hpp)
   mla::Fp8Convert fp8_convert = mla::Fp8Convert::registers;         // --fp8-convert (kernels/stage1_kernel.hpp)
   std::string compare;
   std::string planner;
@@ -543,8 +543,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8PvMmas, &mla::fp8_pv_mma_from_name));
   sub->add_option("--fp8-copy", opt->fp8_copy,
-                  "how that path's producer copies raw KV rows [half-lines]: half-lines (4 threads a row, 64 bytes an "
-                  "instruction), lines (8 threads a row, whole 128-byte lines; experimental, docs/bench_notes.md step 29)")
+                  "how the raw-code producer (e4m3 Q·Kᵀ, or K in registers) copies KV rows [lines]: lines (8 threads a row, "
+                  "whole 128-byte lines), half-lines (4 threads a row, 64 bytes an instruction; docs/bench_notes.md step 29)")
       ->type_name("COPY")
       ->transform(enum_names(mla::kFp8Copies, &mla::fp8_copy_from_name));
   sub->add_option("--fp8-convert", opt->fp8_convert,

@@ -126,7 +126,7 @@ class GpuExecutor : public Executor {
   mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // the stage-1 options (apply_stage1_options)
   mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;
   mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;
-  mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::half_lines;
+  mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::lines;
   mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::registers;
 };
 

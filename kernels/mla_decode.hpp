@@ -118,7 +118,7 @@ struct Stage1Params {
   // ...and, when Q·Kᵀ takes e4m3 wgmma, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
   Fp8PvMma fp8_pv = Fp8PvMma::e4m3;
   // ...and how that path's producer copies the raw rows (kernels/stage1_kernel.hpp).
-  Fp8Copy fp8_copy = Fp8Copy::half_lines;
+  Fp8Copy fp8_copy = Fp8Copy::lines;
   // e4m3fn KV with Q·Kᵀ on fp16 wgmma: codes converted in registers or staged (kernels/stage1_kernel.hpp).
   Fp8Convert fp8_convert = Fp8Convert::registers;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;

@@ -112,7 +112,7 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
           : p.kv_type == ElemType::fp8 ? "; fp8 KV converted into 16-bit stages by the producer"
                                        : "";
       const std::string copy_note =
-          wgmma_raw_ring(p) && p.fp8_copy == Fp8Copy::lines ? "; the producer copies whole 128-byte lines" : "";
+          wgmma_raw_ring(p) && p.fp8_copy == Fp8Copy::half_lines ? "; the producer copies half-lines (64 bytes)" : "";
       return {Stage1Kernel::wgmma, (want == Stage1Kernel::automatic
                                         ? std::string("automatic: the warpgroup kernel applies (sm_90a build on 9.0)")
                                         : std::string("asked, and it applies")) +

@@ -95,12 +95,11 @@ inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) {
 
 // How the producer of that path (the raw fp8 tiles, no conversion) copies a KV row:
 //   half-lines  4 threads a row, 16-byte chunks c0 + 4j: a warp's instruction covers 8
-//               rows x 64 bytes, which the L2 serves one 32-byte sector per request
-//               (ncu on F2: its tag lookups at 81 % of peak; docs/bench_notes.md
-//               step 29). The default: the form every H200 run so far checked.
+//               rows x 64 bytes (ncu on F2: the L2's tag lookups at 81 % of peak;
+//               docs/bench_notes.md step 29).
 //   lines       8 threads a row, instruction j one whole 128-byte line of it (chunk
-//               8j + c0 - the row's offset into its first line). Built 2026-12-02, not
-//               yet run on a GPU: gpu_tests runs every e4m3 case with it too.
+//               8j + c0 - the row's offset into its first line). The default: 1.5-3.5 %
+//               faster on F1, F2 and F1 with bf16 q (step 30), the same bits (gpu_tests).
 enum class Fp8Copy : int32_t { half_lines = 0, lines = 1 };
 inline constexpr Fp8Copy kFp8Copies[] = {Fp8Copy::half_lines, Fp8Copy::lines};
 

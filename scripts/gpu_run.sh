@@ -41,12 +41,12 @@ python3 scripts/bench_vs_triton.py --mlactl "$B/mlactl" --block-size 16 --no-pee
 F="--heads 16 --qlen 1 --context 8191 --batch-size 128 --num-cu 132 --kv-dtype fp8"
 # F1-a16w8: issue 19's literal F1 row (bf16 q, fp8 KV: AITER's mla_a16w8 kernel, the staged
 # conversion path); plain --kv-dtype fp8 plans fp8 q (a8w8), which is what F1 has measured.
-for form in "" "--fp8-copy lines" "--fp8-convert staged"; do
+for form in "" "--fp8-copy half-lines" "--fp8-convert staged"; do
   step "fp8: F1-a16w8 (bf16 q) ${form:-default}"
   "$B/mlactl" bench $F --block-size 16 --set decode.q_dtype=model $form 2>&1 | tail -8
 done
 for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
-  for form in "" "--fp8-copy lines" "--fp8-pv fp16" "--fp8-qk fp16" "--fp8-qk fp16 --fp8-convert staged"; do
+  for form in "" "--fp8-copy half-lines" "--fp8-pv fp16" "--fp8-qk fp16" "--fp8-qk fp16 --fp8-convert staged"; do
     step "fp8: ${shape%% *} ${form:-default}"
     "$B/mlactl" bench $F ${shape#* } $form 2>&1 | tail -4
   done

@@ -228,15 +228,15 @@ TEST_CASE("select_stage1: fp8 q with e4m3fn KV takes the transposed kernel's e4m
   CHECK(pick(p, kH200) == W);
   CHECK(mla::wgmma_pv_e4m3(p));  // P·V too, by default
   CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
-  CHECK_FALSE(why_has(p, kH200, "128-byte lines"));
-  p.fp8_copy = mla::Fp8Copy::lines;  // the producer's other copy form, said too
+  CHECK_FALSE(why_has(p, kH200, "half-lines"));  // whole lines: the default form, not said
+  p.fp8_copy = mla::Fp8Copy::half_lines;  // the producer's other copy form, said
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
-  CHECK(why_has(p, kH200, "; the producer copies whole 128-byte lines"));
+  CHECK(why_has(p, kH200, "; the producer copies half-lines (64 bytes)"));
   Stage1Params staged = params(A, bf16, fp8);  // bf16 q: the staged producer, which has one form
-  staged.fp8_copy = mla::Fp8Copy::lines;
-  CHECK_FALSE(why_has(staged, kH200, "128-byte lines"));
-  p.fp8_copy = mla::Fp8Copy::half_lines;
+  staged.fp8_copy = mla::Fp8Copy::half_lines;
+  CHECK_FALSE(why_has(staged, kH200, "half-lines"));
+  p.fp8_copy = mla::Fp8Copy::lines;
   p.fp8_pv = mla::Fp8PvMma::fp16;  // P·V on fp16 (step 28's form), Q·Kᵀ still e4m3
   CHECK(mla::wgmma_qk_e4m3(p));
   CHECK_FALSE(mla::wgmma_pv_e4m3(p));
@@ -264,14 +264,14 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "; bf16 q x e4m3fn KV: K and V converted to fp16 in registers"));
   CHECK(why_has(p, kH200, "P once in fp16"));
-  p.fp8_copy = mla::Fp8Copy::lines;  // the raw ring's producer: both copy forms, said
-  CHECK(why_has(p, kH200, "; the producer copies whole 128-byte lines"));
+  p.fp8_copy = mla::Fp8Copy::half_lines;  // the raw ring's producer: both copy forms
+  CHECK(why_has(p, kH200, "; the producer copies half-lines (64 bytes)"));
   p.fp8_convert = mla::Fp8Convert::staged;  // the producer's 16-bit stages instead
   CHECK_FALSE(mla::wgmma_k_registers(p));
   CHECK_FALSE(mla::wgmma_raw_ring(p));
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "fp8 KV converted into 16-bit stages by the producer"));
-  CHECK_FALSE(why_has(p, kH200, "128-byte lines"));
+  CHECK_FALSE(why_has(p, kH200, "half-lines"));
   p.fp8_convert = mla::Fp8Convert::registers;
   p.q_f16_exact = false;  // q not exact in fp16: bf16 operands, staged
   CHECK_FALSE(mla::wgmma_k_registers(p));

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Diagnostics for issue 19's rows that miss for reasons bench alone does not show
+# (docs/bench_notes.md "Not done"), over the binaries of one build. Usage:
+#   bash scripts/gpu_diag.sh BIN_DIR
+# Steps, each named in the output:
+#   m3-plans   M3's stage 1 under AITER's plan for 132 and 120 CUs and FLASH_ATTN_MLA's fa3
+#              plan (bench), then ncu on each: duration, SM active cycles (mean and max:
+#              imbalance), DRAM
+#   s1-fixed   S1's stage 1 at 1 tile a split and at S1's length: ncu duration (no launch
+#              overhead) and SM active cycles against bench's event-timed kernel µs
+# Needs ncu (else only the bench lines); exit 2 when a binary is missing.
+set -u
+B=${1:?usage: gpu_diag.sh BIN_DIR}
+cd "$(dirname "$0")/.." || exit 2
+[ -x "$B/mlactl" ] || { echo "gpu_diag.sh: $B/mlactl is missing or not executable" >&2; exit 2; }
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+M=gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg
+M=$M,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__grid_size
+ncu_stage1() {  # the third stage-1 launch of a short bench
+  [ -n "$NCU" ] || { echo "(ncu not found)"; return; }
+  timeout 120 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$M" \
+    "$B/mlactl" bench "$@" --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" | grep -E "^ +[a-z]" 
+}
+# AITER's plan (132 works of ~4000 tokens), the same planner for 120 CUs, and
+# FLASH_ATTN_MLA's fa3 plan (120 works of 4416 tokens, faster so far: step 30).
+M3="--heads 16 --qlen 1 --context 65535 --batch-size 8 --block-size 16"
+for plan in "--num-cu 132" "--num-cu 120" "--num-cu 132 --arch sm90 --attention-backend FLASH_ATTN_MLA"; do
+  echo "== m3-plans: $plan"
+  "$B/mlactl" bench $M3 $plan 2>&1 | tail -4 | head -2
+  ncu_stage1 $M3 $plan
+done
+for ctx in 4095 32767; do
+  S1="--heads 12 --qlen 1 --context $ctx --batch-size 1 --block-size 16 --num-cu 132"
+  echo "== s1-fixed: context $ctx"
+  "$B/mlactl" bench $S1 2>&1 | tail -4 | head -2
+  ncu_stage1 $S1
+done
