@@ -1,9 +1,15 @@
 #include "core/inputs.hpp"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -16,6 +22,32 @@
 
 
 namespace mlactl {
+
+namespace {
+
+// From this size on storage goes on huge pages (the KV cache of a large batch; q and
+// small caches stay on the heap)
+constexpr size_t kHugeStorageBytes = size_t(32) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;
+
+size_t huge_rounded(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+
+}  // namespace
+
+void* allocate_storage(size_t bytes) {
+  if (bytes < kHugeStorageBytes) return ::operator new(bytes);
+  void* p = std::aligned_alloc(kHugePage, huge_rounded(bytes));
+  if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  madvise(p, huge_rounded(bytes), MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+#endif
+  return p;
+}
+
+void free_storage(void* p, size_t bytes) noexcept {
+  if (bytes < kHugeStorageBytes) ::operator delete(p);
+  else std::free(p);
+}
 
 namespace {
 
