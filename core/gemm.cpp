@@ -243,7 +243,7 @@ struct MicroShape<8> {
 };
 
 // C'[rows, NC columns] += A'·B' over one depth panel: per element a sequential fp32
-// sum from 0 (mul, then add, never fused), added to C' at the end. B: k-major,
+// sum from 0 (mul, then add, each rounded), added to C' at the end. B: k-major,
 // kColTile floats per k (the NC columns from B on). Only the `valid` rows are stored.
 // Fused: acc = fma(a, b, acc) in one rounding, run only where products_exact holds
 // for the block's operands: then the product is exact and the FMA gives the mul +
@@ -414,8 +414,8 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
       bp = panel;
       if (may_fuse) b_bits = scan_operand(panel, (size_t)(col_tiles * kColTile * akc));
     }
-    // a B' with an odd mantissa somewhere (P's fp32 values) needs 24-bit-exact A'
-    // values, which products_exact never grants: skip scanning A'
+    // a B' with an odd mantissa somewhere (P's fp32 values) would need A' values of
+    // no width at all (ta >= 24) to pass products_exact: skip scanning A'
     const bool b_may_fuse = may_fuse && b_bits.max_abs < kInfBits && (b_bits.mantissa_or & 1u) == 0;
     for (Index i0 = 0; i0 < rows_main; i0 += kRowBlock) {
       const Index nrows = std::min(kRowBlock, rows_main - i0);
