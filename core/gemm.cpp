@@ -29,8 +29,9 @@ namespace {
 // 2-packet rows as a plain sequential fp32 sum from 0 (one mul, one add per step),
 // then adds that to C'. Only the last row block's tail (< mr rows) takes other paths
 // (1-packet rows with split accumulators, scalar rows). `product` runs the 2-packet
-// rows with the same per-element arithmetic on 8 or 16 lanes (no FMA: the products
-// stay rounded) and hands the tail rows to Eigen's own packing and kernel on exactly
+// rows with the same per-element arithmetic on 8 or 16 lanes (the products stay
+// rounded; an FMA only where the operands make every product exact, products_exact)
+// and hands the tail rows to Eigen's own packing and kernel on exactly
 // the blocks Eigen's driver would give them; anything else (no AVX, GEMV or
 // coefficient-based shapes, a different Eigen kernel) is Eigen itself.
 // tests/unit/test_gemm.cpp checks every Isa bit for bit against Eigen's expressions.
@@ -73,6 +74,84 @@ Isa active_isa() {
 }
 
 void set_isa_for_testing(std::optional<Isa> isa) { g_forced.store(isa && cpu_has(*isa) ? static_cast<int>(*isa) : -1); }
+
+namespace {
+
+std::atomic<bool> g_exact_fma{true};  // set_exact_fma_for_testing
+
+constexpr uint32_t kNoNonzero = 0xffffffffu;
+constexpr uint32_t kInfBits = 0x7f800000u;
+
+// One loop for every target below: GCC vectorises the OR / max / unsigned-min
+// reductions. |x| - 1 wraps for zeros, so the min sees only nonzero values.
+__attribute__((always_inline)) inline OperandBits scan_body(const float* x, size_t n) {
+  uint32_t bits_or = 0, max_abs = 0, min_nonzero_less1 = kNoNonzero;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, x + i, sizeof u);
+    u &= 0x7fffffffu;
+    bits_or |= u;
+    max_abs = std::max(max_abs, u);
+    min_nonzero_less1 = std::min(min_nonzero_less1, u - 1);
+  }
+  OperandBits r;
+  r.mantissa_or = bits_or & 0x007fffffu;
+  r.max_abs = max_abs;
+  r.min_nonzero = min_nonzero_less1 == kNoNonzero ? kNoNonzero : min_nonzero_less1 + 1;
+  return r;
+}
+
+#ifdef MLACTL_GEMM_X86
+__attribute__((target("avx512f"))) OperandBits scan_avx512(const float* x, size_t n) { return scan_body(x, n); }
+__attribute__((target("avx2"))) OperandBits scan_avx2(const float* x, size_t n) { return scan_body(x, n); }
+#endif
+
+}  // namespace
+
+OperandBits scan_operand(const float* x, size_t n) {
+#ifdef MLACTL_GEMM_X86
+  if (__builtin_cpu_supports("avx512f")) return scan_avx512(x, n);
+  if (__builtin_cpu_supports("avx2")) return scan_avx2(x, n);
+#endif
+  return scan_body(x, n);
+}
+
+// With E the exponent field (subnormals counted as 1) and t the trailing zero bits
+// common to all mantissa fields, a value has at most 24 - t significant bits, its
+// lowest at or above 2^(E - 150 + t), and |x| < 2^(E - 126). A product a·b is exact
+// in fp32 iff it has at most 24 significant bits, its lowest bit is at or above
+// 2^-149 (the subnormal grid) and |a·b| < 2^128; the three lines below bound each
+// over all pairs: (24 - ta) + (24 - tb) <= 24, Ea_min + Eb_min - 300 + ta + tb >= -149
+// and Ea_max + Eb_max - 252 <= 128. bf16 values (t >= 16) pass for exponents
+// summing to 119 .. 380 (|a|·|b| within about [2^-135, 2^128)).
+bool products_exact(const OperandBits& a, const OperandBits& b) {
+  if (a.max_abs >= kInfBits || b.max_abs >= kInfBits) return false;
+  if (a.min_nonzero == kNoNonzero || b.min_nonzero == kNoNonzero) return true;  // every product is an exact ±0
+  const int ta = __builtin_ctz(a.mantissa_or | (1u << 23)), tb = __builtin_ctz(b.mantissa_or | (1u << 23));
+  if (ta + tb < 24) return false;
+  const int ea_min = std::max<int>(1, (int)(a.min_nonzero >> 23)), eb_min = std::max<int>(1, (int)(b.min_nonzero >> 23));
+  if (ea_min + eb_min + ta + tb < 151) return false;
+  return (int)(a.max_abs >> 23) + (int)(b.max_abs >> 23) <= 380;
+}
+
+void set_exact_fma_for_testing(std::optional<bool> allowed) { g_exact_fma.store(allowed.value_or(true)); }
+
+namespace {
+bool has_fma_kernel(Isa isa) {
+#ifdef MLACTL_GEMM_X86
+  // AVX-512F has FMA on zmm; the 8-lane kernel needs the FMA extension besides AVX
+  switch (isa) {
+    case Isa::avx512: return true;
+    case Isa::avx: return __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+    case Isa::eigen: return false;
+  }
+#endif
+  (void)isa;
+  return false;
+}
+}  // namespace
+
+bool exact_fma_available() { return has_fma_kernel(active_isa()); }
 
 namespace {
 
@@ -164,9 +243,14 @@ struct MicroShape<8> {
 };
 
 // C'[rows, NC columns] += A'·B' over one depth panel: per element a sequential fp32
-// sum from 0 (mul, then add, never fused), added to C' at the end. B: k-major,
+// sum from 0 (mul, then add, each rounded), added to C' at the end. B: k-major,
 // kColTile floats per k (the NC columns from B on). Only the `valid` rows are stored.
-template <int W, int RZ, int NC>
+// Fused: acc = fma(a, b, acc) in one rounding, run only where products_exact holds
+// for the block's operands: then the product is exact and the FMA gives the mul +
+// add's result bit for bit, so whether the compiler contracts is a matter of speed
+// alone. It contracts in the fused kernels' functions (GCC: their optimize
+// attribute; clang: the pragma), not elsewhere in this -ffp-contract=off file.
+template <int W, int RZ, int NC, bool Fused>
 __attribute__((always_inline)) inline void micro_body(const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
   typedef typename VecOf<W>::T V;
   V acc[RZ][NC];
@@ -180,6 +264,13 @@ __attribute__((always_inline)) inline void micro_body(const PanelView& A, Index 
     for (int r = 0; r < RZ; ++r) std::memcpy(&a[r], A.base + r * A.panel + k * A.stride, sizeof(V));
     for (int j = 0; j < NC; ++j) {
       const float bj = B[k * kColTile + j];
+      if constexpr (Fused) {
+#ifdef __clang__
+#pragma clang fp contract(fast)
+#endif
+        for (int r = 0; r < RZ; ++r) acc[r][j] += a[r] * bj;
+        continue;
+      }
       for (int r = 0; r < RZ; ++r) {
         V t = a[r] * bj;
         // the product stays rounded, never contracted into an FMA: clang keeps this
@@ -208,50 +299,83 @@ __attribute__((always_inline)) inline void micro_body(const PanelView& A, Index 
   }
 }
 
-template <int W, int RZ>
+template <int W, int RZ, bool Fused>
 __attribute__((always_inline)) inline void micro_cols(int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
   switch (nc) {
-    case 1: micro_body<W, RZ, 1>(A, kc, B, res, ldr); break;
-    case 2: micro_body<W, RZ, 2>(A, kc, B, res, ldr); break;
-    case 3: micro_body<W, RZ, 3>(A, kc, B, res, ldr); break;
-    case 4: micro_body<W, RZ, 4>(A, kc, B, res, ldr); break;
-    case 5: micro_body<W, RZ, 5>(A, kc, B, res, ldr); break;
-    case 6: micro_body<W, RZ, 6>(A, kc, B, res, ldr); break;
+    case 1: micro_body<W, RZ, 1, Fused>(A, kc, B, res, ldr); break;
+    case 2: micro_body<W, RZ, 2, Fused>(A, kc, B, res, ldr); break;
+    case 3: micro_body<W, RZ, 3, Fused>(A, kc, B, res, ldr); break;
+    case 4: micro_body<W, RZ, 4, Fused>(A, kc, B, res, ldr); break;
+    case 5: micro_body<W, RZ, 5, Fused>(A, kc, B, res, ldr); break;
+    case 6: micro_body<W, RZ, 6, Fused>(A, kc, B, res, ldr); break;
   }
 }
 static_assert(MicroShape<8>::cols == 6 && MicroShape<16>::cols == 6, "micro_cols instantiates 1..6 columns");
+
+// The fused kernels may contract mul + add (see micro_body). GCC: by this attribute
+// on them alone; clang: by the pragma in micro_body (it has no such attribute).
+#if defined(__clang__)
+#define MLACTL_MAY_CONTRACT
+#else
+#define MLACTL_MAY_CONTRACT __attribute__((optimize("fp-contract=fast")))
+#endif
 
 __attribute__((target("avx512f"))) void micro_tile_avx512(int rz, int nc, const PanelView& A, Index kc, const float* B, float* res,
                                                          Index ldr) {
   static_assert(MicroShape<16>::panels == 4, "micro_tile_avx512 instantiates 1..4 panels");
   switch (rz) {
-    case 1: micro_cols<16, 1>(nc, A, kc, B, res, ldr); break;
-    case 2: micro_cols<16, 2>(nc, A, kc, B, res, ldr); break;
-    case 3: micro_cols<16, 3>(nc, A, kc, B, res, ldr); break;
-    case 4: micro_cols<16, 4>(nc, A, kc, B, res, ldr); break;
+    case 1: micro_cols<16, 1, false>(nc, A, kc, B, res, ldr); break;
+    case 2: micro_cols<16, 2, false>(nc, A, kc, B, res, ldr); break;
+    case 3: micro_cols<16, 3, false>(nc, A, kc, B, res, ldr); break;
+    case 4: micro_cols<16, 4, false>(nc, A, kc, B, res, ldr); break;
+  }
+}
+
+MLACTL_MAY_CONTRACT __attribute__((target("avx512f"))) void micro_tile_avx512_fma(int rz, int nc, const PanelView& A, Index kc,
+                                                                                 const float* B, float* res, Index ldr) {
+  switch (rz) {
+    case 1: micro_cols<16, 1, true>(nc, A, kc, B, res, ldr); break;
+    case 2: micro_cols<16, 2, true>(nc, A, kc, B, res, ldr); break;
+    case 3: micro_cols<16, 3, true>(nc, A, kc, B, res, ldr); break;
+    case 4: micro_cols<16, 4, true>(nc, A, kc, B, res, ldr); break;
   }
 }
 
 __attribute__((target("avx"))) void micro_tile_avx(int rz, int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
   static_assert(MicroShape<8>::panels == 2, "micro_tile_avx instantiates 1..2 panels");
   switch (rz) {
-    case 1: micro_cols<8, 1>(nc, A, kc, B, res, ldr); break;
-    case 2: micro_cols<8, 2>(nc, A, kc, B, res, ldr); break;
+    case 1: micro_cols<8, 1, false>(nc, A, kc, B, res, ldr); break;
+    case 2: micro_cols<8, 2, false>(nc, A, kc, B, res, ldr); break;
+  }
+}
+
+MLACTL_MAY_CONTRACT __attribute__((target("avx2,fma"))) void micro_tile_avx_fma(int rz, int nc, const PanelView& A, Index kc,
+                                                                                const float* B, float* res, Index ldr) {
+  switch (rz) {
+    case 1: micro_cols<8, 1, true>(nc, A, kc, B, res, ldr); break;
+    case 2: micro_cols<8, 2, true>(nc, A, kc, B, res, ldr); break;
   }
 }
 
 template <int W>
-void micro_tile(int rz, int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
-  if (W == 16) micro_tile_avx512(rz, nc, A, kc, B, res, ldr);
-  else micro_tile_avx(rz, nc, A, kc, B, res, ldr);
+void micro_tile(bool fused, int rz, int nc, const PanelView& A, Index kc, const float* B, float* res, Index ldr) {
+  if (W == 16) {
+    if (fused) micro_tile_avx512_fma(rz, nc, A, kc, B, res, ldr);
+    else micro_tile_avx512(rz, nc, A, kc, B, res, ldr);
+  } else {
+    if (fused) micro_tile_avx_fma(rz, nc, A, kc, B, res, ldr);
+    else micro_tile_avx(rz, nc, A, kc, B, res, ldr);
+  }
 }
 
 // res (col-major C', ld ldr) += A'·B' for rows [0, rows_main), all columns, in depth
 // panels of kc:  A'(i, k) = BT ? b[i*ldb + k] : b[k*ldb + i],  B'(k, j) = a[j*lda + k].
 // A' is packed W rows at a time (transposed for BT, copied otherwise).
+// may_fuse: the exact-FMA kernel is allowed and this CPU has it; each (row block,
+// depth panel) then runs it where products_exact holds for its packed A' and B'.
 template <bool BT, int W>
 void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
-               Index depth, Index kc, Scratch& s) {
+               Index depth, Index kc, bool may_fuse, Scratch& s) {
   constexpr Index kRowBlock = 256;  // rows of A' at a time (stay in L2)
   constexpr int kMicroPanels = MicroShape<W>::panels, kMicroCols = MicroShape<W>::cols;
   const Index col_tiles = (cols + kColTile - 1) / kColTile;
@@ -268,6 +392,7 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
     const bool reuse = s.b_valid && s.b_src == a && s.b_ld == lda && s.b_cols == cols && s.b_depth == depth && s.b_kc == kc;
     if (!reuse) {
       for (Index k2 = 0; k2 < depth; k2 += kc) pack_b(k2, std::min(k2 + kc, depth) - k2, bfull + col_tiles * kColTile * k2);
+      s.b_bits = scan_operand(bfull, (size_t)(col_tiles * kColTile * depth));
       s.b_valid = true;
       s.b_src = a;
       s.b_ld = lda;
@@ -279,13 +404,19 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
   for (Index k2 = 0; k2 < depth; k2 += kc) {
     const Index akc = std::min(k2 + kc, depth) - k2;
     const float* bp;
+    OperandBits b_bits;
     if (bfull) {
       bp = bfull + col_tiles * kColTile * k2;
+      b_bits = s.b_bits;
     } else {
       float* const panel = s.b.get((size_t)(col_tiles * kColTile * akc));
       pack_b(k2, akc, panel);
       bp = panel;
+      if (may_fuse) b_bits = scan_operand(panel, (size_t)(col_tiles * kColTile * akc));
     }
+    // a B' with an odd mantissa somewhere (P's fp32 values) would need A' values of
+    // no width at all (ta >= 24) to pass products_exact: skip scanning A'
+    const bool b_may_fuse = may_fuse && b_bits.max_abs < kInfBits && (b_bits.mantissa_or & 1u) == 0;
     for (Index i0 = 0; i0 < rows_main; i0 += kRowBlock) {
       const Index nrows = std::min(kRowBlock, rows_main - i0);
       const Index panels = (nrows + W - 1) / W;
@@ -312,6 +443,8 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
         astride = W;
         apanel = W * akc;
       }
+      const bool fused = b_may_fuse && products_exact(scan_operand(abase, (size_t)(panels * W * akc)), b_bits);
+      ++(fused ? s.fused_blocks : s.unfused_blocks);
       for (Index t = 0; t < col_tiles; ++t) {
         const int nc = (int)std::min<Index>(kColTile, cols - t * kColTile);
         for (int j0 = 0; j0 < nc; j0 += kMicroCols) {
@@ -319,7 +452,7 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
           float* r = res + (t * kColTile + j0) * ldr + i0;
           for (Index p = 0; p < panels; p += kMicroPanels) {
             const int rz = (int)std::min<Index>(kMicroPanels, panels - p);
-            micro_tile<W>(rz, std::min(kMicroCols, nc - j0),
+            micro_tile<W>(fused, rz, std::min(kMicroCols, nc - j0),
                           PanelView{abase + p * apanel, astride, apanel, (int)std::min<Index>(rz * W, nrows - p * W)}, akc, B,
                           r + p * W, ldr);
           }
@@ -332,8 +465,9 @@ void main_rows(const float* a, Index lda, const float* b, Index ldb, float* res,
 template <bool BT>
 void main_rows_on(Isa isa, const float* a, Index lda, const float* b, Index ldb, float* res, Index ldr, Index rows_main, Index cols,
                   Index depth, Index kc, Scratch& s) {
-  if (isa == Isa::avx512) main_rows<BT, 16>(a, lda, b, ldb, res, ldr, rows_main, cols, depth, kc, s);
-  else main_rows<BT, 8>(a, lda, b, ldb, res, ldr, rows_main, cols, depth, kc, s);
+  const bool may_fuse = g_exact_fma.load(std::memory_order_relaxed) && has_fma_kernel(isa);
+  if (isa == Isa::avx512) main_rows<BT, 16>(a, lda, b, ldb, res, ldr, rows_main, cols, depth, kc, may_fuse, s);
+  else main_rows<BT, 8>(a, lda, b, ldb, res, ldr, rows_main, cols, depth, kc, may_fuse, s);
 }
 #else
 template <bool BT>

@@ -52,6 +52,23 @@ Isa active_isa();
 // Tests run every available Isa against Eigen; nullopt restores the default.
 void set_isa_for_testing(std::optional<Isa> isa);
 
+// What the exactness test of a product needs to know about one operand's fp32 values
+// (their bit patterns without the sign): a product a·b is exact in fp32 when the
+// significands' widths add up to at most 24 bits and its exponent stays inside the
+// normal-or-exact-subnormal range; then round(acc + round(a·b)) == fma(a, b, acc), so
+// an FMA gives Eigen's unfused mul + add bit for bit. bf16 values (8 bits) and fp16
+// values (11 bits) qualify; fp32 values of a softmax (P) do not.
+struct OperandBits {
+  uint32_t mantissa_or = 0;          // OR of all mantissa fields: its trailing zeros bound every value's width
+  uint32_t min_nonzero = 0xffffffffu;  // smallest nonzero |x| bits (0xffffffff: none)
+  uint32_t max_abs = 0;              // largest |x| bits (>= 0x7f800000: Inf or NaN)
+};
+// Scans n floats (n >= 0).
+OperandBits scan_operand(const float* x, size_t n);
+// True when every product of a value of `a` and one of `b` is exact in fp32 (so FMA
+// and mul + add agree bit for bit); false for any Inf or NaN (their payloads may differ).
+bool products_exact(const OperandBits& a, const OperandBits& b);
+
 // Per-worker packing buffers. With `keep_b`, B' (the left operand's rows, packed) is
 // kept and reused while the same operand comes again: a work's queries, the same for
 // all its KV tiles. The caller clears `b_valid` whenever it rewrites that operand.
@@ -61,7 +78,16 @@ struct Scratch {
   bool b_valid = false;
   const float* b_src = nullptr;
   int64_t b_ld = 0, b_cols = 0, b_depth = 0, b_kc = 0;
+  OperandBits b_bits;  // of the kept B', all depth panels
+  // (row block, depth panel) pairs of the main rows run with the exact-FMA kernel or
+  // with mul + add; tests read them to see which path ran
+  int64_t fused_blocks = 0, unfused_blocks = 0;
 };
+
+// Tests: false keeps every product on mul + add even where FMA is exact; nullopt
+// restores the default (FMA where exact and the CPU has it).
+void set_exact_fma_for_testing(std::optional<bool> allowed);
+bool exact_fma_available();  // the active Isa has an FMA kernel on this CPU
 
 // dst (row-major M x N, leading dimension ldd) = A·B, or += when `accumulate`, with
 // A(i, k) = a[i*lda + k] (M x K) and B(k, j) = BT ? b[j*ldb + k] : b[k*ldb + j];

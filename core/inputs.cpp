@@ -1,9 +1,15 @@
 #include "core/inputs.hpp"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -11,11 +17,38 @@
 #endif
 
 #include "core/dtype.hpp"
+#include "core/gemm.hpp"  // GrowBuffer
 #include "core/parallel.hpp"
 #include "core/rng.hpp"
 
 
 namespace mlactl {
+
+namespace {
+
+// From this size on storage goes on huge pages (the KV cache of a large batch; q and
+// small caches stay on the heap)
+constexpr size_t kHugeStorageBytes = size_t(32) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;
+
+size_t huge_rounded(size_t bytes) { return (bytes + kHugePage - 1) / kHugePage * kHugePage; }
+
+}  // namespace
+
+void* allocate_storage(size_t bytes) {
+  if (bytes < kHugeStorageBytes) return ::operator new(bytes);
+  void* p = std::aligned_alloc(kHugePage, huge_rounded(bytes));
+  if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  madvise(p, huge_rounded(bytes), MADV_HUGEPAGE);  // advice only: 4 KiB pages if refused
+#endif
+  return p;
+}
+
+void free_storage(void* p, size_t bytes) noexcept {
+  if (bytes < kHugeStorageBytes) ::operator delete(p);
+  else std::free(p);
+}
 
 namespace {
 
@@ -281,13 +314,15 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
   // which slots are used); unused slots are then overwritten with NaN.
   in.kv.bytes.resize((size_t)(in.num_slots * kv_row_bytes(in)));  // every slot written below
   const float kv_inv_scale = 1.0f / in.kv.scale;
-  parallel_for(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](int64_t chunk) {
+  // per worker, reused (and not zeroed) across its chunks: every value is generated
+  parallel_for_with_state<GrowBuffer<float>>(ceil_div(in.num_slots, kKvSlotsPerChunk), threads, [&](GrowBuffer<float>& buf, int64_t chunk) {
     const int64_t s0 = chunk * kKvSlotsPerChunk, s1 = std::min(in.num_slots, s0 + kKvSlotsPerChunk);
     // the chunk's generator runs through every slot, used or not, D values each
-    std::vector<float> all((size_t)((s1 - s0) * D));
-    uniform_pm1_fill(chunk_seed(b.seed, chunk), kStreamKv, (int64_t)all.size(), all.data());
+    const int64_t count = (s1 - s0) * D;
+    float* const all = buf.get((size_t)count);
+    uniform_pm1_fill(chunk_seed(b.seed, chunk), kStreamKv, count, all);
     for (int64_t s = s0; s < s1; ++s) {
-      float* vals = all.data() + (s - s0) * D;
+      float* vals = all + (s - s0) * D;
       for (int64_t d = 0; d < D; ++d) vals[d] = kKvAmplitude * vals[d];
       if (!slot_used[s]) {
         std::fill(vals, vals + D, std::nanf(""));
@@ -295,7 +330,7 @@ Inputs generate_inputs(const Batch& b, const std::vector<RowWindow>& windows, in
         for (int64_t d = 0; d < D; ++d) vals[d] *= kv_inv_scale;
       }
     }
-    encode_elements(in.kv.dtype, flavor, all.data(), (s1 - s0) * D, in.kv.data(), s0 * D);
+    encode_elements(in.kv.dtype, flavor, all, count, in.kv.data(), s0 * D);
   });
   return in;
 }

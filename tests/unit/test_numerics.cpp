@@ -270,7 +270,7 @@ TEST_CASE("inputs: bit for bit the scalar generator (one Rng call per value)", "
   }
 }
 
-TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 code", "[inputs]") {
+TEST_CASE("inputs: bulk decode equals the scalar codecs for every bf16, fp16 and fp8 code", "[inputs]") {
   auto bits_of = [](float x) {
     uint32_t u;
     std::memcpy(&u, &x, 4);
@@ -281,6 +281,14 @@ TEST_CASE("inputs: bulk decode equals the scalar codecs for every fp16 and fp8 c
   for (size_t i = 0; i < h.size(); ++i) h[i] = (uint16_t)(i * 40503u);  // a permutation of the codes, then some
   for (uint32_t c = 0; c < 65536; ++c) h[c] = (uint16_t)c;
   std::vector<float> out(h.size());
+  // the same codes as bf16: the bits shifted up
+  for (int64_t first : {0, 1, 7}) {
+    const int64_t n = (int64_t)h.size() - first;
+    decode_elements(DType::bf16, Fp8Flavor::e4m3fn, h.data(), first, n, 1.0f, out.data());
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) bad += bits_of(out[i]) != (uint32_t)h[first + i] << 16;
+    CHECK(bad == 0);
+  }
   for (int64_t first : {0, 1, 7}) {
     const int64_t n = (int64_t)h.size() - first;
     decode_elements(DType::fp16, Fp8Flavor::e4m3fn, h.data(), first, n, 1.0f, out.data());
