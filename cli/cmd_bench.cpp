@@ -49,7 +49,7 @@ struct BenchOptions {
   mla::CombineMode combine = mla::CombineMode::separate;  // --combine (kernels/combine_mode.hpp)
   mla::WgmmaSchedule wgmma_schedule = mla::WgmmaSchedule::serial;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
   mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
-  mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::e4m3;                       // --fp8-pv (kernels/stage1_kernel.hpp)
+  mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::automatic;                  // --fp8-pv (kernels/stage1_kernel.hpp)
   mla::Fp8Copy fp8_copy = mla::Fp8Copy::lines;                      // --fp8-copy (kernels/stage1_kernel.hpp)
   mla::Fp8Convert fp8_convert = mla::Fp8Convert::registers;         // --fp8-convert (kernels/stage1_kernel.hpp)
   std::string compare;
@@ -538,8 +538,9 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8QkMmas, &mla::fp8_qk_mma_from_name));
   sub->add_option("--fp8-pv", opt->fp8_pv,
-                  "P·V on that e4m3 path [e4m3]: e4m3 (fp8 wgmma on the V codes, P in two e4m3 parts), fp16 (V "
-                  "converted to fp16, P once in fp16)")
+                  "P·V of the raw-code paths [automatic]: automatic (e4m3 with e4m3 Q·Kᵀ, fp16 with K in "
+                  "registers), e4m3 (fp8 wgmma on the V codes, P in two e4m3 parts), fp16 (V converted to fp16, P "
+                  "once in fp16)")
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8PvMmas, &mla::fp8_pv_mma_from_name));
   sub->add_option("--fp8-copy", opt->fp8_copy,

@@ -100,7 +100,7 @@ class GpuExecutor : public Executor {
   // fp8 q with e4m3fn KV on the transposed wgmma kernel: Q·Kᵀ on e4m3 wgmma (default)
   // or on fp16 operands converted by the producer (mla::Fp8QkMma).
   void set_fp8_qk(mla::Fp8QkMma mode) { fp8_qk_ = mode; }
-  // On that path, P·V on e4m3 wgmma (default) or on fp16 (mla::Fp8PvMma).
+  // On the raw-code paths, P·V on e4m3 wgmma or on fp16 (mla::Fp8PvMma; automatic: by path).
   void set_fp8_pv(mla::Fp8PvMma mode) { fp8_pv_ = mode; }
   // On that path, how the producer copies the raw KV rows (mla::Fp8Copy).
   void set_fp8_copy(mla::Fp8Copy copy) { fp8_copy_ = copy; }
@@ -125,7 +125,7 @@ class GpuExecutor : public Executor {
   [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
   mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // the stage-1 options (apply_stage1_options)
   mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;
-  mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::e4m3;
+  mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::automatic;
   mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::lines;
   mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::registers;
 };

@@ -115,8 +115,8 @@ struct Stage1Params {
   WgmmaSchedule wgmma_schedule = WgmmaSchedule::serial;
   // fp8 q with e4m3fn KV on the transposed wgmma kernel: e4m3 or fp16 Q·Kᵀ (kernels/stage1_kernel.hpp).
   Fp8QkMma fp8_qk = Fp8QkMma::e4m3;
-  // ...and, when Q·Kᵀ takes e4m3 wgmma, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
-  Fp8PvMma fp8_pv = Fp8PvMma::e4m3;
+  // ...and, on the raw-code paths, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
+  Fp8PvMma fp8_pv = Fp8PvMma::automatic;
   // ...and how that path's producer copies the raw rows (kernels/stage1_kernel.hpp).
   Fp8Copy fp8_copy = Fp8Copy::lines;
   // e4m3fn KV with Q·Kᵀ on fp16 wgmma: codes converted in registers or staged (kernels/stage1_kernel.hpp).

@@ -101,12 +101,17 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
     } else {
       // Which path of the transposed kernel fp8 q with e4m3fn KV takes, said here
       // because it changes the arithmetic (kernels/select_stage1.hpp, wgmma_qk_e4m3).
+      const std::string q_name = p.q_type == ElemType::bf16 ? "bf16" : "fp8";
       const std::string path_note =
-          wgmma_pv_e4m3(p)   ? "; fp8 q x e4m3fn KV: Q·Kᵀ and P·V on e4m3 wgmma (fp8 accumulation, ~14 bits; P in two "
-                               "e4m3 parts)"
+          wgmma_qk_e4m3(p) && wgmma_pv_e4m3(p)
+              ? "; fp8 q x e4m3fn KV: Q·Kᵀ and P·V on e4m3 wgmma (fp8 accumulation, ~14 bits; P in two e4m3 parts)"
           : wgmma_qk_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)"
+          : wgmma_k_registers(p) && wgmma_pv_e4m3(p)
+              ? "; " + q_name +
+                    " q x e4m3fn KV: K converted to fp16 in registers, Q·Kᵀ on fp16 wgmma, P·V on e4m3 wgmma (fp8 "
+                    "accumulation, ~14 bits; P in two e4m3 parts)"
           : wgmma_k_registers(p)
-              ? std::string("; ") + (p.q_type == ElemType::bf16 ? "bf16" : "fp8") +
+              ? "; " + q_name +
                     " q x e4m3fn KV: K and V converted to fp16 in registers, Q·Kᵀ and P·V on fp16 wgmma (P once "
                     "in fp16)"
           : p.kv_type == ElemType::fp8 ? "; fp8 KV converted into 16-bit stages by the producer"

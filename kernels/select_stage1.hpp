@@ -65,8 +65,6 @@ inline bool wgmma_runs_transposed(const Stage1Params& p) {
 inline bool wgmma_qk_e4m3(const Stage1Params& p) {
   return p.kv_type == ElemType::fp8 && p.q_type == ElemType::fp8 && !p.fp8_fnuz && p.fp8_qk == Fp8QkMma::e4m3;
 }
-// On that path, P·V on e4m3 wgmma too (Stage1Params::fp8_pv; kernels/stage1_wgmma.cuh, PV8).
-inline bool wgmma_pv_e4m3(const Stage1Params& p) { return wgmma_qk_e4m3(p) && p.fp8_pv == Fp8PvMma::e4m3; }
 // e4m3fn KV with Q·Kᵀ on fp16 wgmma (bf16 q, or fp8 q with Fp8QkMma::fp16), q exact in
 // fp16 (Stage1Params::q_f16_exact), Fp8Convert::registers: the consumers convert K
 // and V from the raw codes in registers (kernels/stage1_wgmma.cuh, KREG).
@@ -76,6 +74,11 @@ inline bool wgmma_k_registers(const Stage1Params& p) {
 }
 // The producer only copies raw codes (no 16-bit stage): the two paths above.
 inline bool wgmma_raw_ring(const Stage1Params& p) { return wgmma_qk_e4m3(p) || wgmma_k_registers(p); }
+// On those paths, P·V on e4m3 wgmma too (Stage1Params::fp8_pv, Fp8PvMma::automatic: on
+// the e4m3 path only; kernels/stage1_wgmma.cuh, PV8).
+inline bool wgmma_pv_e4m3(const Stage1Params& p) {
+  return (wgmma_qk_e4m3(p) && p.fp8_pv != Fp8PvMma::fp16) || (wgmma_k_registers(p) && p.fp8_pv == Fp8PvMma::e4m3);
+}
 
 // Why the fused combine (CombineMode::fused, and separate_early's early release)
 // cannot run with p on device, or "" when it can: only the transposed wgmma kernel

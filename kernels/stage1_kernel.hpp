@@ -77,16 +77,21 @@ inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
   return enum_from_name(kFp8QkMmas, name);
 }
 
-// How the same path (Fp8QkMma::e4m3) multiplies P by V:
-//   e4m3  wgmma on the V codes as they are, P as two e4m3 parts (P·256 = hi + lo/16,
-//         ~2^-8 relative), each tile's product accumulated from zero (fp8 MMA keeps
-//         ~14 bits) and added to the fp32 O: 16 wgmmas a tile. The default: the fastest.
-//   fp16  V converted to fp16 by the consumers, P once in fp16 (docs/bench_notes.md
-//         step 28): 32 wgmmas a tile.
-enum class Fp8PvMma : int32_t { e4m3 = 0, fp16 = 1 };
-inline constexpr Fp8PvMma kFp8PvMmas[] = {Fp8PvMma::e4m3, Fp8PvMma::fp16};
+// How the raw-code paths (Fp8QkMma::e4m3, and K in registers: Fp8Convert::registers)
+// multiply P by V:
+//   automatic  e4m3 where Q·Kᵀ runs on e4m3 wgmma (its scores already carry fp8
+//              accumulation's error), fp16 where K is converted in registers (exact
+//              scores). The default.
+//   e4m3       wgmma on the V codes as they are, P as two e4m3 parts (P·256 = hi +
+//              lo/16, ~2^-8 relative), each tile's product accumulated from zero (fp8
+//              MMA keeps ~14 bits) and added to the fp32 O: 16 wgmmas a tile. With K in
+//              registers an experiment (docs/bench_notes.md step 31).
+//   fp16       V converted to fp16 by the consumers, P once in fp16 (step 28): 32
+//              wgmmas a tile.
+enum class Fp8PvMma : int32_t { automatic = 0, e4m3 = 1, fp16 = 2 };
+inline constexpr Fp8PvMma kFp8PvMmas[] = {Fp8PvMma::automatic, Fp8PvMma::e4m3, Fp8PvMma::fp16};
 
-inline constexpr const char* kFp8PvMmaNames[] = {"e4m3", "fp16"};  // in kFp8PvMmas' order
+inline constexpr const char* kFp8PvMmaNames[] = {"automatic", "e4m3", "fp16"};  // in kFp8PvMmas' order
 inline const char* to_string(Fp8PvMma v) { return enum_name(kFp8PvMmas, kFp8PvMmaNames, v); }
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) {

@@ -1297,12 +1297,13 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
 // KREG (Fp8Convert::registers; bf16 q, or fp8 q with Fp8QkMma::fp16, e4m3fn KV, q exact
 // in fp16): the e4m3 path's raw ring, P once in fp16 and V in registers, with Q·Kᵀ on
 // fp16 wgmma, K converted by the consumers into register A fragments (stage_q_kreg's
-// order of head_dim): exact scores, 36 + 32 wgmmas a tile and no 16-bit stage.
+// order of head_dim): exact scores, 36 + 32 wgmmas a tile and no 16-bit stage; with PV8
+// (Fp8PvMma::e4m3 asked) the e4m3 path's P·V instead, 36 + 16.
 template <bool F16, int HD, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   static_assert(!E4M3 || (F16 && KV8), "the e4m3 path: fp8 KV, fp16 operands for P·V");
-  static_assert(!PV8 || E4M3, "P·V on e4m3 wgmma: the e4m3 path only");
+  static_assert(!PV8 || E4M3 || KREG, "P·V on e4m3 wgmma: the raw-code paths only");
   static_assert(!KREG || (F16 && KV8 && !E4M3), "K in registers: fp8 KV, fp16 operands, Q·Kᵀ not on e4m3");
   constexpr bool kRaw = E4M3 || KREG;       // the raw ring: the consumers convert
   constexpr bool kConverts = KV8 && !kRaw;  // the producer converts fp8 into a 16-bit stage

@@ -82,7 +82,9 @@ bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   // with e4m3fn KV: K and V converted by the consumers (wgmma_k_registers).
   if (wgmma_pv_e4m3(p)) return launch_transposed<true, true, true, true>(p, error);
   if (wgmma_qk_e4m3(p)) return launch_transposed<true, true, true>(p, error);
-  if (wgmma_k_registers(p)) return launch_transposed<true, true, false, false, true>(p, error);
+  if (wgmma_k_registers(p))
+    return wgmma_pv_e4m3(p) ? launch_transposed<true, true, false, true, true>(p, error)
+                            : launch_transposed<true, true, false, false, true>(p, error);
   if (p.kv_type == ElemType::fp8)
     return p.q_f16_exact ? launch_transposed<true, true>(p, error) : launch_transposed<false, true>(p, error);
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;

@@ -39,9 +39,10 @@ done
 step "table"
 python3 scripts/bench_vs_triton.py --mlactl "$B/mlactl" --block-size 16 --no-peer --json "$O/table.json" 2>&1 | tail -14
 F="--heads 16 --qlen 1 --context 8191 --batch-size 128 --num-cu 132 --kv-dtype fp8"
-# F1-a16w8: issue 19's literal F1 row (bf16 q, fp8 KV: AITER's mla_a16w8 kernel, the staged
-# conversion path); plain --kv-dtype fp8 plans fp8 q (a8w8), which is what F1 has measured.
-for form in "" "--fp8-copy half-lines" "--fp8-convert staged"; do
+# F1-a16w8: issue 19's literal F1 row (bf16 q, fp8 KV: AITER's mla_a16w8 kernel; K and V
+# converted in registers, or staged, or with P·V on e4m3 as an experiment: bench_notes
+# steps 30-31); plain --kv-dtype fp8 plans fp8 q (a8w8), which is what F1 has measured.
+for form in "" "--fp8-copy half-lines" "--fp8-convert staged" "--fp8-pv e4m3"; do
   step "fp8: F1-a16w8 (bf16 q) ${form:-default}"
   "$B/mlactl" bench $F --block-size 16 --set decode.q_dtype=model $form 2>&1 | tail -8
 done

@@ -21,7 +21,7 @@ mlactl_cli_test(bench-wgmma-schedule-unknown RC 2 ARGS bench --heads 16 --contex
 mlactl_cli_test(bench-fp8-qk-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-qk bf16
                 STDERR "--fp8-qk: bf16 not in {e4m3,fp16}")
 mlactl_cli_test(bench-fp8-pv-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-pv fp8
-                STDERR "--fp8-pv: fp8 not in {e4m3,fp16}")
+                STDERR "--fp8-pv: fp8 not in {automatic,e4m3,fp16}")
 mlactl_cli_test(bench-fp8-copy-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-copy quarter-lines
                 STDERR "--fp8-copy: quarter-lines not in {half-lines,lines}")
 mlactl_cli_test(bench-refused RC 5 ARGS bench --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal

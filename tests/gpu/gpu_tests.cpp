@@ -509,6 +509,18 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     const DeviceRun dl = run_executor(halves, p);
     expect(dl.result.ok && same_outputs(dl, d), p.name + ": K in registers with --fp8-copy half-lines differs from lines");
     if (dl.result.ok) std::printf("    fp8-copy half-lines: bit for bit the default's\n");
+    // P·V on e4m3 wgmma (Fp8PvMma::e4m3, asked: bench_notes step 31): P in two e4m3 parts
+    // and fp8 accumulation per tile, the e4m3 path's P·V, so its tolerance.
+    GpuExecutor pv8(mla::Stage1Kernel::wgmma);
+    pv8.set_fp8_pv(mla::Fp8PvMma::e4m3);
+    const DeviceRun dp = run_executor(pv8, p);
+    expect(dp.result.ok && dp.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+           p.name + ": K in registers with --fp8-pv e4m3 failed or did not run wgmma: " + dp.result.error);
+    if (dp.result.ok) {
+      std::printf("    fp8-pv e4m3:\n");
+      compare(p, dp, reference(p), Arith::fp8_mma);
+      if (c.result.ok) compare_with_cpu(p, dp, c, Arith::fp8_mma);
+    }
   }
   // The e4m3 path's variants, each with the option that selects it.
   if (fp8_mma) {

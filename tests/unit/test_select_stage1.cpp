@@ -264,6 +264,13 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "; bf16 q x e4m3fn KV: K and V converted to fp16 in registers"));
   CHECK(why_has(p, kH200, "P once in fp16"));
+  CHECK_FALSE(mla::wgmma_pv_e4m3(p));  // automatic: fp16 P·V where the scores are exact
+  p.fp8_pv = mla::Fp8PvMma::e4m3;      // asked: the experiment of bench_notes step 31
+  CHECK(mla::wgmma_pv_e4m3(p));
+  CHECK(why_has(p, kH200, "K converted to fp16 in registers, Q·Kᵀ on fp16 wgmma, P·V on e4m3 wgmma"));
+  p.fp8_pv = mla::Fp8PvMma::fp16;
+  CHECK_FALSE(mla::wgmma_pv_e4m3(p));
+  p.fp8_pv = mla::Fp8PvMma::automatic;
   p.fp8_copy = mla::Fp8Copy::half_lines;  // the raw ring's producer: both copy forms
   CHECK(why_has(p, kH200, "; the producer copies half-lines (64 bytes)"));
   p.fp8_convert = mla::Fp8Convert::staged;  // the producer's 16-bit stages instead
