@@ -80,8 +80,9 @@ bool launch_stage1_wgmma(const Stage1Params& p, std::string* error) {
   // ~4 integer operations per code pair; else bf16 operands. fp8 q with e4m3fn KV:
   // the e4m3 path (wgmma_qk_e4m3), which converts no K at all. Other q (exact in fp16)
   // with e4m3fn KV: K and V converted by the consumers (wgmma_k_registers).
-  if (wgmma_pv_e4m3(p)) return launch_transposed<true, true, true, true>(p, error);
-  if (wgmma_qk_e4m3(p)) return launch_transposed<true, true, true>(p, error);
+  if (wgmma_qk_e4m3(p))
+    return wgmma_pv_e4m3(p) ? launch_transposed<true, true, true, true>(p, error)
+                            : launch_transposed<true, true, true>(p, error);
   if (wgmma_k_registers(p))
     return wgmma_pv_e4m3(p) ? launch_transposed<true, true, false, true, true>(p, error)
                             : launch_transposed<true, true, false, false, true>(p, error);
