@@ -490,75 +490,49 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : Arith::fp32;
   compare(p, d, reference(p), arith);
   if (c.result.ok) compare_with_cpu(p, d, c, arith);
-  // K and V converted in registers: the same case with the producer's 16-bit stages
-  // (Fp8Convert::staged, P in two parts) at fp32 reordering's tolerances, and with the
-  // producer copying half-lines, which must give the default's bits.
+  // Variants of the fp8 paths on the wgmma kernel, each with the option that selects
+  // it (`configure`), which must run wgmma; compare_variant holds one to its tolerances.
+  auto variant = [&](const char* option, auto configure) {
+    GpuExecutor ex(mla::Stage1Kernel::wgmma);
+    configure(ex);
+    DeviceRun dv = run_executor(ex, p);
+    expect(dv.result.ok && dv.result.stage1_kernel == mla::Stage1Kernel::wgmma,
+           p.name + ": " + option + " run failed or did not run wgmma: " + dv.result.error);
+    return dv;
+  };
+  auto compare_variant = [&](const char* label, const DeviceRun& dv, Arith a) {
+    if (!dv.result.ok) return;
+    std::printf("    %s:\n", label);
+    compare(p, dv, reference(p), a);
+    if (c.result.ok) compare_with_cpu(p, dv, c, a);
+  };
+  // K and V converted in registers: the producer's 16-bit stages instead (P in two
+  // parts) at fp32 reordering's tolerances, and P·V on e4m3 wgmma (Fp8PvMma::e4m3,
+  // asked: bench_notes step 31; the e4m3 path's P·V, so its tolerance).
   if (kreg) {
-    GpuExecutor staged(mla::Stage1Kernel::wgmma);
-    staged.set_fp8_convert(mla::Fp8Convert::staged);
-    const DeviceRun ds = run_executor(staged, p);
-    expect(ds.result.ok && ds.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-           p.name + ": --fp8-convert staged run failed or did not run wgmma: " + ds.result.error);
-    if (ds.result.ok) {
-      std::printf("    fp8-convert staged:\n");
-      compare(p, ds, reference(p));
-      if (c.result.ok) compare_with_cpu(p, ds, c);
-    }
-    GpuExecutor halves(mla::Stage1Kernel::wgmma);
-    halves.set_fp8_copy(mla::Fp8Copy::half_lines);
-    const DeviceRun dl = run_executor(halves, p);
-    expect(dl.result.ok && same_outputs(dl, d), p.name + ": K in registers with --fp8-copy half-lines differs from lines");
-    if (dl.result.ok) std::printf("    fp8-copy half-lines: bit for bit the default's\n");
-    // P·V on e4m3 wgmma (Fp8PvMma::e4m3, asked: bench_notes step 31): P in two e4m3 parts
-    // and fp8 accumulation per tile, the e4m3 path's P·V, so its tolerance.
-    GpuExecutor pv8(mla::Stage1Kernel::wgmma);
-    pv8.set_fp8_pv(mla::Fp8PvMma::e4m3);
-    const DeviceRun dp = run_executor(pv8, p);
-    expect(dp.result.ok && dp.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-           p.name + ": K in registers with --fp8-pv e4m3 failed or did not run wgmma: " + dp.result.error);
-    if (dp.result.ok) {
-      std::printf("    fp8-pv e4m3:\n");
-      compare(p, dp, reference(p), Arith::fp8_mma);
-      if (c.result.ok) compare_with_cpu(p, dp, c, Arith::fp8_mma);
-    }
+    compare_variant("fp8-convert staged",
+                    variant("--fp8-convert staged", [](GpuExecutor& ex) { ex.set_fp8_convert(mla::Fp8Convert::staged); }),
+                    Arith::fp32);
+    compare_variant("fp8-pv e4m3", variant("--fp8-pv e4m3", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::e4m3); }),
+                    Arith::fp8_mma);
   }
-  // The e4m3 path's variants, each with the option that selects it.
+  // The e4m3 path: Q·Kᵀ on fp16 with K in registers (P once in fp16), the same with the
+  // producer's 16-bit stages (P in two parts, fp32 tolerances), and Q·Kᵀ on e4m3 with
+  // P·V on fp16 (mla::Fp8PvMma::fp16, step 28's form).
   if (fp8_mma) {
-    // One variant of the e4m3 path on the wgmma kernel, `option` set by `configure`.
-    auto variant = [&](const char* option, auto configure) {
-      GpuExecutor ex(mla::Stage1Kernel::wgmma);
-      configure(ex);
-      DeviceRun dv = run_executor(ex, p);
-      expect(dv.result.ok && dv.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-             p.name + ": " + option + " run failed or did not run wgmma: " + dv.result.error);
-      return dv;
-    };
-    // Q·Kᵀ on fp16: K converted in registers (P once in fp16), and the producer's
-    // 16-bit stages (P in two parts) at fp32 reordering's tolerances.
-    const DeviceRun ds = variant("--fp8-qk fp16", [](GpuExecutor& ex) { ex.set_fp8_qk(mla::Fp8QkMma::fp16); });
-    if (ds.result.ok) {
-      std::printf("    fp8-qk fp16 (K in registers):\n");
-      compare(p, ds, reference(p), Arith::p_fp16);
-      if (c.result.ok) compare_with_cpu(p, ds, c, Arith::p_fp16);
-    }
-    const DeviceRun dst = variant("--fp8-qk fp16 --fp8-convert staged", [](GpuExecutor& ex) {
-      ex.set_fp8_qk(mla::Fp8QkMma::fp16);
-      ex.set_fp8_convert(mla::Fp8Convert::staged);
-    });
-    if (dst.result.ok) {
-      std::printf("    fp8-qk fp16, fp8-convert staged:\n");
-      compare(p, dst, reference(p));
-      if (c.result.ok) compare_with_cpu(p, dst, c);
-    }
-    // And Q·Kᵀ on e4m3 with P·V on fp16 (mla::Fp8PvMma::fp16, step 28's form).
-    const DeviceRun dp = variant("--fp8-pv fp16", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::fp16); });
-    if (dp.result.ok) {
-      std::printf("    fp8-pv fp16:\n");
-      compare(p, dp, reference(p), Arith::fp8_mma);
-      if (c.result.ok) compare_with_cpu(p, dp, c, Arith::fp8_mma);
-    }
-    // And the producer copying half-lines (mla::Fp8Copy::half_lines): the same codes
-    // land in the same places, so the results equal the default's bit for bit.
+    compare_variant("fp8-qk fp16 (K in registers)",
+                    variant("--fp8-qk fp16", [](GpuExecutor& ex) { ex.set_fp8_qk(mla::Fp8QkMma::fp16); }), Arith::p_fp16);
+    compare_variant("fp8-qk fp16, fp8-convert staged", variant("--fp8-qk fp16 --fp8-convert staged", [](GpuExecutor& ex) {
+                      ex.set_fp8_qk(mla::Fp8QkMma::fp16);
+                      ex.set_fp8_convert(mla::Fp8Convert::staged);
+                    }),
+                    Arith::fp32);
+    compare_variant("fp8-pv fp16", variant("--fp8-pv fp16", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::fp16); }),
+                    Arith::fp8_mma);
+  }
+  // Either raw-code path with the producer copying half-lines (mla::Fp8Copy::half_lines):
+  // the same codes land in the same places, so the results equal the default's bit for bit.
+  if (fp8_mma || kreg) {
     const DeviceRun dl = variant("--fp8-copy half-lines", [](GpuExecutor& ex) { ex.set_fp8_copy(mla::Fp8Copy::half_lines); });
     if (dl.result.ok) {
       expect(same_outputs(dl, d), p.name + ": --fp8-copy half-lines differs from lines in some bit");
