@@ -961,29 +961,31 @@ struct PlanT {
   int head_dim;
   bool kv8 = false;
   bool e4m3 = false;  // q as codes (Q·Kᵀ on e4m3 wgmma)
-  bool raw = false;   // the raw ring and no 16-bit stage: e4m3, or K converted in registers (KREG)
+  bool kreg = false;  // K converted in registers (KREG)
   __host__ __device__ static constexpr size_t align1k(size_t x) { return (x + 1023) & ~size_t(1023); }
+  // The raw ring and no 16-bit stage: both paths that convert in the consumers.
+  __host__ __device__ constexpr bool raw() const { return e4m3 || kreg; }
   __host__ __device__ constexpr int blocks() const { return head_dim / 64; }
-  __host__ __device__ constexpr int stages() const { return raw ? kTRawStages : kTStages; }
+  __host__ __device__ constexpr int stages() const { return raw() ? kTRawStages : kTStages; }
   __host__ __device__ constexpr size_t q_bytes() const {
     return e4m3 ? size_t(kTPairs) * head_dim : size_t(blocks()) * kTPairs * kRowBytes;
   }
   __host__ __device__ constexpr size_t stage_bytes() const {
-    return raw ? size_t(kTNT) * head_dim : size_t(blocks()) * kTNT * kRowBytes;
+    return raw() ? size_t(kTNT) * head_dim : size_t(blocks()) * kTNT * kRowBytes;
   }
   static constexpr size_t kPBytes = 2 * 2 * kTPairs * kRowBytes;  // [wg][hi, lo][16][128 B]
   static constexpr size_t kRedBytes = 2 * 4 * kTPairs * 4;        // [wg][4 warps][16] f32
   static constexpr size_t kMlBytes = (2 * 4 * kTPairs + kTPairs) * 4;  // [wg][4 warps][16] l, [16] m
   // 16-bit KV: [64 regs][128 thr] f32; staged fp8 KV: the raw buffers, [half][chunk][thread][16 B]; e4m3: none
   __host__ __device__ constexpr size_t raw_half_bytes() const { return size_t(kProducers / 4) * head_dim; }
-  __host__ __device__ constexpr size_t merge_bytes() const { return raw ? 0 : kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
-  __host__ __device__ constexpr size_t p_off() const { return raw ? q_bytes() : kv_off() + stages() * stage_bytes(); }
+  __host__ __device__ constexpr size_t merge_bytes() const { return raw() ? 0 : kv8 ? kRawHalves * raw_half_bytes() : 64 * 128 * 4; }
+  __host__ __device__ constexpr size_t p_off() const { return raw() ? q_bytes() : kv_off() + stages() * stage_bytes(); }
   __host__ __device__ constexpr size_t red_off() const { return p_off() + kPBytes; }
   __host__ __device__ constexpr size_t merge_off() const { return red_off() + kRedBytes; }
   __host__ __device__ constexpr size_t ml_off() const { return merge_off() + merge_bytes(); }
-  __host__ __device__ constexpr size_t kv_off() const { return raw ? align1k(ml_off() + kMlBytes) : q_bytes(); }
+  __host__ __device__ constexpr size_t kv_off() const { return raw() ? align1k(ml_off() + kMlBytes) : q_bytes(); }
   __host__ __device__ constexpr size_t bar_off() const {
-    return raw ? kv_off() + stages() * stage_bytes() : ml_off() + kMlBytes;
+    return raw() ? kv_off() + stages() * stage_bytes() : ml_off() + kMlBytes;
   }
   __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages() * 8 + 1024; }
 };
@@ -995,7 +997,7 @@ static_assert(kTPairs * kRowBytes * (512 / 64) >= 32 * 128 * 4, "fp8 merge round
 static_assert(kTPairs * 512 + PlanT::kPBytes >= 32 * 128 * 4, "e4m3 merge rounds fit in q_s + P");
 static_assert(kTPairs * 576 % 1024 == 0 && kTPairs * 512 % 1024 == 0,
               "e4m3 plan: q keeps the P buffers 1024-aligned (the 128-byte swizzle atom)");
-static_assert(PlanT{576, true, true, true}.total() <= 232448 && PlanT{576, true, false, true}.total() <= 232448 &&
+static_assert(PlanT{576, true, true}.total() <= 232448 && PlanT{576, true, false, true}.total() <= 232448 &&
                   PlanT{576, true, false}.total() <= 232448 && PlanT{576, false, false}.total() <= 232448,
               "transposed plans within the 227 KB of an sm_90 block");
 constexpr int kBarMergeStart = 9, kBarMergeRead = 10;
@@ -1308,7 +1310,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   constexpr bool kRaw = E4M3 || KREG;       // the raw ring: the consumers convert
   constexpr bool kConverts = KV8 && !kRaw;  // the producer converts fp8 into a 16-bit stage
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const PlanT plan{HD, KV8, E4M3, kRaw};
+  const PlanT plan{HD, KV8, E4M3, KREG};
   const int stages = plan.stages();
   // CombineMode::separate_early: the reduce (a programmatic dependent launch that
   // waits in griddepcontrol.wait for this whole grid) may be scheduled from now on.

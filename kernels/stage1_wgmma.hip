@@ -50,7 +50,7 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
 }
 template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false>
 bool launch_transposed(const Stage1Params& p, std::string* error) {
-  const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3, E4M3 || KREG}.total();
+  const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3, KREG}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3, PV8, KREG>
                                   : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3, PV8, KREG>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
