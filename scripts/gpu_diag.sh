@@ -8,9 +8,10 @@
 #              imbalance), DRAM
 #   s1-fixed   S1's stage 1 at 1 tile a split and at S1's length: ncu duration (no launch
 #              overhead) and SM active cycles against bench's event-timed kernel µs
-# Needs ncu (else only the bench lines); exit 2 when a binary is missing.
+# Needs ncu (else only the bench lines); exit 2 without BIN_DIR or when mlactl is missing.
 set -u
-B=${1:?usage: gpu_diag.sh BIN_DIR}
+[ $# -ge 1 ] || { echo "usage: gpu_diag.sh BIN_DIR" >&2; exit 2; }
+B=$1
 cd "$(dirname "$0")/.." || exit 2
 [ -x "$B/mlactl" ] || { echo "gpu_diag.sh: $B/mlactl is missing or not executable" >&2; exit 2; }
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)

@@ -14,7 +14,8 @@
 #   ncu          F2's L2 request/sector counts under both --fp8-copy forms, where ncu exists
 # Exit status: 1 when a correctness step failed (the timings still run), else 0.
 set -u
-B=${1:?usage: gpu_run.sh BIN_DIR [OUT_DIR]}
+[ $# -ge 1 ] || { echo "usage: gpu_run.sh BIN_DIR [OUT_DIR]" >&2; exit 2; }
+B=$1
 O=${2:-${OUT:-.}}
 cd "$(dirname "$0")/.." || exit 2
 mkdir -p "$O"
