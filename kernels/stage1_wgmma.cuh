@@ -853,10 +853,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             o[nb][4 * j + 2] *= alpha1;
             o[nb][4 * j + 3] *= alpha1;
           }
-        if constexpr (kQkAhead) {
+        // The rescale before the P·V wgmmas, not between them (unpinned, ptxas sank the
+        // multiplies past the fence and injected a warpgroup.arrive per column block: C7519).
 #pragma unroll
-          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);  // the rescale before the P·V wgmmas, not between them
-        }
+        for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
         wg_fence();
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks)
@@ -1423,6 +1423,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           // are converted; kb's fragments are converted while kb - 1's wgmmas run (two
           // buffers: wait_group 1 frees the one kb - 2 read).
           constexpr int kBlocks = HD / 64;
+          // The zeroed accumulators before kb = 0's fence (ptxas sank the zeroing to the first
+          // wgmma and injected a warpgroup.arrive and a warpgroup.wait: C7519, C7517).
+          pin(sa);
+          pin(sb);
           const uint32_t k0 = saddr(stage) + raw_offset(tq, 16 * wq + gq, kTNT), k1 = k0 + 8 * kRawKBytes;
           uint32_t a[2][4][4];
           uint4 x0, x1;
