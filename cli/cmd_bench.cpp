@@ -52,6 +52,7 @@ struct BenchOptions {
   mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::automatic;                  // --fp8-pv (kernels/stage1_kernel.hpp)
   mla::Fp8Copy fp8_copy = mla::Fp8Copy::lines;                      // --fp8-copy (kernels/stage1_kernel.hpp)
   mla::Fp8Convert fp8_convert = mla::Fp8Convert::registers;         // --fp8-convert (kernels/stage1_kernel.hpp)
+  mla::PvPrecision pv_precision = mla::PvPrecision::split;          // --pv-precision (kernels/stage1_kernel.hpp)
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -220,6 +221,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   ex.set_fp8_pv(opt.fp8_pv);
   ex.set_fp8_copy(opt.fp8_copy);
   ex.set_fp8_convert(opt.fp8_convert);
+  ex.set_pv_precision(opt.pv_precision);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
@@ -554,6 +556,12 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "stages, P in two parts)")
       ->type_name("WHERE")
       ->transform(enum_names(mla::kFp8Converts, &mla::fp8_convert_from_name));
+  sub->add_option("--pv-precision", opt->pv_precision,
+                  "P in the P·V of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs, 16-bit KV, "
+                  "serial schedule) [split]: split (hi + lo parts, fp32-level), once (rounded once to bf16/fp16 as "
+                  "FlashMLA does: half the P·V wgmmas)")
+      ->type_name("PRECISION")
+      ->transform(enum_names(mla::kPvPrecisions, &mla::pv_precision_from_name));
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

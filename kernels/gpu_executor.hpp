@@ -107,6 +107,8 @@ class GpuExecutor : public Executor {
   // e4m3fn KV with Q·Kᵀ on fp16 wgmma: the codes converted by the consumers in
   // registers (default) or by the producer into 16-bit stages (mla::Fp8Convert).
   void set_fp8_convert(mla::Fp8Convert convert) { fp8_convert_ = convert; }
+  // The row-major wgmma kernel's P in P·V: two 16-bit parts or rounded once (mla::PvPrecision).
+  void set_pv_precision(mla::PvPrecision precision) { pv_precision_ = precision; }
 
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
@@ -118,6 +120,7 @@ class GpuExecutor : public Executor {
     s1.fp8_pv = fp8_pv_;
     s1.fp8_copy = fp8_copy_;
     s1.fp8_convert = fp8_convert_;
+    s1.pv_precision = pv_precision_;
   }
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
@@ -128,6 +131,7 @@ class GpuExecutor : public Executor {
   mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::automatic;
   mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::lines;
   mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::registers;
+  mla::PvPrecision pv_precision_ = mla::PvPrecision::split;
 };
 
 }  // namespace mlactl

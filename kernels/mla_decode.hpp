@@ -121,6 +121,8 @@ struct Stage1Params {
   Fp8Copy fp8_copy = Fp8Copy::lines;
   // e4m3fn KV with Q·Kᵀ on fp16 wgmma: codes converted in registers or staged (kernels/stage1_kernel.hpp).
   Fp8Convert fp8_convert = Fp8Convert::registers;
+  // How P enters P·V in the row-major wgmma kernel: hi + lo parts or once (kernels/stage1_kernel.hpp).
+  PvPrecision pv_precision = PvPrecision::split;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
   // Blocks per workgroup (set by the row-major wgmma launch only; 1 elsewhere): block

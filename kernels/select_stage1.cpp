@@ -29,6 +29,26 @@ std::string explain(const char* kernel, const std::string& reason) {
   return std::string(kernel) + " does not apply (" + reason + ")";
 }
 
+// Which path of the wgmma family p takes, said because it changes the arithmetic
+// (kernels/select_stage1.hpp: wgmma_qk_e4m3, wgmma_k_registers, wgmma_pv_e4m3,
+// wgmma_p_once); "" for the plain 16-bit paths.
+std::string wgmma_path_note(const Stage1Params& p) {
+  const std::string pv_e4m3 = "P·V on e4m3 wgmma (fp8 accumulation, ~14 bits; P in two e4m3 parts)";
+  if (wgmma_qk_e4m3(p))
+    return wgmma_pv_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ and " + pv_e4m3
+                            : "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)";
+  const std::string q_name = p.q_type == ElemType::bf16 ? "bf16" : "fp8";
+  if (wgmma_k_registers(p))
+    return wgmma_pv_e4m3(p) ? "; " + q_name + " q x e4m3fn KV: K converted to fp16 in registers, Q·Kᵀ on fp16 wgmma, " +
+                                  pv_e4m3
+                            : "; " + q_name +
+                                  " q x e4m3fn KV: K and V converted to fp16 in registers, Q·Kᵀ and P·V on fp16 wgmma "
+                                  "(P once in fp16)";
+  if (p.kv_type == ElemType::fp8) return "; fp8 KV converted into 16-bit stages by the producer";
+  if (wgmma_p_once(p)) return "; P·V with P rounded once to the operand type (--pv-precision once)";
+  return "";
+}
+
 }  // namespace
 
 std::string wgmma_rejects(const Stage1Params& p, const Stage1Device& d) {
@@ -99,23 +119,7 @@ Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
     if (std::string why = wgmma_rejects(p, d); !why.empty()) {
       path = (want == Stage1Kernel::automatic ? std::string("automatic: ") : std::string()) + explain("wgmma", why);
     } else {
-      // Which path of the transposed kernel fp8 q with e4m3fn KV takes, said here
-      // because it changes the arithmetic (kernels/select_stage1.hpp, wgmma_qk_e4m3).
-      const std::string q_name = p.q_type == ElemType::bf16 ? "bf16" : "fp8";
-      const std::string path_note =
-          wgmma_qk_e4m3(p) && wgmma_pv_e4m3(p)
-              ? "; fp8 q x e4m3fn KV: Q·Kᵀ and P·V on e4m3 wgmma (fp8 accumulation, ~14 bits; P in two e4m3 parts)"
-          : wgmma_qk_e4m3(p) ? "; fp8 q x e4m3fn KV: Q·Kᵀ on e4m3 wgmma (fp8 accumulation, ~14 bits)"
-          : wgmma_k_registers(p) && wgmma_pv_e4m3(p)
-              ? "; " + q_name +
-                    " q x e4m3fn KV: K converted to fp16 in registers, Q·Kᵀ on fp16 wgmma, P·V on e4m3 wgmma (fp8 "
-                    "accumulation, ~14 bits; P in two e4m3 parts)"
-          : wgmma_k_registers(p)
-              ? "; " + q_name +
-                    " q x e4m3fn KV: K and V converted to fp16 in registers, Q·Kᵀ and P·V on fp16 wgmma (P once "
-                    "in fp16)"
-          : p.kv_type == ElemType::fp8 ? "; fp8 KV converted into 16-bit stages by the producer"
-                                       : "";
+      const std::string path_note = wgmma_path_note(p);
       const std::string copy_note =
           wgmma_raw_ring(p) && p.fp8_copy == Fp8Copy::half_lines ? "; the producer copies half-lines (64 bytes)" : "";
       return {Stage1Kernel::wgmma, (want == Stage1Kernel::automatic

@@ -80,6 +80,13 @@ inline bool wgmma_pv_e4m3(const Stage1Params& p) {
   return (wgmma_qk_e4m3(p) && p.fp8_pv != Fp8PvMma::fp16) || (wgmma_k_registers(p) && p.fp8_pv == Fp8PvMma::e4m3);
 }
 
+// The row-major wgmma kernel runs P·V with P rounded once (Stage1Params::pv_precision;
+// kernels/stage1_wgmma.cuh, P1): built for the serial schedule only.
+inline bool wgmma_p_once(const Stage1Params& p) {
+  return !wgmma_runs_transposed(p) && p.pv_precision == PvPrecision::once &&
+         p.wgmma_schedule == WgmmaSchedule::serial;
+}
+
 // Why the fused combine (CombineMode::fused, and separate_early's early release)
 // cannot run with p on device, or "" when it can: only the transposed wgmma kernel
 // does them, so select_stage1 must pick wgmma and the works the transposed kernel.

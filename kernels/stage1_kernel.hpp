@@ -134,4 +134,22 @@ inline std::optional<Fp8Convert> fp8_convert_from_name(const std::string& name) 
   return enum_from_name(kFp8Converts, name);
 }
 
+// How P (the softmax weights, fp32) enters P·V in the row-major wgmma kernel (works of
+// more than 16 (row, head) pairs on 16-bit KV: M2, C1; the other kernels ignore it):
+//   split  P as hi + lo parts in the operand type (hi + lo = P to ~2^-17 relative),
+//          two wgmmas a P·V step: the output as accurate as with fp32 P. The default.
+//   once   P rounded once to the operand type (bf16: 2^-9 relative, fp16: 2^-12), as
+//          FlashMLA does (csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3: rPb, a tensor
+//          of InputT): half the P·V wgmmas, 52 instead of 68 a 32-token tile; gpu_tests
+//          holds it to kPOnceTol (docs/bench_notes.md step 32).
+enum class PvPrecision : int32_t { split = 0, once = 1 };
+inline constexpr PvPrecision kPvPrecisions[] = {PvPrecision::split, PvPrecision::once};
+
+inline constexpr const char* kPvPrecisionNames[] = {"split", "once"};  // in kPvPrecisions' order
+inline const char* to_string(PvPrecision v) { return enum_name(kPvPrecisions, kPvPrecisionNames, v); }
+// The form a name (as to_string prints it) stands for; nullopt for other names.
+inline std::optional<PvPrecision> pv_precision_from_name(const std::string& name) {
+  return enum_from_name(kPvPrecisions, name);
+}
+
 }  // namespace mla

@@ -609,10 +609,14 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 // of the same steps: a wgmma under a branch in the loop, wait_group 1 at the
 // top, warpgroup 0's stage release next to the top wait; check -Xptxas -v after
 // any change here.
-template <bool F16, int QR, int S, int HD, int NT, bool KV8, WgmmaSchedule SCHED = WgmmaSchedule::serial>
+// P1 (PvPrecision::once): P·V takes P rounded once to the operand type, not as hi + lo
+// parts: 16 P·V wgmmas a tile instead of 32, and half the P hand-off through p_buf.
+template <bool F16, int QR, int S, int HD, int NT, bool KV8, WgmmaSchedule SCHED = WgmmaSchedule::serial,
+          bool P1 = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int kN = NT, kKSteps = NT / 16;
+  constexpr int kPParts = P1 ? 1 : 2;  // P as [hi] or [hi, lo]
   constexpr bool kQkAhead = SCHED == WgmmaSchedule::qk_ahead;
   static_assert(NT == 32, "Q·Kᵀ runs as m64n32k16: 16 accumulators a chain");
   extern __shared__ __align__(16) uint8_t smem_dyn[];
@@ -674,7 +678,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 #pragma unroll
         for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
       float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
-      uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments
+      uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments (P1: hi only)
       // qk_ahead: the next tile's S, in flight across the softmax. Zeroed here only:
       // the first wgmma of each chain does not read its accumulators (scale-d 0).
       float qk[16], qk2[16];
@@ -804,15 +808,17 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
               float ra, rb, rc, rd;
               a[ks][0][2 * h + 0] = pack2<F16>(sc[4 * jb + 0], sc[4 * jb + 1], ra, rb);
               a[ks][0][2 * h + 1] = pack2<F16>(sc[4 * jb + 2], sc[4 * jb + 3], rc, rd);
-              a[ks][1][2 * h + 0] = pack2<F16>(ra, rb);
-              a[ks][1][2 * h + 1] = pack2<F16>(rc, rd);
+              if constexpr (!P1) {
+                a[ks][1][2 * h + 0] = pack2<F16>(ra, rb);
+                a[ks][1][2 * h + 1] = pack2<F16>(rc, rd);
+              }
             }
           // (reg 0: row r0, tokens 0-7 of the k-step; 1: row r1; 2: row r0, tokens 8-15; 3: row r1.)
           bar_sync(kBarPFree + b, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
-            for (int hl = 0; hl < 2; ++hl)
+            for (int hl = 0; hl < kPParts; ++hl)
               p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct] =
                   make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
           alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
@@ -831,7 +837,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
-            for (int hl = 0; hl < 2; ++hl) {
+            for (int hl = 0; hl < kPParts; ++hl) {
               const uint4 v = p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct];
               a[ks][hl][0] = v.x;
               a[ks][hl][1] = v.y;
@@ -864,7 +870,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           for (int nb = 0; nb < 4; ++nb) {
             const uint64_t db = desc_sw128(saddr(stage + (g * 4 + nb) * kN * kRowBytes + ks * 16 * kRowBytes));
             mma_pv<F16>(o[nb], a[ks][0], db);
-            mma_pv<F16>(o[nb], a[ks][1], db);
+            if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
           }
         wg_commit();
       }

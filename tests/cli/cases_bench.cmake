@@ -30,3 +30,5 @@ mlactl_cli_test(bench-batch-size-usage RC 2 ARGS bench --heads 16 --context 1,2 
 mlactl_cli_test(bench-compare-unknown RC 2 ARGS bench --heads 16 --context 10 --compare gluon_decode,nope STDERR "unknown route")
 mlactl_cli_test(bench-fp8-convert-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-convert smem
                 STDERR "--fp8-convert: smem not in {registers,staged}")
+mlactl_cli_test(bench-pv-precision-unknown RC 2 ARGS bench --heads 16 --context 10 --pv-precision bf16
+                STDERR "--pv-precision: bf16 not in {split,once}")

@@ -303,17 +303,25 @@ constexpr double kFp8MmaTol = 2e-3;
 // (times kv_scale, divided out again), so partials get twice that bound. The scores
 // are exact (fp32 accumulation): lse keeps fp32 reordering's tolerance.
 constexpr double kP16Tol = 1e-3;
+// P once in the operand type on the row-major kernel (mla::PvPrecision::once): the same
+// bound with bf16's 2^-9 (fp16: 2^-12), twice 2^-9 · max |V| = 3.9e-3; on outputs too
+// (compare's 1e-3 absolute is below that bound). Scores exact, lse as fp32.
+constexpr double kPOnceTol = 4e-3;
 
 // What a run's arithmetic allows beyond fp32 reordering: the tolerances of compare
 // and compare_with_cpu.
-enum class Arith { fp32, p_fp16, fp8_mma };
+enum class Arith { fp32, p_fp16, p_once, fp8_mma };
 
 // Compare a run with the float64 reference: outputs within output rounding plus
 // fp32 reordering, lse within 1e-4, rows no work writes left poisoned.
 void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, Arith arith = Arith::fp32) {
   const bool fp8_mma = arith == Arith::fp8_mma;
   const double lse_tol = fp8_mma ? kFp8MmaTol : 1e-4;
-  const double partial_atol = fp8_mma ? kFp8MmaTol : arith == Arith::p_fp16 ? kP16Tol : 2e-5;
+  const double partial_atol = fp8_mma                  ? kFp8MmaTol
+                              : arith == Arith::p_fp16   ? kP16Tol
+                              : arith == Arith::p_once   ? kPOnceTol
+                                                         : 2e-5;
+  const double out_atol = arith == Arith::p_once ? kPOnceTol : 1e-3;
   const int H = p.view.heads, V = p.view.v_dim;
   const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
   double max_out_err = 0, max_lse_err = 0, max_partial_err = 0;
@@ -329,7 +337,7 @@ void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, Arith ari
       const double r = ref.out[row * V + c], g = out_value(p, d.out[row * V + c]);
       const double err = std::fabs(g - r);
       max_out_err = std::max(max_out_err, err);
-      if (!(err <= 1e-3 + out_rel * std::fabs(r))) ++bad_out;
+      if (!(err <= out_atol + out_rel * std::fabs(r))) ++bad_out;
     }
     const double rl = ref.lse[row], gl = d.lse[row];
     if (std::isinf(rl)) {
@@ -369,8 +377,9 @@ void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, Arith ari
 // (fp8_mma: within kFp8MmaTol, as compare; p_fp16: partials within kP16Tol).
 void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c, Arith arith = Arith::fp32) {
   const double tol = arith == Arith::fp8_mma ? kFp8MmaTol : 1e-5;
-  // P once in fp16 moves a partial by up to kP16Tol, and the output (its rounding) with it.
-  const double partial_tol = arith == Arith::p_fp16 ? kP16Tol : tol;
+  // P once in fp16 moves a partial by up to kP16Tol, and the output (its rounding) with it;
+  // P once on the row-major kernel by up to kPOnceTol.
+  const double partial_tol = arith == Arith::p_fp16 ? kP16Tol : arith == Arith::p_once ? kPOnceTol : tol;
   int64_t bad_out = 0, bad_lse = 0, bad_partial = 0;
   const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
   auto close = [](double x, double y, double abs_tol, double rel_tol) {
@@ -405,6 +414,8 @@ struct Leg {
   int e4m3_runs = 0, e4m3_pv_runs = 0;
   // Runs with K and V converted in registers (bf16 or fp8 q, e4m3fn KV: mla::wgmma_k_registers).
   int kreg_runs = 0;
+  // Runs of the row-major kernel with P once (the --pv-precision once variant, serial leg).
+  int p_once_runs = 0;
 };
 
 std::string leg_label(const Leg& leg) {
@@ -538,6 +549,20 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
       expect(same_outputs(dl, d), p.name + ": --fp8-copy half-lines differs from lines in some bit");
       std::printf("    fp8-copy half-lines: bit for bit the default's\n");
     }
+  }
+  // The row-major kernel with P rounded once (mla::PvPrecision::once; serial schedule
+  // only, mla::wgmma_p_once): select_stage1 must say so, and the results stay within
+  // kPOnceTol of the reference and the CPU.
+  if (ran_wgmma && leg.schedule == mla::WgmmaSchedule::serial && p.view.kv_dtype != DType::fp8 &&
+      mla::stage1_pairs(wshape) > mla::kSmallWorkPairs) {
+    const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
+    mla::Stage1Params once = wshape;  // what the launch dispatches on (stage1_wgmma.hip: wgmma_p_once)
+    once.pv_precision = mla::PvPrecision::once;
+    const std::string why = mla::select_stage1(once, leg.device).why;
+    expect(mla::wgmma_p_once(once) && why.find("P rounded once") != std::string::npos,
+           p.name + ": --pv-precision once: select_stage1 does not say P once: " + why);
+    leg.p_once_runs += dv.result.ok;
+    compare_variant("pv-precision once", dv, Arith::p_once);
   }
   // The qk_ahead schedule reorders only when wgmmas are issued, not the arithmetic
   // (S is the same two accumulator chains summed the same way), so its results
@@ -1179,6 +1204,10 @@ void summarize(const Leg& leg) {
     if (sm90) expect(leg.e4m3_pv_runs > 0, "leg " + leg_label(leg) + ": P·V on e4m3 wgmma never ran");
     std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
     if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
+    if (leg.schedule == mla::WgmmaSchedule::serial) {
+      std::printf("  row-major P-once runs: %d\n", leg.p_once_runs);
+      if (sm90) expect(leg.p_once_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran with P once");
+    }
   }
   const std::string asked = mla::to_string(*leg.asked);
   const bool can_run = *leg.asked == mla::Stage1Kernel::wgmma ? sm90

@@ -296,3 +296,25 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK_FALSE(mla::wgmma_k_registers(params(A, bf16, bf16)));  // 16-bit KV: nothing to convert
   CHECK_FALSE(why_has(params(A, bf16, bf16), kH200, "16-bit stages"));
 }
+
+TEST_CASE("select_stage1: P once applies to the row-major wgmma kernel's serial schedule only, and says so",
+          "[unit][select_stage1]") {
+  Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // M2: 64 pairs a work, the row-major kernel
+  CHECK_FALSE(mla::wgmma_p_once(p));  // default: P in two parts
+  CHECK_FALSE(why_has(p, kH200, "P rounded once"));
+  p.pv_precision = mla::PvPrecision::once;
+  CHECK(mla::wgmma_p_once(p));
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "; P·V with P rounded once to the operand type (--pv-precision once)"));
+  p.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // built with P in two parts only
+  CHECK_FALSE(mla::wgmma_p_once(p));
+  CHECK_FALSE(why_has(p, kH200, "P rounded once"));
+  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel ignores it
+  small.pv_precision = mla::PvPrecision::once;
+  CHECK_FALSE(mla::wgmma_p_once(small));
+  CHECK_FALSE(why_has(small, kH200, "P rounded once"));
+  Stage1Params kv8 = params(A, bf16, fp8, 16, 576, 512, 64);  // fp8 KV never runs the row-major kernel
+  kv8.pv_precision = mla::PvPrecision::once;
+  CHECK_FALSE(mla::wgmma_p_once(kv8));
+  CHECK_FALSE(mla::wgmma_p_once(params(A, bf16, bf16, 16, 576, 512, 64)));
+}
