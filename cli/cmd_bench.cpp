@@ -53,6 +53,7 @@ struct BenchOptions {
   mla::Fp8Copy fp8_copy = mla::Fp8Copy::lines;                      // --fp8-copy (kernels/stage1_kernel.hpp)
   mla::Fp8Convert fp8_convert = mla::Fp8Convert::registers;         // --fp8-convert (kernels/stage1_kernel.hpp)
   mla::PvPrecision pv_precision = mla::PvPrecision::split;          // --pv-precision (kernels/stage1_kernel.hpp)
+  bool block_times = false;  // --block-times: one more stage-1 launch that clocks each block
   std::string compare;
   std::string planner;
   int batch_size = 0;     // repeat the single --context value this many times
@@ -163,7 +164,35 @@ struct RouteResult {
   Stats stage1, total;
   double plan_us = 0;  // host: metadata + route + plan (median)
   int64_t nonfinite = 0;
+  // --block-times: each stage-1 block (BenchResult::block_clock) with the works and KV
+  // tokens of the workgroup it ran (block % workgroups: the row-major kernel's extra
+  // blocks run other 64-pair chunks of the same works).
+  struct BlockRow {
+    int64_t block = 0, workgroup = 0;
+    int sm = 0;
+    double start_us = 0, end_us = 0;
+    int64_t works = 0, tokens = 0;
+  };
+  std::vector<BlockRow> blocks;
 };
+
+// BenchResult::block_clock joined with the plan's per-workgroup works and tokens.
+std::vector<RouteResult::BlockRow> block_rows(const BenchResult& bench, const RoutePlan& plan) {
+  std::vector<RouteResult::BlockRow> rows;
+  const WorkList& w = plan.work;
+  const int64_t groups = w.num_workgroups, unit = std::max(1, plan.kernel_view.page_size);
+  if (groups <= 0 || int64_t(w.work_indptr.size()) != groups + 1) return rows;
+  for (const BenchResult::BlockClock& c : bench.block_clock) {
+    RouteResult::BlockRow r{c.block, c.block % groups, c.sm, c.start_us, c.end_us, 0, 0};
+    for (int32_t i = w.work_indptr[size_t(r.workgroup)]; i < w.work_indptr[size_t(r.workgroup) + 1]; ++i) {
+      if (i < 0 || size_t(i) >= w.work_info.size()) break;
+      ++r.works;
+      r.tokens += int64_t(w.work_info[size_t(i)].kv_end - w.work_info[size_t(i)].kv_start) * unit;
+    }
+    rows.push_back(r);
+  }
+  return rows;
+}
 
 // Host planning as run does it: metadata, route, plan.
 RoutePlan plan_once(const Batch& b, const std::string& kernel, const std::string& planner, const std::vector<RowWindow>& rows,
@@ -222,7 +251,9 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   ex.set_fp8_copy(opt.fp8_copy);
   ex.set_fp8_convert(opt.fp8_convert);
   ex.set_pv_precision(opt.pv_precision);
+  ex.set_block_clock(opt.block_times);
   rr.bench = ex.bench(call->args, opt.warmup, opt.iters, kv_copies);
+  rr.blocks = block_rows(rr.bench, plan);
   if (!rr.bench.ok) {
     rr.status = BenchStatus::failed;
     rr.message = "device/runtime error: " + rr.bench.error;
@@ -260,6 +291,40 @@ std::vector<std::string> split_list(const std::string& s) {
   return out;
 }
 
+
+// --block-times in numbers: block durations, the last end, the slowest blocks, and
+// time per KV token (a slow block with no more tokens than the rest is slow per token).
+struct BlockSummary {
+  int64_t blocks = 0, sms = 0;
+  Stats duration_us;        // end - start over the blocks
+  double last_end_us = 0;   // the grid's end on the device clock, after the first entry
+  Stats ns_per_token;       // duration / tokens, blocks with tokens
+  std::vector<size_t> slowest;  // indices into the rows, slowest first (at most 5)
+};
+BlockSummary summarize_blocks(const std::vector<RouteResult::BlockRow>& rows) {
+  BlockSummary s;
+  s.blocks = int64_t(rows.size());
+  std::vector<float> dur_ms, per_token;  // stats_us takes ms (µs out); per token: ns / 1000
+  std::vector<int> sms;
+  for (const auto& r : rows) {
+    dur_ms.push_back(float(1e-3 * (r.end_us - r.start_us)));
+    if (r.tokens > 0) per_token.push_back(float(1e3 * (r.end_us - r.start_us) / double(r.tokens) * 1e-3));
+    s.last_end_us = std::max(s.last_end_us, r.end_us);
+    sms.push_back(r.sm);
+  }
+  std::sort(sms.begin(), sms.end());
+  s.sms = std::unique(sms.begin(), sms.end()) - sms.begin();
+  s.duration_us = stats_us(dur_ms);
+  s.ns_per_token = stats_us(per_token);
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return rows[a].end_us - rows[a].start_us > rows[b].end_us - rows[b].start_us;
+  });
+  order.resize(std::min<size_t>(order.size(), 5));
+  s.slowest = order;
+  return s;
+}
 
 // What a bench run measured: the shape's cost, the roofline, every route's timings.
 // The printers below turn it into JSON, CSV and the table.
@@ -352,6 +417,28 @@ std::string utc_now() {
   return buf;
 }
 
+// The JSON of --block-times for one route: the summary, then every block (empty
+// blocks and a note where the stage-1 kernel that ran does not record).
+nlohmann::ordered_json block_times_json(const RouteResult& rr) {
+  nlohmann::ordered_json o;
+  if (rr.blocks.empty()) {
+    o["note"] = "not recorded: only the wgmma stage-1 kernels clock their blocks (" + stage1_text(rr.bench) + " ran)";
+    return o;
+  }
+  const BlockSummary s = summarize_blocks(rr.blocks);
+  o["blocks"] = s.blocks;
+  o["sms"] = s.sms;
+  o["duration_us"] = stats_json(s.duration_us);
+  o["last_end_us"] = s.last_end_us;
+  o["ns_per_token"] = stats_json(s.ns_per_token);
+  auto arr = nlohmann::ordered_json::array();
+  for (const auto& b : rr.blocks)
+    arr.push_back({{"block", b.block}, {"workgroup", b.workgroup}, {"sm", b.sm}, {"start_us", b.start_us},
+                   {"end_us", b.end_us}, {"works", b.works}, {"tokens", b.tokens}});
+  o["per_block"] = arr;
+  return o;
+}
+
 void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt, const BenchReport& r) {
   const ShapeCost& cost = r.cost;
   const RouteResult* base = r.base();
@@ -414,6 +501,7 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
       o["pct_peak_tflops"] = pct_fl(rr.total.median);
       o["nonfinite_outputs"] = rr.nonfinite;
       if (base) o["speedup_vs_first"] = rr.total.median > 0 ? base->total.median / rr.total.median : 0.0;
+      if (opt.block_times) o["block_times"] = block_times_json(rr);
     }
     arr.push_back(o);
   }
@@ -492,6 +580,26 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     else if (!rr.bench.combine_note.empty())
       text += " (" + rr.bench.combine_note + ")";
     kv.push_back({"combine" + route, text});
+    if (!opt.block_times) continue;
+    if (rr.blocks.empty()) {
+      kv.push_back({"block times" + route, "not recorded: only the wgmma stage-1 kernels clock their blocks"});
+      continue;
+    }
+    const BlockSummary s = summarize_blocks(rr.blocks);
+    kv.push_back({"block times" + route,
+                  std::to_string(s.blocks) + " blocks on " + std::to_string(s.sms) + " SMs, one untimed launch: " +
+                      "duration min / median / max " + fx(s.duration_us.min, 1) + " / " + fx(s.duration_us.median, 1) +
+                      " / " + fx(s.duration_us.max, 1) + " µs, last end " + fx(s.last_end_us, 1) + " µs; ns per KV token " +
+                      "min / median / max " + fx(s.ns_per_token.min, 2) + " / " + fx(s.ns_per_token.median, 2) + " / " +
+                      fx(s.ns_per_token.max, 2)});
+    std::string slow;
+    for (size_t i : s.slowest) {
+      const auto& b = rr.blocks[i];
+      slow += (slow.empty() ? "" : "; ") + std::string("block ") + std::to_string(b.block) + " (workgroup " +
+              std::to_string(b.workgroup) + ", SM " + std::to_string(b.sm) + ", " + std::to_string(b.works) + " works, " +
+              std::to_string(b.tokens) + " tokens) " + fx(b.end_us - b.start_us, 1) + " µs from " + fx(b.start_us, 1);
+    }
+    kv.push_back({"slowest blocks" + route, slow});
   }
   print_kv(out, kv);
   out << "\n";
@@ -562,6 +670,10 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "FlashMLA does: half the P·V wgmmas)")
       ->type_name("PRECISION")
       ->transform(enum_names(mla::kPvPrecisions, &mla::pv_precision_from_name));
+  sub->add_flag("--block-times", opt->block_times,
+               "after the timed runs, one more stage-1 launch that clocks every block (SM, start, end on the device "
+               "clock; the wgmma kernels record): durations, the slowest blocks with their works and tokens, ns per KV "
+               "token (JSON: every block)");
   sub->add_option("--planner", opt->planner, "plan every route with this planner instead of its own")->check(CLI::IsMember(planner_names()));
   sub->add_option("--batch-size", opt->batch_size, "inline batch: repeat the single --context value this many times (one request each)");
   sub->add_option("--warmup", opt->warmup, "untimed runs first")->capture_default_str()->check(CLI::Range(0, 10000));

@@ -406,6 +406,37 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   return result;
 }
 
+namespace {
+// BenchResult::block_clock: one untimed stage-1 launch with Stage1Params::block_clock
+// set. The grid is at most max(workgroups, SMs) blocks (the row-major kernel's
+// pair_tiles fill at most the SMs a plan leaves: stage1_wgmma.hip); blocks past it
+// keep the zeroed entry time and are dropped.
+bool record_block_clock(mla::Stage1Params s1, void* kv, BenchResult& r, std::string* err) {
+  const int64_t blocks = std::max<int64_t>(s1.num_workgroups, gpu_device_multiprocessors());
+  const size_t bytes = size_t(3) * size_t(blocks) * sizeof(uint64_t);
+  DeviceBuffer clock;
+  if (!clock.reserve(bytes, "allocate block clock", err) ||
+      !mla::check(mla::gpu_memset(clock.ptr, 0, bytes), "zero block clock", err))
+    return false;
+  s1.kv = kv;
+  s1.block_clock = clock.as<uint64_t>();
+  if (!mla::launch_stage1(s1, err) || !mla::check(mla::gpu_device_synchronize(), "block-clock launch", err))
+    return false;
+  std::vector<uint64_t> host(size_t(3) * size_t(blocks));
+  if (!clock.download(host.data(), bytes, "download block clock", err)) return false;
+  uint64_t first = 0;
+  for (int64_t b = 0; b < blocks; ++b)
+    if (host[3 * b + 1] && (!first || host[3 * b + 1] < first)) first = host[3 * b + 1];
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t start = host[3 * b + 1], end = host[3 * b + 2];
+    if (!start) continue;
+    r.block_clock.push_back({b, int(host[3 * b]), 1e-3 * double(start - first),
+                             end >= start ? 1e-3 * double(end - first) : 1e-3 * double(start - first)});
+  }
+  return true;
+}
+}  // namespace
+
 BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_copies) {
   BenchResult r;
   r.warmup = std::max(0, warmup);
@@ -470,6 +501,9 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
         !mla::check(mla::gpu_event_elapsed_ms(&r.stage1_ms[size_t(t)], ev[s], ev[s + 1]), "event time", &err))
       return fail(err);
   }
+
+  if (block_clock_ && r.stage1_kernel == mla::Stage1Kernel::wgmma && !record_block_clock(s1, base, r, &err))
+    return fail(err);
 
   int32_t error_words[mla::kDeviceErrorWords] = {};
   const bool ok = d.error.download(error_words, sizeof(error_words), "download error word", &err) &&

@@ -52,6 +52,15 @@ struct BenchResult {
   std::string combine_note;
   std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
   std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration (fused: stage 1, which combines)
+  // set_block_clock: one more stage-1 launch after the timed ones, each block's SM and
+  // its entry and end on the device clock (µs after the first block's entry), by block
+  // index; empty where not asked or the kernel that ran does not record (only wgmma).
+  struct BlockClock {
+    int64_t block = 0;
+    int sm = 0;
+    double start_us = 0, end_us = 0;
+  };
+  std::vector<BlockClock> block_clock;
 };
 
 // Device-to-device copy roofline: `bytes` read and `bytes` written per copy,
@@ -109,6 +118,9 @@ class GpuExecutor : public Executor {
   void set_fp8_convert(mla::Fp8Convert convert) { fp8_convert_ = convert; }
   // The row-major wgmma kernel's P in P·V: two 16-bit parts or rounded once (mla::PvPrecision).
   void set_pv_precision(mla::PvPrecision precision) { pv_precision_ = precision; }
+  // bench only: after the timed runs, one stage-1 launch that records each block's SM
+  // and its start and end (BenchResult::block_clock; the wgmma kernels record).
+  void set_block_clock(bool on) { block_clock_ = on; }
 
   struct DeviceState;                  // grow-only device buffers, reused across runs (opaque)
 
@@ -132,6 +144,7 @@ class GpuExecutor : public Executor {
   mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::lines;
   mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::registers;
   mla::PvPrecision pv_precision_ = mla::PvPrecision::split;
+  bool block_clock_ = false;
 };
 
 }  // namespace mlactl

@@ -135,6 +135,9 @@ struct Stage1Params {
   // CombineMode::separate_early (transposed wgmma kernel): every block issues
   // griddepcontrol.launch_dependents at its start, releasing the reduce launch.
   bool release_dependents = false;
+  // bench --block-times: [grid][3] = SM id, globaltimer (ns) at this block's entry and
+  // at its end; written by the wgmma kernels only (thread 0), nullptr: not recorded.
+  uint64_t* block_clock = nullptr;
 };
 
 

@@ -98,6 +98,24 @@ __device__ inline uint64_t desc_sw128(uint32_t addr) {
 }
 
 __device__ inline void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Stage1Params::block_clock (bench --block-times): thread 0 stores its SM and the
+// globaltimer (ns) at the block's entry, then at its end, after its last output.
+__device__ inline void block_clock_start(const Stage1Params& p) {
+  if (!p.block_clock || threadIdx.x != 0) return;
+  uint32_t sm;
+  uint64_t ns;
+  asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  p.block_clock[3 * size_t(blockIdx.x)] = sm;
+  p.block_clock[3 * size_t(blockIdx.x) + 1] = ns;
+}
+__device__ inline void block_clock_end(const Stage1Params& p) {
+  if (!p.block_clock || threadIdx.x != 0) return;
+  uint64_t ns;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  p.block_clock[3 * size_t(blockIdx.x) + 2] = ns;
+}
+
 __device__ inline void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ inline void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ inline void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
@@ -633,7 +651,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   const int heads = p.heads;
 
   int32_t w_begin, w_end;
-  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) return;  // every consumer warp
+  block_clock_start(p);
+  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
+    block_clock_end(p);
+    return;
+  }
 
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
@@ -931,6 +953,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
       }
     }
   }
+  block_clock_end(p);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
 #endif
@@ -1333,7 +1356,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int heads = p.heads;
   int32_t w_begin, w_end;  // a tile's `empty`: the 4 warps of the warpgroup that owns it
-  if (!pipeline_start(p, full_bar, empty_bar, stages, /*empty_count=*/4, w_begin, w_end)) return;
+  block_clock_start(p);
+  if (!pipeline_start(p, full_bar, empty_bar, stages, /*empty_count=*/4, w_begin, w_end)) {
+    block_clock_end(p);
+    return;
+  }
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(kConverts)));
     if constexpr (kRaw) {
@@ -1759,6 +1786,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
     }
   }
   if (g == 0 && fused_won) fused_combine_won_tiles(p, w_begin, w_end, fused_won, ct);
+  block_clock_end(p);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
 #endif

@@ -4,6 +4,7 @@ if(NOT MLACTL_GPU_BACKEND OR MLACTL_GPU_BACKEND STREQUAL "none")
   mlactl_cli_test(bench-no-gpu RC 77 ARGS bench --heads 16 --context 8191 --batch-size 4 STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-compare RC 77 ARGS bench --heads 12 --context 32767 --compare gluon_decode,asm_persistent STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-stage1 RC 77 ARGS bench --heads 128 --context 4095 --stage1 wgmma STDERR "no GPU")
+  mlactl_cli_test(bench-no-gpu-block-times RC 77 ARGS bench --heads 16 --context 65535 --batch-size 8 --block-times STDERR "no GPU")
   mlactl_cli_test(bench-no-gpu-combine RC 77 ARGS bench --heads 12 --context 32767 --batch-size 1 --block-size 16 --combine fused
                   STDERR "no GPU")
   # the vllm-cuda stack's routes side by side (docs/stacks/vllm-cuda.md): timed on the H200 only
