@@ -40,7 +40,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-// The H200 SXM datasheet's dense bf16 rate: the % of peak unless --peak-tflops is given.
+// The H200 SXM datasheet's dense bf16 rate (the H100 SXM's is the same 989 TFLOP/s):
+// the % of peak unless --peak-tflops is given.
 constexpr double kH200PeakTflops = 989.0;
 
 struct BenchOptions {
@@ -62,7 +63,13 @@ struct BenchOptions {
   int kv_copies = 0;      // 0: enough copies for >= kRotateBytes in all
   std::optional<double> peak_tflops;  // --peak-tflops; unset: kH200PeakTflops
   double peak() const { return peak_tflops.value_or(kH200PeakTflops); }
-  std::string peak_source() const { return peak_tflops ? "--peak-tflops" : "datasheet: H200 SXM dense bf16"; }
+  // Where the peak comes from, for the device bench ran on (its name from the driver).
+  std::string peak_source(const std::string& device) const {
+    if (peak_tflops) return "--peak-tflops";
+    for (const char* card : {"H200", "H100"})
+      if (device.find(card) != std::string::npos) return std::string("datasheet: ") + card + " SXM dense bf16";
+    return "datasheet: H200 SXM dense bf16, not this device's: --peak-tflops sets it";
+  }
   int64_t copy_mib = 1024;  // roofline copy size (each of source and destination)
 };
 
@@ -453,7 +460,7 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
                  {"copy_bytes", r.roof.bytes},
                  {"copy_median_us", r.roof.median_ms * 1e3},
                  {"bf16_peak_tflops", opt.peak()},
-                 {"bf16_peak_source", opt.peak_source()}};
+                 {"bf16_peak_source", opt.peak_source(r.device)}};
   j["shape"] = {{"requests", cost.requests},
                 {"rows", cost.rows},
                 {"heads", b.model.num_heads},
@@ -558,7 +565,7 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
   if (r.have_gpu) {
     kv.push_back({"copy roofline", fx(r.roof.gbps, 0) + " GB/s (device-to-device copy of " + std::to_string(r.roof.bytes >> 20) +
                                        " MiB, read + write, median of " + std::to_string(r.roof.iters) + ")"});
-    kv.push_back({"bf16 peak", fx(opt.peak(), 0) + " TFLOP/s (" + opt.peak_source() + ")"});
+    kv.push_back({"bf16 peak", fx(opt.peak(), 0) + " TFLOP/s (" + opt.peak_source(r.device) + ")"});
     // The stage-1 kernels run one block per multiprocessor: a plan for another CU count
     // runs in extra waves (docs/bench_notes.md step 20).
     const std::string cu = std::to_string(b.platform.num_cu), mp = std::to_string(r.multiprocessors);
