@@ -8,6 +8,8 @@
 #              imbalance), DRAM
 #   s1-fixed   S1's stage 1 at 1 tile a split and at S1's length: ncu duration (no launch
 #              overhead) and SM active cycles against bench's event-timed kernel µs
+#   blocks     bench --block-times on M3's three plans and S1: block durations, the slowest
+#              blocks with their works and tokens
 # Needs ncu (else only the bench lines); exit 2 without BIN_DIR or when mlactl is missing.
 set -u
 [ $# -ge 1 ] || { echo "usage: gpu_diag.sh BIN_DIR" >&2; exit 2; }
@@ -35,4 +37,9 @@ for ctx in 4095 32767; do
   echo "== s1-fixed: context $ctx"
   "$B/mlactl" bench $S1 2>&1 | tail -4 | head -2
   ncu_stage1 $S1
+done
+for args in "$M3 --num-cu 132" "$M3 --num-cu 120" "$M3 --num-cu 132 --arch sm90 --attention-backend FLASH_ATTN_MLA" \
+  "--heads 12 --qlen 1 --context 32767 --batch-size 1 --block-size 16 --num-cu 132"; do
+  echo "== blocks: $args"
+  "$B/mlactl" bench $args --block-times 2>&1 | grep -E "^(block times|slowest blocks)" | cut -c1-900
 done
