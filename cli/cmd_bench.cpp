@@ -672,8 +672,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->type_name("WHERE")
       ->transform(enum_names(mla::kFp8Converts, &mla::fp8_convert_from_name));
   sub->add_option("--pv-precision", opt->pv_precision,
-                  "P in the P·V of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs, 16-bit KV, "
-                  "serial schedule) [split]: split (hi + lo parts, fp32-level), once (rounded once to bf16/fp16 as "
+                  "P in the P·V of the wgmma stage 1 on 16-bit KV (the row-major kernel with the serial schedule, and the "
+                  "transposed one) [split]: split (hi + lo parts, fp32-level), once (rounded once to bf16/fp16 as "
                   "FlashMLA does: half the P·V wgmmas)")
       ->type_name("PRECISION")
       ->transform(enum_names(mla::kPvPrecisions, &mla::pv_precision_from_name));

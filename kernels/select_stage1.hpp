@@ -80,11 +80,12 @@ inline bool wgmma_pv_e4m3(const Stage1Params& p) {
   return (wgmma_qk_e4m3(p) && p.fp8_pv != Fp8PvMma::fp16) || (wgmma_k_registers(p) && p.fp8_pv == Fp8PvMma::e4m3);
 }
 
-// The row-major wgmma kernel runs P·V with P rounded once (Stage1Params::pv_precision;
-// kernels/stage1_wgmma.cuh, P1): built for the serial schedule only.
+// The wgmma kernels run 16-bit KV's P·V with P rounded once (Stage1Params::pv_precision;
+// kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial
+// schedule. (fp8 KV: the raw-code paths take P once in fp16 anyway; staged keeps two parts.)
 inline bool wgmma_p_once(const Stage1Params& p) {
-  return !wgmma_runs_transposed(p) && p.pv_precision == PvPrecision::once &&
-         p.wgmma_schedule == WgmmaSchedule::serial;
+  return p.pv_precision == PvPrecision::once && p.kv_type != ElemType::fp8 &&
+         (wgmma_runs_transposed(p) || p.wgmma_schedule == WgmmaSchedule::serial);
 }
 
 // Why the fused combine (CombineMode::fused, and separate_early's early release)

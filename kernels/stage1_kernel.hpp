@@ -134,14 +134,15 @@ inline std::optional<Fp8Convert> fp8_convert_from_name(const std::string& name) 
   return enum_from_name(kFp8Converts, name);
 }
 
-// How P (the softmax weights, fp32) enters P·V in the row-major wgmma kernel (works of
-// more than 16 (row, head) pairs on 16-bit KV: M2, C1; the other kernels ignore it):
+// How P (the softmax weights, fp32) enters P·V in the wgmma kernels on 16-bit KV (the
+// transposed kernel, and the row-major one's serial schedule; other kernels ignore it):
 //   split  P as hi + lo parts in the operand type (hi + lo = P to ~2^-17 relative),
 //          two wgmmas a P·V step: the output as accurate as with fp32 P. The default.
 //   once   P rounded once to the operand type (bf16: 2^-9 relative, fp16: 2^-12), as
 //          FlashMLA does (csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3: rPb, a tensor
-//          of InputT): half the P·V wgmmas, 52 instead of 68 a 32-token tile; gpu_tests
-//          holds it to kPOnceTol (docs/bench_notes.md step 32).
+//          of InputT): half the P·V wgmmas (row-major: 52 instead of 68 a 32-token tile;
+//          transposed: 68 instead of 100 a 64-token tile); gpu_tests holds it to
+//          kPOnceTol (docs/bench_notes.md steps 32-33).
 enum class PvPrecision : int32_t { split = 0, once = 1 };
 inline constexpr PvPrecision kPvPrecisions[] = {PvPrecision::split, PvPrecision::once};
 

@@ -1330,9 +1330,12 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
 // fp16 wgmma, K converted by the consumers into register A fragments (stage_q_kreg's
 // order of head_dim): exact scores, 36 + 32 wgmmas a tile and no 16-bit stage; with PV8
 // (Fp8PvMma::e4m3 asked) the e4m3 path's P·V instead, 36 + 16.
-template <bool F16, int HD, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false>
+// P1 (PvPrecision::once, 16-bit KV): P·V takes Pᵀ rounded once (no lo part): 36 + 32
+// wgmmas a tile instead of 36 + 64.
+template <bool F16, int HD, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false, bool P1 = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(!P1 || !KV8, "P once: the 16-bit KV path (the raw-code paths take P once already)");
   static_assert(!E4M3 || (F16 && KV8), "the e4m3 path: fp8 KV, fp16 operands for P·V");
   static_assert(!PV8 || E4M3 || KREG, "P·V on e4m3 wgmma: the raw-code paths only");
   static_assert(!KREG || (F16 && KV8 && !E4M3), "K in registers: fp8 KV, fp16 operands, Q·Kᵀ not on e4m3");
@@ -1567,7 +1570,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           const uint32_t off = swz(t >> 3, r, kTPairs) + (t & 7) * 2;
           const uint16_t hi = encode16<F16>(pv);
           *reinterpret_cast<uint16_t*>(p_hi + off) = hi;
-          if constexpr (!kRaw) *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
+          if constexpr (!kRaw && !P1) *reinterpret_cast<uint16_t*>(p_lo + off) = encode16<F16>(pv - decode16<F16>(hi));
         }
         fence_async_smem();
         bar_sync(kBarRed + g, 128);  // Pᵀ complete; every warp is past reading red
@@ -1673,7 +1676,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             for (int cb = 0; cb < 8; ++cb) {
               const uint64_t da = desc_sw128(saddr(stage + cb * kTNT * kRowBytes + ks * 16 * kRowBytes));
               mma_m64n16<F16, 1>(o[cb], da, dh, 1);
-              mma_m64n16<F16, 1>(o[cb], da, dl, 1);
+              if constexpr (!P1) mma_m64n16<F16, 1>(o[cb], da, dl, 1);
             }
           }
           wg_commit();

@@ -48,11 +48,11 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   kernel<<<dim3(unsigned(p.num_workgroups) * unsigned(p.pair_tiles)), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
-template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false>
+template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false, bool P1 = false>
 bool launch_transposed(const Stage1Params& p, std::string* error) {
   const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3, KREG}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3, PV8, KREG>
-                                  : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3, PV8, KREG>;
+  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_t_kernel<F16, 576, KV8, E4M3, PV8, KREG, P1>
+                                  : wg::stage1_wgmma_t_kernel<F16, 512, KV8, E4M3, PV8, KREG, P1>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma, transposed) shared memory", error))
     return false;
   kernel<<<dim3(p.num_workgroups), dim3(wg::kThreads), smem, 0>>>(p);
@@ -63,10 +63,12 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // C1): 64 q rows (72 KB), 3 stages of 32-token tiles (206 KB). (The row-major
 // kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
 // mma.sync: docs/bench_notes.md steps 11-12.) P once (wgmma_p_once) is built for the
-// serial schedule; qk_ahead keeps P in two parts.
+// transposed kernel and the row-major one's serial schedule; qk_ahead keeps P in two parts.
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
-  if (wgmma_runs_transposed(p)) return launch_transposed<F16, false>(p, error);
+  if (wgmma_runs_transposed(p))
+    return wgmma_p_once(p) ? launch_transposed<F16, false, false, false, false, true>(p, error)
+                           : launch_transposed<F16, false>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::qk_ahead)
     return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::qk_ahead>(p, error);
   if (wgmma_p_once(p)) return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial, true>(p, error);

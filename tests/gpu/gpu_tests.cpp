@@ -303,7 +303,7 @@ constexpr double kFp8MmaTol = 2e-3;
 // (times kv_scale, divided out again), so partials get twice that bound. The scores
 // are exact (fp32 accumulation): lse keeps fp32 reordering's tolerance.
 constexpr double kP16Tol = 1e-3;
-// P once in the operand type on the row-major kernel (mla::PvPrecision::once): the same
+// P once in the operand type on 16-bit KV (mla::PvPrecision::once): the same
 // bound with bf16's 2^-9 (fp16: 2^-12), twice 2^-9 · max |V| = 3.9e-3; on outputs too
 // (compare's 1e-3 absolute is below that bound). Scores exact, lse as fp32.
 constexpr double kPOnceTol = 4e-3;
@@ -378,7 +378,7 @@ void compare(const Problem& p, const DeviceRun& d, const Outputs& ref, Arith ari
 void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c, Arith arith = Arith::fp32) {
   const double tol = arith == Arith::fp8_mma ? kFp8MmaTol : 1e-5;
   // P once in fp16 moves a partial by up to kP16Tol, and the output (its rounding) with it;
-  // P once on the row-major kernel by up to kPOnceTol.
+  // P once on 16-bit KV by up to kPOnceTol.
   const double partial_tol = arith == Arith::p_fp16 ? kP16Tol : arith == Arith::p_once ? kPOnceTol : tol;
   int64_t bad_out = 0, bad_lse = 0, bad_partial = 0;
   const double out_rel = p.out_dtype == DType::fp16 ? 1.0 / 1024 : 1.0 / 128;
@@ -414,8 +414,8 @@ struct Leg {
   int e4m3_runs = 0, e4m3_pv_runs = 0;
   // Runs with K and V converted in registers (bf16 or fp8 q, e4m3fn KV: mla::wgmma_k_registers).
   int kreg_runs = 0;
-  // Runs of the row-major kernel with P once (the --pv-precision once variant, serial leg).
-  int p_once_runs = 0;
+  // Runs with P once (the --pv-precision once variant, serial leg), row-major and transposed kernel.
+  int p_once_runs = 0, p_once_t_runs = 0;
 };
 
 std::string leg_label(const Leg& leg) {
@@ -550,18 +550,17 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
       std::printf("    fp8-copy half-lines: bit for bit the default's\n");
     }
   }
-  // The row-major kernel with P rounded once (mla::PvPrecision::once; serial schedule
-  // only, mla::wgmma_p_once): select_stage1 must say so, and the results stay within
-  // kPOnceTol of the reference and the CPU.
-  if (ran_wgmma && leg.schedule == mla::WgmmaSchedule::serial && p.view.kv_dtype != DType::fp8 &&
-      mla::stage1_pairs(wshape) > mla::kSmallWorkPairs) {
+  // 16-bit KV with P rounded once (mla::PvPrecision::once: the transposed kernel and the
+  // row-major one's serial schedule, mla::wgmma_p_once): select_stage1 must say so, and
+  // the results stay within kPOnceTol of the reference and the CPU.
+  if (ran_wgmma && leg.schedule == mla::WgmmaSchedule::serial && p.view.kv_dtype != DType::fp8) {
     const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
     mla::Stage1Params once = wshape;  // what the launch dispatches on (stage1_wgmma.hip: wgmma_p_once)
     once.pv_precision = mla::PvPrecision::once;
     const std::string why = mla::select_stage1(once, leg.device).why;
     expect(mla::wgmma_p_once(once) && why.find("P rounded once") != std::string::npos,
            p.name + ": --pv-precision once: select_stage1 does not say P once: " + why);
-    leg.p_once_runs += dv.result.ok;
+    (mla::wgmma_runs_transposed(once) ? leg.p_once_t_runs : leg.p_once_runs) += dv.result.ok;
     compare_variant("pv-precision once", dv, Arith::p_once);
   }
   // The qk_ahead schedule reorders only when wgmmas are issued, not the arithmetic
@@ -1233,8 +1232,9 @@ void summarize(const Leg& leg) {
     std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
     if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
     if (leg.schedule == mla::WgmmaSchedule::serial) {
-      std::printf("  row-major P-once runs: %d\n", leg.p_once_runs);
+      std::printf("  P-once runs: row-major %d, transposed %d\n", leg.p_once_runs, leg.p_once_t_runs);
       if (sm90) expect(leg.p_once_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran with P once");
+      if (sm90) expect(leg.p_once_t_runs > 0, "leg " + leg_label(leg) + ": the transposed kernel never ran with P once");
     }
   }
   const std::string asked = mla::to_string(*leg.asked);

@@ -297,7 +297,7 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK_FALSE(why_has(params(A, bf16, bf16), kH200, "16-bit stages"));
 }
 
-TEST_CASE("select_stage1: P once applies to the row-major wgmma kernel's serial schedule only, and says so",
+TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel and the row-major serial schedule, and says so",
           "[unit][select_stage1]") {
   Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // M2: 64 pairs a work, the row-major kernel
   CHECK_FALSE(mla::wgmma_p_once(p));  // default: P in two parts
@@ -309,12 +309,15 @@ TEST_CASE("select_stage1: P once applies to the row-major wgmma kernel's serial 
   p.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // built with P in two parts only
   CHECK_FALSE(mla::wgmma_p_once(p));
   CHECK_FALSE(why_has(p, kH200, "P rounded once"));
-  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel ignores it
+  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, any schedule
   small.pv_precision = mla::PvPrecision::once;
-  CHECK_FALSE(mla::wgmma_p_once(small));
-  CHECK_FALSE(why_has(small, kH200, "P rounded once"));
-  Stage1Params kv8 = params(A, bf16, fp8, 16, 576, 512, 64);  // fp8 KV never runs the row-major kernel
+  CHECK(mla::wgmma_p_once(small));
+  CHECK(why_has(small, kH200, "P rounded once"));
+  small.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // the row-major kernel's option only
+  CHECK(mla::wgmma_p_once(small));
+  Stage1Params kv8 = params(A, bf16, fp8);  // fp8 KV: its own P forms (Fp8Convert, Fp8PvMma)
   kv8.pv_precision = mla::PvPrecision::once;
   CHECK_FALSE(mla::wgmma_p_once(kv8));
+  CHECK_FALSE(why_has(kv8, kH200, "P rounded once"));
   CHECK_FALSE(mla::wgmma_p_once(params(A, bf16, bf16, 16, 576, 512, 64)));
 }
