@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <iostream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "cli/app.hpp"
@@ -179,6 +181,7 @@ struct RouteResult {
     int sm = 0;
     double start_us = 0, end_us = 0;
     int64_t works = 0, tokens = 0;
+    std::array<std::optional<double>, 5> marks_us;  // BenchResult::BlockClock::marks_us
   };
   std::vector<BlockRow> blocks;
 };
@@ -190,7 +193,7 @@ std::vector<RouteResult::BlockRow> block_rows(const BenchResult& bench, const Ro
   const int64_t groups = w.num_workgroups, unit = std::max(1, plan.kernel_view.page_size);
   if (groups <= 0 || int64_t(w.work_indptr.size()) != groups + 1) return rows;
   for (const BenchResult::BlockClock& c : bench.block_clock) {
-    RouteResult::BlockRow r{c.block, c.block % groups, c.sm, c.start_us, c.end_us, 0, 0};
+    RouteResult::BlockRow r{c.block, c.block % groups, c.sm, c.start_us, c.end_us, 0, 0, c.marks_us};
     for (int32_t i = w.work_indptr[size_t(r.workgroup)]; i < w.work_indptr[size_t(r.workgroup) + 1]; ++i) {
       if (i < 0 || size_t(i) >= w.work_info.size()) break;
       ++r.works;
@@ -307,7 +310,12 @@ struct BlockSummary {
   double last_end_us = 0;   // the grid's end on the device clock, after the first entry
   Stats ns_per_token;       // duration / tokens, blocks with tokens
   std::vector<size_t> slowest;  // indices into the rows, slowest first (at most 5)
+  std::array<std::optional<double>, 5> mark_median_us;  // each phase mark, median over the blocks that have it
 };
+// The phase marks' names (BenchResult::BlockClock::marks_us, in order) as bench prints them.
+constexpr const char* kMarkNames[5] = {"first KV copy issued", "q staged", "first tile landed", "tiles done",
+                                       "outputs written"};
+constexpr const char* kMarkKeys[5] = {"first_issue", "q_staged", "first_tile", "tiles_done", "outputs"};
 BlockSummary summarize_blocks(const std::vector<RouteResult::BlockRow>& rows) {
   BlockSummary s;
   s.blocks = int64_t(rows.size());
@@ -330,6 +338,12 @@ BlockSummary summarize_blocks(const std::vector<RouteResult::BlockRow>& rows) {
   });
   order.resize(std::min<size_t>(order.size(), 5));
   s.slowest = order;
+  for (size_t m = 0; m < s.mark_median_us.size(); ++m) {
+    std::vector<float> at_ms;
+    for (const auto& r : rows)
+      if (r.marks_us[m]) at_ms.push_back(float(1e-3 * *r.marks_us[m]));
+    if (!at_ms.empty()) s.mark_median_us[m] = stats_us(at_ms).median;
+  }
   return s;
 }
 
@@ -439,9 +453,19 @@ nlohmann::ordered_json block_times_json(const RouteResult& rr) {
   o["last_end_us"] = s.last_end_us;
   o["ns_per_token"] = stats_json(s.ns_per_token);
   auto arr = nlohmann::ordered_json::array();
-  for (const auto& b : rr.blocks)
-    arr.push_back({{"block", b.block}, {"workgroup", b.workgroup}, {"sm", b.sm}, {"start_us", b.start_us},
-                   {"end_us", b.end_us}, {"works", b.works}, {"tokens", b.tokens}});
+  nlohmann::ordered_json marks = nlohmann::ordered_json::object();
+  for (size_t m = 0; m < s.mark_median_us.size(); ++m)
+    if (s.mark_median_us[m]) marks[kMarkKeys[m]] = *s.mark_median_us[m];
+  o["mark_median_us"] = marks;
+  for (const auto& b : rr.blocks) {
+    nlohmann::ordered_json row = {{"block", b.block}, {"workgroup", b.workgroup}, {"sm", b.sm}, {"start_us", b.start_us},
+                                  {"end_us", b.end_us}, {"works", b.works}, {"tokens", b.tokens}};
+    nlohmann::ordered_json bm = nlohmann::ordered_json::object();
+    for (size_t m = 0; m < b.marks_us.size(); ++m)
+      if (b.marks_us[m]) bm[kMarkKeys[m]] = *b.marks_us[m];
+    row["marks_us"] = bm;
+    arr.push_back(row);
+  }
   o["per_block"] = arr;
   return o;
 }
@@ -607,6 +631,11 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
               std::to_string(b.tokens) + " tokens) " + fx(b.end_us - b.start_us, 1) + " µs from " + fx(b.start_us, 1);
     }
     kv.push_back({"slowest blocks" + route, slow});
+    std::string phases;
+    for (size_t m = 0; m < s.mark_median_us.size(); ++m)
+      if (s.mark_median_us[m]) phases += (phases.empty() ? "" : ", ") + std::string(kMarkNames[m]) + " " + fx(*s.mark_median_us[m], 1);
+    if (!phases.empty())
+      kv.push_back({"block phases" + route, phases + " (µs after the block's entry, median over blocks; the first chunk)"});
   }
   print_kv(out, kv);
   out << "\n";

@@ -413,7 +413,8 @@ namespace {
 // keep the zeroed entry time and are dropped.
 bool record_block_clock(mla::Stage1Params s1, void* kv, BenchResult& r, std::string* err) {
   const int64_t blocks = std::max<int64_t>(s1.num_workgroups, gpu_device_multiprocessors());
-  const size_t bytes = size_t(3) * size_t(blocks) * sizeof(uint64_t);
+  constexpr size_t kWords = mla::kBlockClockWords;
+  const size_t bytes = kWords * size_t(blocks) * sizeof(uint64_t);
   DeviceBuffer clock;
   if (!clock.reserve(bytes, "allocate block clock", err) ||
       !mla::check(mla::gpu_memset(clock.ptr, 0, bytes), "zero block clock", err))
@@ -422,16 +423,22 @@ bool record_block_clock(mla::Stage1Params s1, void* kv, BenchResult& r, std::str
   s1.block_clock = clock.as<uint64_t>();
   if (!mla::launch_stage1(s1, err) || !mla::check(mla::gpu_device_synchronize(), "block-clock launch", err))
     return false;
-  std::vector<uint64_t> host(size_t(3) * size_t(blocks));
+  std::vector<uint64_t> host(kWords * size_t(blocks));
   if (!clock.download(host.data(), bytes, "download block clock", err)) return false;
   uint64_t first = 0;
-  for (int64_t b = 0; b < blocks; ++b)
-    if (host[3 * b + 1] && (!first || host[3 * b + 1] < first)) first = host[3 * b + 1];
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint64_t start = host[3 * b + 1], end = host[3 * b + 2];
+    const uint64_t start = host[kWords * b + mla::kClockEntry];
+    if (start && (!first || start < first)) first = start;
+  }
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint64_t* w = host.data() + kWords * b;
+    const uint64_t start = w[mla::kClockEntry], end = w[mla::kClockEnd];
     if (!start) continue;
-    r.block_clock.push_back({b, int(host[3 * b]), 1e-3 * double(start - first),
-                             end >= start ? 1e-3 * double(end - first) : 1e-3 * double(start - first)});
+    BenchResult::BlockClock c{b, int(w[mla::kClockSm]), 1e-3 * double(start - first),
+                              1e-3 * double(std::max(end, start) - first), {}};
+    for (int m = 0; m < int(c.marks_us.size()); ++m)
+      if (const uint64_t at = w[mla::kClockFirstIssue + m]; at >= start) c.marks_us[size_t(m)] = 1e-3 * double(at - start);
+    r.block_clock.push_back(c);
   }
   return true;
 }

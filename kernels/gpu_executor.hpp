@@ -2,8 +2,10 @@
 // and reduce launches of kernels/mla_decode.hpp. Built with any backend; without
 // one (MLACTL_GPU=none) it reports "built without a GPU backend".
 #pragma once
+#include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +61,10 @@ struct BenchResult {
     int64_t block = 0;
     int sm = 0;
     double start_us = 0, end_us = 0;
+    // The transposed wgmma kernel's phase marks of its first chunk (mla::BlockClockWord
+    // kClockFirstIssue .. kClockOutputs, in that order), µs after this block's entry;
+    // empty where the kernel does not mark that phase.
+    std::array<std::optional<double>, 5> marks_us;
   };
   std::vector<BlockClock> block_clock;
 };

@@ -77,6 +77,12 @@ struct FusedCombine {
 // keeps which of them completed a tile in one 32-bit mask (plan_fused_combine).
 constexpr int kFusedMaxSplitWorks = 32;
 
+// Stage1Params::block_clock's words per block: kSm, kEntry, kEnd, then the phase marks
+// of the transposed wgmma kernel's first chunk (0 where a kernel does not mark).
+enum BlockClockWord : int { kClockSm = 0, kClockEntry = 1, kClockEnd = 2, kClockFirstIssue = 3, kClockQStaged = 4,
+                            kClockFirstTile = 5, kClockTilesDone = 6, kClockOutputs = 7 };
+constexpr int kBlockClockWords = 8;
+
 struct Stage1Params {
   const int32_t* work_indptr = nullptr;  // [num_workgroups + 1]
   int32_t num_workgroups = 0;
@@ -135,8 +141,9 @@ struct Stage1Params {
   // CombineMode::separate_early (transposed wgmma kernel): every block issues
   // griddepcontrol.launch_dependents at its start, releasing the reduce launch.
   bool release_dependents = false;
-  // bench --block-times: [grid][3] = SM id, globaltimer (ns) at this block's entry and
-  // at its end; written by the wgmma kernels only (thread 0), nullptr: not recorded.
+  // bench --block-times: [grid][kBlockClockWords] = SM id, globaltimer (ns) at this
+  // block's entry and end, then the transposed wgmma kernel's phase marks (BlockPhase);
+  // written by the wgmma kernels only, nullptr: not recorded.
   uint64_t* block_clock = nullptr;
 };
 

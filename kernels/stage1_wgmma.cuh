@@ -99,21 +99,28 @@ __device__ inline uint64_t desc_sw128(uint32_t addr) {
 
 __device__ inline void fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 // Stage1Params::block_clock (bench --block-times): thread 0 stores its SM and the
-// globaltimer (ns) at the block's entry, then at its end, after its last output.
+// globaltimer (ns) at the block's entry, then at its end, after its last output;
+// block_clock_mark stores a phase's first time (the caller picks the one thread).
+__device__ inline uint64_t global_ns() {
+  uint64_t ns;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
+  return ns;
+}
 __device__ inline void block_clock_start(const Stage1Params& p) {
   if (!p.block_clock || threadIdx.x != 0) return;
   uint32_t sm;
-  uint64_t ns;
   asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
-  p.block_clock[3 * size_t(blockIdx.x)] = sm;
-  p.block_clock[3 * size_t(blockIdx.x) + 1] = ns;
+  p.block_clock[kBlockClockWords * size_t(blockIdx.x) + kClockSm] = sm;
+  p.block_clock[kBlockClockWords * size_t(blockIdx.x) + kClockEntry] = global_ns();
 }
 __device__ inline void block_clock_end(const Stage1Params& p) {
   if (!p.block_clock || threadIdx.x != 0) return;
-  uint64_t ns;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(ns));
-  p.block_clock[3 * size_t(blockIdx.x) + 2] = ns;
+  p.block_clock[kBlockClockWords * size_t(blockIdx.x) + kClockEnd] = global_ns();
+}
+__device__ inline void block_clock_mark(const Stage1Params& p, BlockClockWord word) {
+  if (!p.block_clock) return;
+  uint64_t* at = p.block_clock + kBlockClockWords * size_t(blockIdx.x) + word;
+  if (*at == 0) *at = global_ns();
 }
 
 __device__ inline void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
@@ -602,6 +609,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
           // landed (an asynchronous arrive per thread, counted in the barrier's 128).
           asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
         }
+        if (issued == 0 && ptid == 0) block_clock_mark(p, kClockFirstIssue);
         ++issued;
       }
     }
@@ -1423,6 +1431,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       else if constexpr (KREG) stage_q_kreg<kTPairs, HD>(p, work, chunk, cp, q_s, tid);
       else stage_q<F16, kTPairs, HD>(p, work, chunk, cp, q_s, tid);
       bar_sync(kBarChunk, kConsumers);
+      if (tid == 0) block_clock_mark(p, kClockQStaged);
 
       float o[8][8];  // Oᵀ: [64-column block][accumulator]: cols 16wq + gq (+8), pairs pair_of(x)
 #pragma unroll
@@ -1440,6 +1449,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
         mbar_wait(full_bar + 8 * s, (k / uint32_t(stages)) & 1, p.error);
         fence_async_smem();
+        if (tid == 0) block_clock_mark(p, kClockFirstTile);
 
         float sa[8], sb[8];
 #pragma unroll
@@ -1688,6 +1698,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         if (lane == 0 && !released) mbar_arrive(empty_bar + 8 * s);
       }
 
+      if (tid == 0) block_clock_mark(p, kClockTilesDone);
       // Merge the two warpgroups' states: per pair, L = Σ_wg l·2^(m_wg − M), O likewise.
 #pragma unroll
       for (int x = 0; x < 4; ++x)
@@ -1773,6 +1784,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             p.partial_lse[row_base + r] = lse[x];
           }
         }
+      if (tid == 0) block_clock_mark(p, kClockOutputs);
       // Only warpgroup 0 is here (warpgroup 1 went on after the merge); after a
       // work's last chunk (its only one: this kernel serves <= 16 pairs) all its
       // outputs are stored.

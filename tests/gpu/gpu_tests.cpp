@@ -1156,10 +1156,19 @@ void fused_combine_cases() {
         const int sms = gpu_device_multiprocessors();
         const int64_t groups = p.work.num_workgroups, most = std::max<int64_t>(groups, sms);
         bool ordered = true, on_device = true;
+        int marked = 0;  // blocks with every consumer phase mark (the transposed kernel, a chunk run)
         for (const BenchResult::BlockClock& c : cr.block_clock) {
           ordered &= c.end_us >= c.start_us && c.start_us >= 0;
           on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most;
+          // q staged <= first tile landed <= tiles done <= outputs written <= the block's end
+          const auto& m = c.marks_us;
+          if (m[1] && m[2] && m[3] && m[4]) {
+            ++marked;
+            ordered &= *m[1] <= *m[2] && *m[2] <= *m[3] && *m[3] <= *m[4] && *m[4] <= c.end_us - c.start_us + 1e-3;
+          }
         }
+        if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
+          expect(marked > 0, p.name + ": block clock: no block of the transposed kernel marked its phases");
         expect(int64_t(cr.block_clock.size()) >= groups && int64_t(cr.block_clock.size()) <= most && ordered && on_device,
                p.name + ": block clock: " + std::to_string(cr.block_clock.size()) + " blocks for " +
                    std::to_string(groups) + " workgroups, ordered " + std::to_string(ordered) + ", on the device " +
