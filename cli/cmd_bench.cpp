@@ -181,7 +181,7 @@ struct RouteResult {
     int sm = 0;
     double start_us = 0, end_us = 0;
     int64_t works = 0, tokens = 0;
-    std::array<std::optional<double>, 5> marks_us;  // BenchResult::BlockClock::marks_us
+    std::array<std::optional<double>, mla::kBlockClockMarks> marks_us;  // BenchResult::BlockClock::marks_us
   };
   std::vector<BlockRow> blocks;
 };
@@ -310,12 +310,13 @@ struct BlockSummary {
   double last_end_us = 0;   // the grid's end on the device clock, after the first entry
   Stats ns_per_token;       // duration / tokens, blocks with tokens
   std::vector<size_t> slowest;  // indices into the rows, slowest first (at most 5)
-  std::array<std::optional<double>, 5> mark_median_us;  // each phase mark, median over the blocks that have it
+  std::array<std::optional<double>, mla::kBlockClockMarks> mark_median_us;  // each phase mark, median over the blocks that have it
 };
 // The phase marks' names (BenchResult::BlockClock::marks_us, in order) as bench prints them.
-constexpr const char* kMarkNames[5] = {"first KV copy issued", "q staged", "first tile landed", "tiles done",
-                                       "outputs written"};
-constexpr const char* kMarkKeys[5] = {"first_issue", "q_staged", "first_tile", "tiles_done", "outputs"};
+constexpr const char* kMarkNames[mla::kBlockClockMarks] = {
+    "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "merged", "outputs written"};
+constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {"first_issue", "q_staged",  "first_tile", "tiles_done",
+                                                          "met",         "combined", "outputs"};
 BlockSummary summarize_blocks(const std::vector<RouteResult::BlockRow>& rows) {
   BlockSummary s;
   s.blocks = int64_t(rows.size());

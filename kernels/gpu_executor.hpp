@@ -64,7 +64,7 @@ struct BenchResult {
     // The transposed wgmma kernel's phase marks of its first chunk (mla::BlockClockWord
     // kClockFirstIssue .. kClockOutputs, in that order), µs after this block's entry;
     // empty where the kernel does not mark that phase.
-    std::array<std::optional<double>, 5> marks_us;
+    std::array<std::optional<double>, mla::kBlockClockMarks> marks_us;
   };
   std::vector<BlockClock> block_clock;
 };

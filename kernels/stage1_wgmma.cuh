@@ -1729,6 +1729,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         continue;
       }
       if constexpr (!kMergeInQ) bar_sync(kBarStats, kConsumers);  // round 0 (lsum, mrec with it)
+      if (tid == 0) block_clock_mark(p, kClockMerged);
       float f0[4], f1[4], inv[4], lse[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
@@ -1758,6 +1759,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           }
         if (rd + 1 < kRounds) bar_arrive(kBarMergeRead, kConsumers);
       }
+      if (tid == 0) block_clock_mark(p, kClockCombined);
       const bool final_out = work.ploc < 0;
       const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
 #pragma unroll

@@ -1160,11 +1160,15 @@ void fused_combine_cases() {
         for (const BenchResult::BlockClock& c : cr.block_clock) {
           ordered &= c.end_us >= c.start_us && c.start_us >= 0;
           on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most;
-          // q staged <= first tile landed <= tiles done <= outputs written <= the block's end
+          // q staged <= first tile landed <= tiles done <= met <= merged <= outputs written
+          // <= the block's end (marks 1..6; 0, the producer's, has its own thread)
           const auto& m = c.marks_us;
-          if (m[1] && m[2] && m[3] && m[4]) {
+          bool all = true;
+          for (int i = 1; i < mla::kBlockClockMarks; ++i) all &= m[size_t(i)].has_value();
+          if (all) {
             ++marked;
-            ordered &= *m[1] <= *m[2] && *m[2] <= *m[3] && *m[3] <= *m[4] && *m[4] <= c.end_us - c.start_us + 1e-3;
+            for (int i = 2; i < mla::kBlockClockMarks; ++i) ordered &= *m[size_t(i - 1)] <= *m[size_t(i)];
+            ordered &= *m[size_t(mla::kBlockClockMarks - 1)] <= c.end_us - c.start_us + 1e-3;
           }
         }
         if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
