@@ -1762,6 +1762,35 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
       if (tid == 0) block_clock_mark(p, kClockCombined);
       const bool final_out = work.ploc < 0;
       const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
+      if constexpr (!kMergeInQ) {
+        // Through the merge buffer (warpgroup 0 is done reading it; warpgroup 1 writes it
+        // again only after the next chunk barrier), then whole rows: 16 coalesced 16-byte
+        // stores a thread instead of 64 scattered 4-byte ones, whose issue took ~6 µs a
+        // chunk (bench --block-times, docs/bench_notes.md step 33). Row r's column c at
+        // r * kVDim + (c ^ ((r >> 1 & 3) << 3)): the 32 lanes of a scattered write hit 32 banks.
+        bar_sync(kBarRed, 128);  // every thread of warpgroup 0 has read mbuf
+#pragma unroll
+        for (int cb = 0; cb < 8; ++cb)
+#pragma unroll
+          for (int a = 0; a < 8; ++a) {
+            const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
+            const int col = cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
+            mbuf[r * kVDim + (col ^ (((r >> 1) & 3) << 3))] = o[cb][a] * inv[x];
+          }
+        bar_sync(kBarRed, 128);
+        constexpr int kQuadsPerRow = kVDim / 4;
+        for (int i = ct; i < cp * kQuadsPerRow; i += 128) {
+          const int r = i / kQuadsPerRow, c = 4 * (i % kQuadsPerRow);
+          const float4 v = *reinterpret_cast<const float4*>(mbuf + r * kVDim + (c ^ (((r >> 1) & 3) << 3)));
+          const int64_t at = (row_base + r) * kVDim + c;
+          if (final_out)
+            *reinterpret_cast<uint2*>(p.out + at) =
+                make_uint2(uint32_t(encode_out(p.out_type, v.x)) | (uint32_t(encode_out(p.out_type, v.y)) << 16),
+                           uint32_t(encode_out(p.out_type, v.z)) | (uint32_t(encode_out(p.out_type, v.w)) << 16));
+          else
+            *reinterpret_cast<float4*>(p.partial_out + at) = v;
+        }
+      } else
 #pragma unroll
       for (int cb = 0; cb < 8; ++cb)
 #pragma unroll
