@@ -69,8 +69,6 @@ constexpr int kVDim = 2 * kVCols;            // the only v_dim this kernel serve
 constexpr int kRowBytes = 128;               // one swizzle row: 64 16-bit elements
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6, kBarRed = 7;  // kBarRed + warpgroup
-// The row-major kernel's output stage (kBarOut + warpgroup; the transposed kernel's kBarRed ids).
-constexpr int kBarOut = kBarRed;
 
 // Shared-memory plan for QR staged q rows, S KV stages of NT tokens.
 struct Plan {
@@ -932,45 +930,25 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
       const bool final_out = work.ploc < 0;
       const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
       const float inv0 = l0 == 0.0f ? 0.0f : kv_scale / l0, inv1 = l1 == 0.0f ? 0.0f : kv_scale / l1;
-      // Whole rows through q_s (free: warpgroup 0's last Q·Kᵀ completed before the stats
-      // exchange, and q is staged again only after the next chunk barrier), one half of
-      // the rows a pass: warpgroup g's 32 rows x 256 columns (32 KB) at g * 32 KB, column
-      // c of local row l at c ^ ((l & 7) << 2) (a warp's float2 writes 2 wavefronts), then
-      // 16-byte coalesced stores, 512 bytes a warp instruction. Scattered float2 stores
-      // (8 rows a warp instruction) cost ~6 µs a chunk in the transposed kernel's
-      // equivalent (docs/bench_notes.md step 33). The same values as before.
-      static_assert(QR * HD * 2 >= 2 * 32 * kVCols * 4, "the output stage fits in q_s");
-      float* ostage = reinterpret_cast<float*>(q_s) + g * 32 * kVCols;
-      const int lr = wq * 8 + lane / 4;  // this thread's local row (r0 = 16 wq + lane / 4, or r1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = half ? r1 : r0;
+        if (r >= cp) continue;
         const float inv = half ? inv1 : inv0;
-        if (half) bar_sync(kBarOut + g, 128);  // the warpgroup has read pass 0's rows
+        const int64_t at_row = (row_base + r) * kVDim + g * kVCols + 2 * tq;
 #pragma unroll
         for (int nb = 0; nb < 4; ++nb)
 #pragma unroll
           for (int j = 0; j < 8; ++j) {
-            const int c = nb * 64 + 8 * j + 2 * tq;
-            *reinterpret_cast<float2*>(ostage + lr * kVCols + (c ^ ((lr & 7) << 2))) =
-                make_float2(o[nb][4 * j + 2 * half] * inv, o[nb][4 * j + 2 * half + 1] * inv);
+            const float x0 = o[nb][4 * j + 2 * half] * inv, x1 = o[nb][4 * j + 2 * half + 1] * inv;
+            const int64_t at = at_row + nb * 64 + 8 * j;
+            if (final_out) {
+              *reinterpret_cast<uint32_t*>(p.out + at) =
+                  uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+            } else {
+              *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+            }
           }
-        bar_sync(kBarOut + g, 128);
-        constexpr int kQuads = kVCols / 4;
-        for (int i = ct; i < 32 * kQuads; i += 128) {
-          const int l = i / kQuads, c4 = 4 * (i % kQuads);
-          const int row = (l / 8) * 16 + l % 8 + 8 * half;
-          if (row >= cp) continue;
-          const float4 v = *reinterpret_cast<const float4*>(ostage + l * kVCols + (c4 ^ ((l & 7) << 2)));
-          const int64_t at = (row_base + row) * kVDim + g * kVCols + c4;
-          if (final_out)
-            *reinterpret_cast<uint2*>(p.out + at) =
-                make_uint2(uint32_t(encode_out(p.out_type, v.x)) | (uint32_t(encode_out(p.out_type, v.y)) << 16),
-                           uint32_t(encode_out(p.out_type, v.z)) | (uint32_t(encode_out(p.out_type, v.w)) << 16));
-          else
-            *reinterpret_cast<float4*>(p.partial_out + at) = v;
-        }
-        if (r >= cp) continue;
         if (g == 0 && tq == 0) {
           const float l = half ? l1 : l0, m = half ? m1 : m0;
           const float lse = l == 0.0f ? kNegInf : (m + log2f(l)) * 0.6931471805599453f;
