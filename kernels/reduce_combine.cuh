@@ -53,30 +53,15 @@ __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32
 
 // Σ over splits k = k0, k0 + step, ... < e of exp(lse_k − lse) · partial_k[c] for
 // pair (r, h): one split-group's chain of mla_reduce_kernel, in split order.
-// Batches of kChainBatch splits: the batch's map entries, then its lse and partial
-// values, are loaded before any is used, so a chain of n splits waits for ~2n / 8 L2
-// round trips instead of ~2n / 4 (S1's 128-split tile: 16 splits a chain); the fmaf
-// order, and so every bit, is the one-at-a-time loop's.
-constexpr int kChainBatch = 8;
 template <bool L2_COHERENT>
 __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
                                       float lse, int c) {
   float acc = 0.0f;
-  for (int32_t k = k0; k < e; k += kChainBatch * step) {
-    int64_t prow[kChainBatch];
-    float lk[kChainBatch], x[kChainBatch];
-#pragma unroll
-    for (int u = 0; u < kChainBatch; ++u)
-      if (k + u * step < e) prow[u] = (int64_t(p.reduce_partial_map[k + u * step]) + r) * p.heads + h;
-#pragma unroll
-    for (int u = 0; u < kChainBatch; ++u)
-      if (k + u * step < e) {
-        lk[u] = load_partial<L2_COHERENT>(p.partial_lse + prow[u]);
-        x[u] = load_partial<L2_COHERENT>(p.partial_out + prow[u] * p.v_dim + c);
-      }
-#pragma unroll
-    for (int u = 0; u < kChainBatch; ++u)
-      if (k + u * step < e) acc = fmaf(expf(lk[u] - lse), x[u], acc);
+#pragma unroll 4
+  for (int32_t k = k0; k < e; k += step) {
+    const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h;
+    acc = fmaf(expf(load_partial<L2_COHERENT>(p.partial_lse + prow) - lse),
+               load_partial<L2_COHERENT>(p.partial_out + prow * p.v_dim + c), acc);
   }
   return acc;
 }
