@@ -1790,6 +1790,33 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           else
             *reinterpret_cast<float4*>(p.partial_out + at) = v;
         }
+      } else if constexpr (kRaw) {
+        // The raw-code paths: this thread's columns of a pair are the 16 contiguous
+        // e4m3_v_col(wq, gq, ·) (PV8: e4m3_v8_col, the same 16 with 4-column groups
+        // XOR-permuted by gq >> 1), so four 16-byte stores a pair instead of 16 scalar
+        // ones (the scattered stores cost ~6 µs a work: docs/bench_notes.md step 33).
+        // Group kk's column i is 2cb + h = 4kk + i: cb = 2kk + i / 2, h = i % 2, and a
+        // (pair x, half h) is accumulator 4 (x / 2) + 2h + x % 2; the same values as the
+        // scalar loop below.
+        const int base = 16 * (8 * wq + gq), sw = PV8 ? gq >> 1 : 0;
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int r = pair_of(x);
+          if (r >= cp) continue;
+#pragma unroll
+          for (int kk = 0; kk < 4; ++kk) {
+            float v[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = o[2 * kk + i / 2][4 * (x >> 1) + 2 * (i & 1) + (x & 1)] * inv[x];
+            const int64_t at = (row_base + r) * kVDim + base + 4 * (kk ^ sw);
+            if (final_out)
+              *reinterpret_cast<uint2*>(p.out + at) =
+                  make_uint2(uint32_t(encode_out(p.out_type, v[0])) | (uint32_t(encode_out(p.out_type, v[1])) << 16),
+                             uint32_t(encode_out(p.out_type, v[2])) | (uint32_t(encode_out(p.out_type, v[3])) << 16));
+            else
+              *reinterpret_cast<float4*>(p.partial_out + at) = make_float4(v[0], v[1], v[2], v[3]);
+          }
+        }
       } else
 #pragma unroll
       for (int cb = 0; cb < 8; ++cb)
