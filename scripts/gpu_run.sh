@@ -25,7 +25,7 @@ for f in mlactl gpu_tests run_grid; do
 done
 bad=0
 step() { echo "== $1"; }
-step "device"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -2; "$B/mlactl" --version 2>/dev/null | head -1  # the build's commit (the device copy's .git may lag)
+step "device"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -2; "$B/mlactl" --version 2>/dev/null | head -2 | tr "\n" " "; echo  # the build's commit (the device copy's .git may lag)
 step "correctness: gpu_tests"
 "$B/gpu_tests" > "$O/gpu_tests.txt" 2>&1; rc=$?; echo "rc $rc"; tail -6 "$O/gpu_tests.txt"
 [ $rc -eq 0 ] || bad=1
