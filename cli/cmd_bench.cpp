@@ -314,17 +314,17 @@ struct BlockSummary {
 };
 // The phase marks' names (BenchResult::BlockClock::marks_us, in order) as bench prints them.
 constexpr const char* kMarkNames[mla::kBlockClockMarks] = {
-    "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "merged", "outputs written"};
+    "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "combined", "outputs written"};
 constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {"first_issue", "q_staged",  "first_tile", "tiles_done",
                                                           "met",         "combined", "outputs"};
 BlockSummary summarize_blocks(const std::vector<RouteResult::BlockRow>& rows) {
   BlockSummary s;
   s.blocks = int64_t(rows.size());
-  std::vector<float> dur_ms, per_token;  // stats_us takes ms (µs out); per token: ns / 1000
+  std::vector<float> dur_ms, per_token;  // stats_us scales by 1000: ms in, µs out (per token: µs in, ns out)
   std::vector<int> sms;
   for (const auto& r : rows) {
     dur_ms.push_back(float(1e-3 * (r.end_us - r.start_us)));
-    if (r.tokens > 0) per_token.push_back(float(1e3 * (r.end_us - r.start_us) / double(r.tokens) * 1e-3));
+    if (r.tokens > 0) per_token.push_back(float((r.end_us - r.start_us) / double(r.tokens)));  // µs in, ns out
     s.last_end_us = std::max(s.last_end_us, r.end_us);
     sms.push_back(r.sm);
   }

@@ -80,7 +80,7 @@ constexpr int kFusedMaxSplitWorks = 32;
 // Stage1Params::block_clock's words per block: kSm, kEntry, kEnd, then the phase marks
 // of the transposed wgmma kernel's first chunk (0 where a kernel does not mark).
 enum BlockClockWord : int { kClockSm = 0, kClockEntry = 1, kClockEnd = 2, kClockFirstIssue = 3, kClockQStaged = 4,
-                            kClockFirstTile = 5, kClockTilesDone = 6, kClockMerged = 7, kClockCombined = 8,
+                            kClockFirstTile = 5, kClockTilesDone = 6, kClockMet = 7, kClockCombined = 8,
                             kClockOutputs = 9 };
 constexpr int kBlockClockWords = 10;
 constexpr int kBlockClockMarks = kBlockClockWords - kClockFirstIssue;

@@ -1729,7 +1729,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         continue;
       }
       if constexpr (!kMergeInQ) bar_sync(kBarStats, kConsumers);  // round 0 (lsum, mrec with it)
-      if (tid == 0) block_clock_mark(p, kClockMerged);
+      if (tid == 0) block_clock_mark(p, kClockMet);
       float f0[4], f1[4], inv[4], lse[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
