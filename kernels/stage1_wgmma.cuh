@@ -269,6 +269,21 @@ __device__ inline bool pipeline_start(const Stage1Params& p, uint32_t full_bar, 
   return block_works(p, w_begin, w_end);
 }
 
+// Two q elements as the 16-bit operand word stage_q and stage_q_kreg write: fp8 q
+// (two codes in the low 16 bits of `raw`) decoded exactly into F16 ? fp16 : bf16;
+// bf16 q with F16 (fp8 KV, q exact in fp16 times q_f16_scale, Stage1Params::q_f16_exact)
+// scaled into fp16; other 16-bit q as it is.
+template <bool F16>
+__device__ inline uint32_t q_word16(const Stage1Params& p, uint32_t raw) {
+  if (p.q_type == ElemType::fp8)
+    return uint32_t(encode16<F16>(decode_fp8(uint8_t(raw), p.fp8_fnuz))) |
+           (uint32_t(encode16<F16>(decode_fp8(uint8_t(raw >> 8), p.fp8_fnuz))) << 16);
+  if (F16 && p.q_type == ElemType::bf16)
+    return uint32_t(encode_fp16(decode_bf16(uint16_t(raw)) * p.q_f16_scale)) |
+           (uint32_t(encode_fp16(decode_bf16(uint16_t(raw >> 16)) * p.q_f16_scale)) << 16);
+  return raw;
+}
+
 // q of a chunk (pairs [chunk, chunk + cp) of the work) into the swizzled
 // [64-element block][QR rows][128 B] tile, 16-bit (fp8 q decoded exactly), rows
 // past cp zero; by the kConsumers consumer threads, fenced for the async proxy.
@@ -283,25 +298,11 @@ __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int c
       const int64_t at = q_base + int64_t(r) * HD + ch * 8;
       if (p.q_type == ElemType::fp8) {
         const uint2 b8 = *reinterpret_cast<const uint2*>(static_cast<const uint8_t*>(p.q) + at);
-        uint32_t word[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const uint32_t src = j < 2 ? b8.x : b8.y;
-          const int sh = (j % 2) * 16;
-          word[j] = uint32_t(encode16<F16>(decode_fp8(uint8_t(src >> sh), p.fp8_fnuz))) |
-                    (uint32_t(encode16<F16>(decode_fp8(uint8_t(src >> (sh + 8)), p.fp8_fnuz))) << 16);
-        }
-        v = make_uint4(word[0], word[1], word[2], word[3]);
+        v = make_uint4(q_word16<F16>(p, b8.x), q_word16<F16>(p, b8.x >> 16), q_word16<F16>(p, b8.y),
+                       q_word16<F16>(p, b8.y >> 16));
       } else {
         v = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.q) + at);
-        if (F16 && p.q_type == ElemType::bf16) {  // fp8 KV, q scaled exact in fp16 (Stage1Params::q_f16_exact)
-          const float f = p.q_f16_scale;
-          uint32_t* word = &v.x;
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-            word[j] = uint32_t(encode_fp16(decode_bf16(uint16_t(word[j])) * f)) |
-                      (uint32_t(encode_fp16(decode_bf16(uint16_t(word[j] >> 16)) * f)) << 16);
-        }
+        v = make_uint4(q_word16<F16>(p, v.x), q_word16<F16>(p, v.y), q_word16<F16>(p, v.z), q_word16<F16>(p, v.w));
       }
     }
     *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = v;
@@ -1202,17 +1203,11 @@ __device__ inline void stage_q_kreg(const Stage1Params& p, const WorkRow& work, 
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         const int64_t at = q_base + int64_t(r) * HD + kreg_q_col(kb, u >> 1, 2 * t + 8 * (u & 1));
-        float x0, x1;
-        if (p.q_type == ElemType::fp8) {
-          const uint8_t* q8 = static_cast<const uint8_t*>(p.q) + at;
-          x0 = decode_fp8(q8[0], p.fp8_fnuz);
-          x1 = decode_fp8(q8[1], p.fp8_fnuz);
-        } else {  // bf16, exact in fp16 times q_f16_scale (Stage1Params::q_f16_exact)
-          const uint32_t b = *reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(p.q) + at);
-          x0 = decode_bf16(uint16_t(b)) * p.q_f16_scale;
-          x1 = decode_bf16(uint16_t(b >> 16)) * p.q_f16_scale;
-        }
-        word[t] = uint32_t(encode_fp16(x0)) | (uint32_t(encode_fp16(x1)) << 16);
+        // fp8 q: the two codes; bf16 q (exact in fp16 times q_f16_scale): the two elements.
+        const uint32_t raw = p.q_type == ElemType::fp8
+                                 ? uint32_t(*reinterpret_cast<const uint16_t*>(static_cast<const uint8_t*>(p.q) + at))
+                                 : *reinterpret_cast<const uint32_t*>(static_cast<const uint16_t*>(p.q) + at);
+        word[t] = q_word16<true>(p, raw);
       }
     }
     *reinterpret_cast<uint4*>(q_s + swz(ch, r, QR)) = make_uint4(word[0], word[1], word[2], word[3]);
