@@ -1814,14 +1814,13 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         }
       } else
 #pragma unroll
-      for (int cb = 0; cb < 8; ++cb)
+      for (int cb = 0; cb < 8; ++cb)  // the staged fp8 path (producer-converted 16-bit stages, merged through q_s)
 #pragma unroll
         for (int a = 0; a < 8; ++a) {
           const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
           if (r >= cp) continue;
           const float val = o[cb][a] * inv[x];
-          const int h = (a >> 1) & 1;
-          const int col = PV8 ? e4m3_v8_col(wq, gq, cb, h) : kRaw ? e4m3_v_col(wq, gq, cb, h) : cb * 64 + 16 * wq + gq + 8 * h;
+          const int col = cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
           const int64_t at = (row_base + r) * kVDim + col;
           if (final_out) p.out[at] = encode_out(p.out_type, val);
           else p.partial_out[at] = val;
