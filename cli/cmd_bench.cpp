@@ -312,11 +312,8 @@ struct BlockSummary {
   std::vector<size_t> slowest;  // indices into the rows, slowest first (at most 5)
   std::array<std::optional<double>, mla::kBlockClockMarks> mark_median_us;  // each phase mark, median over the blocks that have it
 };
-// The phase marks' names (BenchResult::BlockClock::marks_us, in order) as bench prints them.
-constexpr const char* kMarkNames[mla::kBlockClockMarks] = {
-    "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "combined", "outputs written"};
-constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {"first_issue", "q_staged",  "first_tile", "tiles_done",
-                                                          "met",         "combined", "outputs"};
+constexpr const auto& kMarkKeys = BenchResult::kMarkKeys;
+constexpr const auto& kMarkNames = BenchResult::kMarkNames;
 BlockSummary summarize_blocks(const std::vector<RouteResult::BlockRow>& rows) {
   BlockSummary s;
   s.blocks = int64_t(rows.size());

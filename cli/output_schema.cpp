@@ -14,6 +14,7 @@
 #include "core/semantics.hpp"
 #include "core/types.hpp"
 #include "core/worklist.hpp"
+#include "kernels/gpu_executor.hpp"
 
 namespace mlactl::cli {
 
@@ -364,15 +365,10 @@ ojson verb_report(const std::string& verb) {
                    described(defect_members_object(verb), "defects ID")});
   if (verb == "bench") {
     const ojson stats = record({{"median", number()}, {"min", number()}, {"p10", number()}, {"p90", number()}, {"max", number()}, {"n", integer()}});
-    // --block-times (cli/cmd_bench.cpp, block_times_json): the phase marks by name (kMarkKeys).
-    const ojson marks = object({{"first_issue", number()},
-                                {"q_staged", number()},
-                                {"first_tile", number()},
-                                {"tiles_done", number()},
-                                {"met", number()},
-                                {"combined", number()},
-                                {"outputs", number()}},
-                               {});
+    // --block-times (cli/cmd_bench.cpp, block_times_json): the phase marks by name.
+    Props mark_props;
+    for (const char* key : BenchResult::kMarkKeys) mark_props.push_back({key, number()});
+    const ojson marks = object(mark_props, {});
     const ojson block = record({{"block", integer()},
                                 {"workgroup", integer()},
                                 {"sm", integer()},

@@ -66,6 +66,13 @@ struct BenchResult {
     // empty where the kernel does not mark that phase.
     std::array<std::optional<double>, mla::kBlockClockMarks> marks_us;
   };
+  // marks_us' phases as bench names them: JSON keys and the text's words (in order).
+  static constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {"first_issue", "q_staged", "first_tile",
+                                                                   "tiles_done",  "met",      "combined",
+                                                                   "outputs"};
+  static constexpr const char* kMarkNames[mla::kBlockClockMarks] = {
+      "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "combined",
+      "outputs written"};
   std::vector<BlockClock> block_clock;
 };
 
