@@ -1101,6 +1101,48 @@ std::vector<FusedCase> fused_table() {
   };
 }
 
+// bench --block-times: the extra clocked launch leaves the outputs' bits alone; the
+// wgmma kernels clock every block of the grid (at least one per workgroup), each
+// ending after it starts, on an SM the device has; other kernels record nothing.
+// (a: the case's separate-reduce run.)
+void check_block_clock(const Problem& p, const DeviceRun& a) {
+  GpuExecutor clocked(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
+  clocked.set_block_clock(true);
+  DeviceRun cb;
+  const BenchResult cr = clocked.bench(poisoned_args(p, cb), 1, 3, 2);
+  expect(cr.ok && same_bits(a.out, cb.out) && same_bits(a.lse, cb.lse),
+         p.name + ": block-clock bench failed or its outputs differ: " + cr.error);
+  if (cr.ok && cr.stage1_kernel == mla::Stage1Kernel::wgmma) {
+    const int sms = gpu_device_multiprocessors();
+    const int64_t groups = p.work.num_workgroups, most = std::max<int64_t>(groups, sms);
+    bool ordered = true, on_device = true;
+    int marked = 0;  // blocks with every consumer phase mark (the transposed kernel, a chunk run)
+    for (const BenchResult::BlockClock& c : cr.block_clock) {
+      ordered &= c.end_us >= c.start_us && c.start_us >= 0;
+      on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most;
+      // q staged <= first tile landed <= tiles done <= met <= combined <= outputs written
+      // <= the block's end (marks 1..6; 0, the producer's, has its own thread)
+      const auto& m = c.marks_us;
+      bool all = true;
+      for (int i = 1; i < mla::kBlockClockMarks; ++i) all &= m[size_t(i)].has_value();
+      if (all) {
+        ++marked;
+        for (int i = 2; i < mla::kBlockClockMarks; ++i) ordered &= *m[size_t(i - 1)] <= *m[size_t(i)];
+        ordered &= *m[size_t(mla::kBlockClockMarks - 1)] <= c.end_us - c.start_us + 1e-3;
+      }
+    }
+    if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
+      expect(marked > 0, p.name + ": block clock: no block of the transposed kernel marked its phases");
+    expect(int64_t(cr.block_clock.size()) >= groups && int64_t(cr.block_clock.size()) <= most && ordered && on_device,
+           p.name + ": block clock: " + std::to_string(cr.block_clock.size()) + " blocks for " +
+               std::to_string(groups) + " workgroups, ordered " + std::to_string(ordered) + ", on the device " +
+               std::to_string(on_device));
+    std::printf("    block clock: %zu blocks\n", cr.block_clock.size());
+  } else if (cr.ok) {
+    expect(cr.block_clock.empty(), p.name + ": a non-wgmma stage 1 reported block clocks");
+  }
+}
+
 void fused_combine_cases() {
   const mla::Stage1Device device = gpu_stage1_device();
   const bool sm90 = device.vendor == mla::GpuVendor::nvidia && device.wgmma_built && device.compute_capability == 90;
@@ -1142,46 +1184,7 @@ void fused_combine_cases() {
     expect(same_bits(a.partial, b.partial) && same_bits(a.partial_lse, b.partial_lse),
            p.name + ": fused partials differ from the separate run's");
 
-    // bench --block-times: the extra clocked launch leaves the outputs' bits alone; the
-    // wgmma kernels clock every block of the grid (at least one per workgroup), each
-    // ending after it starts, on an SM the device has; other kernels record nothing.
-    {
-      GpuExecutor clocked(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
-      clocked.set_block_clock(true);
-      DeviceRun cb;
-      const BenchResult cr = clocked.bench(poisoned_args(p, cb), 1, 3, 2);
-      expect(cr.ok && same_bits(a.out, cb.out) && same_bits(a.lse, cb.lse),
-             p.name + ": block-clock bench failed or its outputs differ: " + cr.error);
-      if (cr.ok && cr.stage1_kernel == mla::Stage1Kernel::wgmma) {
-        const int sms = gpu_device_multiprocessors();
-        const int64_t groups = p.work.num_workgroups, most = std::max<int64_t>(groups, sms);
-        bool ordered = true, on_device = true;
-        int marked = 0;  // blocks with every consumer phase mark (the transposed kernel, a chunk run)
-        for (const BenchResult::BlockClock& c : cr.block_clock) {
-          ordered &= c.end_us >= c.start_us && c.start_us >= 0;
-          on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most;
-          // q staged <= first tile landed <= tiles done <= met <= merged <= outputs written
-          // <= the block's end (marks 1..6; 0, the producer's, has its own thread)
-          const auto& m = c.marks_us;
-          bool all = true;
-          for (int i = 1; i < mla::kBlockClockMarks; ++i) all &= m[size_t(i)].has_value();
-          if (all) {
-            ++marked;
-            for (int i = 2; i < mla::kBlockClockMarks; ++i) ordered &= *m[size_t(i - 1)] <= *m[size_t(i)];
-            ordered &= *m[size_t(mla::kBlockClockMarks - 1)] <= c.end_us - c.start_us + 1e-3;
-          }
-        }
-        if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
-          expect(marked > 0, p.name + ": block clock: no block of the transposed kernel marked its phases");
-        expect(int64_t(cr.block_clock.size()) >= groups && int64_t(cr.block_clock.size()) <= most && ordered && on_device,
-               p.name + ": block clock: " + std::to_string(cr.block_clock.size()) + " blocks for " +
-                   std::to_string(groups) + " workgroups, ordered " + std::to_string(ordered) + ", on the device " +
-                   std::to_string(on_device));
-        std::printf("    block clock: %zu blocks\n", cr.block_clock.size());
-      } else if (cr.ok) {
-        expect(cr.block_clock.empty(), p.name + ": a non-wgmma stage 1 reported block clocks");
-      }
-    }
+    check_block_clock(p, a);
 
     // separate_early: the same kernels, the reduce released as stage 1 starts.
     const DeviceRun e = run_executor(early, p);
