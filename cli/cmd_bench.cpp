@@ -606,6 +606,9 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     std::string text = mla::to_string(rr.bench.combine);
     if (rr.bench.combine == mla::CombineMode::fused)
       text += ": stage 1 combines the split tiles, no reduce launch (+reduce µs times the same launch as kernel µs)";
+    else if (rr.bench.combine == mla::CombineMode::spread)
+      text += ": the workgroups of each split tile combine it together at the end of stage 1, no reduce launch "
+              "(+reduce µs times the same launch as kernel µs)";
     else if (!rr.bench.combine_note.empty())
       text += " (" + rr.bench.combine_note + ")";
     kv.push_back({"combine" + route, text});
@@ -666,9 +669,11 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   sub->add_option("--combine", opt->combine,
                   "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1), fused "
-                  "(the last stage-1 workgroup to finish a tile combines it, no reduce launch) or separate_early (the "
-                  "reduce launch released as stage 1 starts); fused and separate_early need the transposed wgmma kernel, "
-                  "elsewhere they run separate and the output says why")
+                  "(the last stage-1 workgroup to finish a tile combines it, no reduce launch), separate_early (the "
+                  "reduce launch released as stage 1 starts) or spread (each workgroup that wrote a split of a tile "
+                  "combines a share of it once the tile is complete, no reduce launch); all but separate need the "
+                  "transposed wgmma kernel, spread also every workgroup resident, elsewhere they run separate and the "
+                  "output says why")
       ->type_name("MODE")
       ->transform(enum_names(mla::kCombineModes, &mla::combine_mode_from_name));
   sub->add_option("--wgmma-schedule", opt->wgmma_schedule,

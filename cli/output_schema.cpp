@@ -399,7 +399,7 @@ ojson verb_report(const std::string& verb) {
                                  {"position_audit_ok", boolean()},
                                  {"stage1_kernel", string()},
                                  {"stage1_why", described(string(), "select_stage1's reason for that kernel (and its fp8 operand forms)")},
-                                 {"combine", described(enum_of({"separate", "fused", "separate_early"}), "how split partials were combined (--combine)")},
+                                 {"combine", described(enum_of({"separate", "fused", "separate_early", "spread"}), "how split partials were combined (--combine)")},
                                  {"combine_note", described(string(), "why an asked fused combine fell back to separate")},
                                  {"kv_copy_bytes", number()},
                                  {"kernel_us", stats},

@@ -24,11 +24,21 @@ namespace mla {
 //           (kernels/stage1_wgmma.cuh), on plans plan_fused_combine accepts
 //           (kernels/fused_combine.hpp). Elsewhere it falls back to separate and
 //           the executor says why.
-enum class CombineMode : int32_t { separate = 0, fused = 1, separate_early = 2 };
+// spread    fused's counters, but every workgroup that wrote a split of a tile
+//           combines a share of it: after its last work it waits for the tile's
+//           last split, then takes the parts (pairs, or pair column quarters)
+//           i, i + n, i + 2n, ... of a tile of n splits where its work is split i.
+//           Same bits as separate, no reduce launch, the combine spread over the
+//           SMs that held the splits (fused puts a whole tile on one). Waiting on
+//           other workgroups needs them all resident: plans with more workgroups
+//           than the device has multiprocessors fall back to separate, as do the
+//           plans fused refuses.
+enum class CombineMode : int32_t { separate = 0, fused = 1, separate_early = 2, spread = 3 };
 
-inline constexpr CombineMode kCombineModes[] = {CombineMode::separate, CombineMode::fused, CombineMode::separate_early};
+inline constexpr CombineMode kCombineModes[] = {CombineMode::separate, CombineMode::fused, CombineMode::separate_early,
+                                                CombineMode::spread};
 
-inline constexpr const char* kCombineModeNames[] = {"separate", "fused", "separate_early"};  // in kCombineModes' order
+inline constexpr const char* kCombineModeNames[] = {"separate", "fused", "separate_early", "spread"};  // in kCombineModes' order
 inline const char* to_string(CombineMode v) { return enum_name(kCombineModes, kCombineModeNames, v); }
 
 // The mode a name (as to_string prints it) stands for; nullopt for other names.

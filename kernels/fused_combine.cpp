@@ -65,6 +65,7 @@ std::optional<FusedCombinePlan> plan_fused_combine(const WorkList& w, int64_t nu
 
   FusedCombinePlan plan;
   plan.work_tile.assign(size_t(num_works), -1);
+  plan.work_split.assign(size_t(num_works), -1);
   plan.num_tiles = w.reduce_indptr.empty() ? 0 : int32_t(w.reduce_indptr.size() - 1);
   // The tiles the reduce combines (reduce_tile in kernels/reduce.hip): more than one
   // split and a final map other than {-1, -1}; their maps must be in range (the
@@ -93,6 +94,7 @@ std::optional<FusedCombinePlan> plan_fused_combine(const WorkList& w, int64_t nu
       if (plan.work_tile[size_t(it->second)] >= 0)
         return refuse(why, "work " + std::to_string(it->second) + " is a split of two reduce tiles");
       plan.work_tile[size_t(it->second)] = t;
+      plan.work_split[size_t(it->second)] = k - s;
     }
     // The combine writes final rows [q0, q1): no other writer of them (a stage-1
     // work's direct output, another tile) may race with it.

@@ -27,6 +27,9 @@ struct FusedCombinePlan {
   // Per work (work_info order): the reduce tile whose split this work writes, or
   // -1 (a final-output work, a work the reduce ignores, or one no workgroup runs).
   std::vector<int32_t> work_tile;
+  // Per work: its split index in that tile (k - s for reduce_partial_map[k] of the
+  // tile's [s, e)), or -1 with work_tile; CombineMode::spread's share of the tile.
+  std::vector<int32_t> work_split;
   int32_t num_tiles = 0;       // reduce tiles: one counter each on the device
   int32_t combined_tiles = 0;  // tiles the stage-1 kernel combines (more than one split)
 };

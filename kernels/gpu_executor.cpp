@@ -150,7 +150,7 @@ std::string unsupported_reason(const ExecArgs& a) {
 struct GpuExecutor::DeviceState {
   DeviceBuffer work_indptr, work_info, kv_indices, q, kv, out, lse, partial_out, partial_lse;
   DeviceBuffer reduce_indptr, reduce_final_map, reduce_partial_map, error;
-  DeviceBuffer combine_work_tile, combine_counters;  // CombineMode::fused (FusedCombine)
+  DeviceBuffer combine_work_tile, combine_work_split, combine_counters;  // CombineMode::fused, spread (FusedCombine)
   Events events;  // run(): before stage 1, between, after the reduce
 };
 
@@ -184,42 +184,58 @@ struct Sizes {
   size_t q = 0, kv = 0, out = 0, lse = 0, partial = 0, partial_lse = 0;
 };
 
-// How the partials are combined (Combine::mode), and why an asked fused combine
-// fell back to separate (`note`).
+// How the partials are combined (Combine::mode), and why an asked combine mode fell
+// back to separate (`note`).
 struct Combine {
   mla::CombineMode mode = mla::CombineMode::separate;
   std::string note;
-  bool fused() const { return mode == mla::CombineMode::fused; }
+  // stage 1 combines the split tiles itself: no reduce launch
+  bool in_stage1() const { return mode == mla::CombineMode::fused || mode == mla::CombineMode::spread; }
 };
 
-// CombineMode::fused for s1 when the stage-1 kernel that runs does it and
-// plan_fused_combine accepts the plan: the per-work tile map uploaded, the tile
-// counters allocated and zeroed (the kernel leaves them zero after a clean launch;
-// zeroed on every call so a failed earlier launch cannot leave counts behind).
-// Otherwise s1 is left as it is and `note` says why.
+// CombineMode::fused or spread (`want`) for s1 when the stage-1 kernel that runs
+// does it and plan_fused_combine accepts the plan (spread: and every workgroup is
+// resident, one block per multiprocessor, since its workgroups wait for each other):
+// the per-work tile (and split) maps uploaded, the tile counters allocated and
+// zeroed (the kernel leaves them zero after a clean launch; zeroed on every call so
+// a failed earlier launch cannot leave counts behind). Otherwise s1 is left as it
+// is and `note` says why.
 bool prepare_fused_combine(const ExecArgs& a, GpuExecutor::DeviceState& d, mla::Stage1Params& s1, const mla::ReduceParams& rd,
-                           Combine* combine, std::string* err) {
+                           mla::CombineMode want, Combine* combine, std::string* err) {
+  const bool spread = want == mla::CombineMode::spread;
+  const std::string label = spread ? "spread combine not applied: " : "fused combine not applied: ";
   if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
-    combine->note = "fused combine not applied: " + why;
+    combine->note = label + why;
+    return true;
+  }
+  const int sms = gpu_device_multiprocessors();
+  if (spread && s1.num_workgroups > sms) {
+    combine->note = label + std::to_string(s1.num_workgroups) + " workgroups, more than the " + std::to_string(sms) +
+                    " multiprocessors that can hold them all at once (its workgroups wait for each other)";
     return true;
   }
   std::string why;
   const std::optional<FusedCombinePlan> plan = plan_fused_combine(*a.work, a.num_q_rows, a.num_kv_indices, &why);
   if (!plan) {
-    combine->note = "fused combine not applied: " + why;
+    combine->note = label + why;
     return true;
   }
-  const size_t counter_bytes = std::max<size_t>(1, size_t(plan->num_tiles)) * sizeof(int32_t);
+  const size_t counter_bytes = (spread ? 2 : 1) * std::max<size_t>(1, size_t(plan->num_tiles)) * sizeof(int32_t);
   if (!d.combine_work_tile.upload(plan->work_tile.data(), plan->work_tile.size() * 4, "upload combine work tiles", err) ||
+      (spread &&
+       !d.combine_work_split.upload(plan->work_split.data(), plan->work_split.size() * 4, "upload combine work splits", err)) ||
       !d.combine_counters.reserve(counter_bytes, "allocate combine counters", err) ||
       !mla::check(mla::gpu_memset(d.combine_counters.ptr, 0, counter_bytes), "zero combine counters", err))
     return false;
   s1.combine.reduce = rd;
-  // A plan of no works still gets a valid (never read) pointer: work_tile marks the mode.
-  s1.combine.work_tile = plan->work_tile.empty() ? d.combine_counters.as<int32_t>() : d.combine_work_tile.as<int32_t>();
+  // A plan of no works still gets valid (never read) pointers: work_tile marks the mode,
+  // work_split spread.
+  const bool none = plan->work_tile.empty();
+  s1.combine.work_tile = none ? d.combine_counters.as<int32_t>() : d.combine_work_tile.as<int32_t>();
+  if (spread) s1.combine.work_split = none ? d.combine_counters.as<int32_t>() : d.combine_work_split.as<int32_t>();
   s1.combine.counters = d.combine_counters.as<int32_t>();
   s1.combine.few_order = mla::reduce_uses_few_kernel(rd);
-  combine->mode = mla::CombineMode::fused;
+  combine->mode = want;
   return true;
 }
 
@@ -323,7 +339,8 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   rd.num_q_rows = a.num_q_rows;
   rd.error = s1.error;
   *combine = Combine{};
-  if (want == mla::CombineMode::fused) return prepare_fused_combine(a, d, s1, rd, combine, errp);
+  if (want == mla::CombineMode::fused || want == mla::CombineMode::spread)
+    return prepare_fused_combine(a, d, s1, rd, want, combine, errp);
   if (want == mla::CombineMode::separate_early) {
     // The same kernel family as the fused combine issues the early release.
     if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
@@ -382,9 +399,9 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
     result.combine = combine.mode;
   }
   result.combine_note = combine.note;
-  // Fused: stage 1 combined the split tiles; the reduce interval is empty.
+  // Fused or spread: stage 1 combined the split tiles; the reduce interval is empty.
   ok = ok && mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) &&
-            (combine.fused() || mla::launch_reduce(rd, &err)) &&
+            (combine.in_stage1() || mla::launch_reduce(rd, &err)) &&
             mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
             mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
             mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
@@ -493,7 +510,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
     bool ok = !timed || mla::check(mla::gpu_event_record(ev[e]), "record event", &err);
     ok = ok && mla::launch_stage1(s1, &err);
     if (timed && !whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
-    ok = ok && (combine.fused() || mla::launch_reduce(rd, &err));
+    ok = ok && (combine.in_stage1() || mla::launch_reduce(rd, &err));
     if (timed && whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
     if (!ok) return fail(err);
   }

@@ -70,7 +70,12 @@ inline bool reduce_uses_few_kernel(const ReduceParams& p) {
 struct FusedCombine {
   ReduceParams reduce;                 // the tiles and maps, as the reduce launch would get them
   const int32_t* work_tile = nullptr;  // [num_works]: the tile whose split the work writes, -1 none
-  int32_t* counters = nullptr;         // [reduce.num_tiles]: arrivals so far; zero between launches
+  // CombineMode::spread when set: [num_works], the work's split index in its tile
+  // (k - s of reduce_partial_map[k]), which picks its share of the combine.
+  const int32_t* work_split = nullptr;
+  // [reduce.num_tiles] arrivals so far (spread: then [num_tiles] workgroups done
+  // combining, whose last resets both); zero between launches
+  int32_t* counters = nullptr;
   bool few_order = false;              // reduce_uses_few_kernel(reduce)
 };
 // Split works (work_tile >= 0) one workgroup may run in fused mode: the kernel

@@ -166,13 +166,13 @@ __device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, i
   }
 }
 
-// combine_chain for the NQ column quads c4 = 4·lane + 4·warp_size·j (j < NQ) of
-// pair (r, h) at once (the fused combine: one wave per pair, float4 loads, NQ
+// combine_chain for the NQ column quads c4 = c_base + 4·lane + 4·warp_size·j (j < NQ)
+// of pair (r, h) at once (the fused combine: one wave per pair, float4 loads, NQ
 // independent quads in flight): acc[j] gets, per column, exactly combine_chain's
 // fmaf chain over k = k0, k0 + step, ... < e (same weights, same order).
 template <int NQ, bool L2_COHERENT>
 __device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
-                                           float lse, int lane, float4 (&acc)[NQ]) {
+                                           float lse, int lane, float4 (&acc)[NQ], int c_base = 0) {
 #pragma unroll
   for (int j = 0; j < NQ; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll 4
@@ -181,7 +181,7 @@ __device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, in
     const float wk = expf(load_partial<L2_COHERENT>(p.partial_lse + prow) - lse);
 #pragma unroll
     for (int j = 0; j < NQ; ++j) {
-      const int c4 = 4 * lane + 4 * warp_size() * j;
+      const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
       const float4 x = load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + prow * p.v_dim + c4));
       acc[j].x = fmaf(wk, x.x, acc[j].x);
       acc[j].y = fmaf(wk, x.y, acc[j].y);

@@ -1292,7 +1292,9 @@ __device__ inline bool fused_combine_arrive(const Stage1Params& p, int32_t t, in
     const int32_t before = atomicAdd(fc.counters + t, 1);
     // More arrivals than splits: a counter an earlier, failed launch left behind.
     if (before >= splits) record_error(p.error, kErrReduceMap, t, before);
-    const bool last = before == splits - 1;
+    // spread: every split's workgroup combines after the last arrival (spread_combine_tiles),
+    // and the last of them to finish resets the counters.
+    const bool last = !fc.work_split && before == splits - 1;
     if (last) {
       atomicExch(fc.counters + t, 0);  // every split has arrived: nobody else touches it this launch
       __threadfence();
@@ -1315,6 +1317,101 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
     if (t < 0) continue;
     if ((won >> i) & 1u) fused_combine_tile(p.combine, t, ct);
     ++i;
+  }
+}
+
+// ---- Spread combine (CombineMode::spread) ----
+//
+// Thread 0 waits until all `splits` splits of tile t have arrived (fused_combine_arrive's
+// counter, read with acquire at gpu scope). Every workgroup arrives for all its split
+// works before any of them waits here, and the executor runs this mode only when every
+// workgroup is resident (kernels/gpu_executor.cpp), so the wait ends; one that lasts
+// ~2 s is recorded as kErrStall and given up, as mbar_wait does.
+__device__ inline void spread_wait(const Stage1Params& p, int32_t t, int32_t splits) {
+  const int32_t* counter = p.combine.counters + t;
+  const long long start = clock64();
+  for (unsigned ns = 32;; ns = min(2 * ns, 256u)) {
+    int32_t arrived;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(arrived) : "l"(counter) : "memory");
+    if (arrived >= splits) return;
+    if (*static_cast<volatile int32_t*>(p.error) & kErrStall) return;  // one stall: stop waiting
+    if (clock64() - start > 4000000000LL) {
+      record_error(p.error, kErrStall, int32_t(blockIdx.x), t);
+      return;
+    }
+    __nanosleep(ns);
+  }
+}
+
+// After both consumer warpgroups' last work (tid < kConsumers, all of them): for each
+// split work of the block, in work order, wait for its tile t (n splits, this work
+// split i) to be complete, then combine the tile's parts i, i + n, i + 2n, ... in the
+// separate reduce's arithmetic and order (the same bits):
+//   few order   part = pair, one warp each (combine_pair_few_wave): warp w takes the
+//               block's parts w, w + 8, ... (so part i + n (w + 8 j)).
+//   general     part = (pair, 128-column quarter): `groups` warps (the general
+//               kernel's split groups) each run their chain k = s + g (mod groups) for
+//               one float4 a lane (combine_chain_quads) and write it to `scratch`; the
+//               first warp of the set sums them in group order (the kernel's scratch
+//               sum). 8 / groups such sets take the block's parts side by side.
+// The last workgroup of the tile to finish zeroes both of its counters for the next
+// launch (every other one has finished waiting by then). scratch: 8 x 32 float4 of
+// shared memory no longer in use (q_s).
+__device__ inline void spread_combine_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, int tid,
+                                            float4* scratch) {
+  const FusedCombine& fc = p.combine;
+  const ReduceParams& rp = fc.reduce;
+  const int lane = tid % 32, warp = __shfl_sync(0xffffffffu, tid / 32, 0);  // warp-uniform to ptxas
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const int32_t t = fc.work_tile[w];
+    if (t < 0) continue;
+    const int32_t i = fc.work_split[w];
+    const int32_t s = rp.reduce_indptr[t], e = rp.reduce_indptr[t + 1], n = e - s;
+    const int32_t q0 = rp.reduce_final_map[2 * t], pairs = (rp.reduce_final_map[2 * t + 1] - q0) * rp.heads;
+    if (tid == 0) spread_wait(p, t, n);
+    bar_sync(kBarChunk, kConsumers);
+    __threadfence();  // acquire for every thread (with thread 0's), as fused_combine_won_tiles
+    if (fc.few_order) {
+      for (int32_t part = i + n * warp; part < pairs; part += n * (kConsumers / 32))
+        combine_pair_few_wave<kReduceFewSplits, true>(rp, s, n, q0, part / rp.heads, part % rp.heads, lane);
+    } else {
+      const int groups = reduce_split_groups(n), sets = (kConsumers / 32) / groups;
+      const int set = warp / groups, g = warp % groups;
+      const int32_t parts = 4 * pairs, mine = i < parts ? (parts - i + n - 1) / n : 0;
+      for (int32_t round = 0; round * sets < mine; ++round) {
+        const int32_t j = round * sets + set, part = i + n * j;
+        const bool active = set < sets && j < mine;
+        const int pr = part / 4, quarter = part % 4, r = pr / rp.heads, h = pr % rp.heads;
+        float lse = 0.0f;
+        float4 acc[1];
+        if (active) {
+          lse = combine_lse_wave<true>(rp, s, e, r, h, lane);
+          combine_chain_quads<1, true>(rp, s + g, e, groups, r, h, lse, lane, acc, 128 * quarter);
+          scratch[warp * 32 + lane] = acc[0];
+        }
+        bar_sync(kBarChunk, kConsumers);
+        if (active && g == 0) {
+          float4 sum = acc[0];
+          for (int k = 1; k < groups; ++k) {
+            const float4 x = scratch[(warp + k) * 32 + lane];
+            sum.x += x.x;
+            sum.y += x.y;
+            sum.z += x.z;
+            sum.w += x.w;
+          }
+          const int64_t out_row = (int64_t(q0) + r) * rp.heads + h;
+          if (lane == 0 && quarter == 0 && rp.lse) rp.lse[out_row] = lse;
+          *reinterpret_cast<uint2*>(rp.out + out_row * kVDim + 128 * quarter + 4 * lane) =
+              make_uint2(uint32_t(encode_out(rp.out_type, sum.x)) | (uint32_t(encode_out(rp.out_type, sum.y)) << 16),
+                         uint32_t(encode_out(rp.out_type, sum.z)) | (uint32_t(encode_out(rp.out_type, sum.w)) << 16));
+        }
+        bar_sync(kBarChunk, kConsumers);  // scratch is free for the next round
+      }
+    }
+    if (tid == 0 && atomicAdd(fc.counters + rp.num_tiles + t, 1) == n - 1) {
+      atomicExch(fc.counters + t, 0);
+      atomicExch(fc.counters + rp.num_tiles + t, 0);
+    }
   }
 }
 
@@ -1853,6 +1950,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
     }
   }
   if (g == 0 && fused_won) fused_combine_won_tiles(p, w_begin, w_end, fused_won, ct);
+  if (p.combine.work_split) {
+    bar_sync(kBarChunk, kConsumers);  // both warpgroups are past their last chunk: q_s is free
+    spread_combine_tiles(p, w_begin, w_end, tid, reinterpret_cast<float4*>(q_s));
+  }
   block_clock_end(p);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)

@@ -1028,7 +1028,9 @@ void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
 // the reduce's order: kernels/reduce_combine.cuh). Then GpuExecutor::bench runs
 // the fused plan 1 + 2·3 times in one call (the kernel must leave every counter
 // at zero: a leftover count is a device error) and its last outputs must still
-// be the separate run's bits.
+// be the separate run's bits. The same for separate_early and spread (each split's
+// workgroup combines a share of its tile: it must run where fused does and every
+// workgroup fits on the device at once, else fall back with a reason).
 struct FusedCase {
   std::string name;
   uint64_t seed;
@@ -1090,6 +1092,14 @@ std::vector<FusedCase> fused_table() {
          add_work(p, 2, make_work(0, 2, 0, 1, 150, 300, 0));
          add_reduce_tile(p, 0, 1, {0, 1, 2});
        }},
+      {"fused: fp8 q (q_scale 0.05) and e4m3fn KV (scale 0.37), 40 + 3 splits (the e4m3 path's q_s as spread's scratch)", 38,
+       [](Problem& p, Rng& r) {
+         split_requests(p, r, make_view(16, D::fp8, D::fp8), {40, 3}, 128, 5, 43);
+         p.q_scale = 0.05f;
+         p.kv_scale = 0.37f;
+       }},
+      {"fused: 2 requests x 100 splits on 200 workgroups (spread falls back: more workgroups than multiprocessors)", 39,
+       [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {100, 100}, 64, 3, 200); }},
       {"fused: causal q_len 4 x 16 heads (64 pairs: row-major wgmma kernel) falls back to separate", 36,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 600, 517);
@@ -1151,6 +1161,7 @@ void fused_combine_cases() {
   GpuExecutor separate(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
   GpuExecutor fused(mla::Stage1Kernel::automatic, mla::CombineMode::fused);
   GpuExecutor early(mla::Stage1Kernel::automatic, mla::CombineMode::separate_early);
+  GpuExecutor spread(mla::Stage1Kernel::automatic, mla::CombineMode::spread);
   Rng r(20261202);
   for (const FusedCase& c : fused_table()) {
     Problem p;
@@ -1198,6 +1209,25 @@ void fused_combine_cases() {
     const BenchResult ebr = early.bench(poisoned_args(p, eb), 1, 3, 2);
     expect(ebr.ok && same_bits(a.out, eb.out) && same_bits(a.lse, eb.lse),
            p.name + ": separate_early bench failed or its outputs differ: " + ebr.error);
+
+    // spread: the tile's workgroups wait for its last split, then combine a share each.
+    const bool want_spread = want_fused && p.work.num_workgroups <= gpu_device_multiprocessors();
+    const DeviceRun sp = run_executor(spread, p);
+    expect(sp.result.ok, p.name + ": spread run failed: " + sp.result.error);
+    expect(sp.result.combine == (want_spread ? mla::CombineMode::spread : mla::CombineMode::separate),
+           p.name + ": spread executor ran combine " + (sp.result.combine ? mla::to_string(*sp.result.combine) : "none") +
+               " (" + sp.result.combine_note + ")");
+    expect(want_spread == sp.result.combine_note.empty(), p.name + ": spread combine note '" + sp.result.combine_note + "'");
+    if (want_fused && !want_spread) std::printf("    %s\n", sp.result.combine_note.c_str());
+    expect(same_bits(a.out, sp.out) && same_bits(a.lse, sp.lse) && same_bits(a.partial, sp.partial) &&
+               same_bits(a.partial_lse, sp.partial_lse),
+           p.name + ": spread outputs differ from the separate reduce's bits");
+    DeviceRun sb;
+    const BenchResult sbr = spread.bench(poisoned_args(p, sb), 1, 3, 2);
+    expect(sbr.ok && sbr.combine == sp.result.combine.value_or(mla::CombineMode::separate) && same_bits(a.out, sb.out) &&
+               same_bits(a.lse, sb.lse),
+           p.name + ": after 7 spread launches out/lse differ from the separate reduce's bits (or bench failed: " +
+               sbr.error + ")");
 
     DeviceRun bb;
     const ExecArgs args = poisoned_args(p, bb);

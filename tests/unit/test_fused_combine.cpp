@@ -1,4 +1,5 @@
-// The host side of the fused combine (CombineMode::fused): plan_fused_combine
+// The host side of the fused combine (CombineMode::fused, and spread, which also
+// needs each work's split index in its tile): plan_fused_combine
 // (kernels/fused_combine.hpp) maps works to reduce tiles only for plans where the
 // last arrival at a tile's counter is its last split, and refuses the rest;
 // fused_combine_rejects (kernels/select_stage1.hpp) allows only the transposed
@@ -57,6 +58,20 @@ TEST_CASE("fused combine: an S1-like plan maps every split work to its one tile"
   CHECK(p->combined_tiles == 1);
   REQUIRE(p->work_tile.size() == 132);
   for (int32_t t : p->work_tile) CHECK(t == 0);
+  REQUIRE(p->work_split.size() == 132);
+  for (int32_t k = 0; k < 132; ++k) CHECK(p->work_split[size_t(k)] == k);
+}
+
+TEST_CASE("fused combine: a work's split index is its place in the tile's partial map, not its work index",
+          "[fused_combine]") {
+  WorkList w = one_tile(4);
+  w.reduce_partial_map = {3, 1, 0, 2};  // split k reads partial row 3, 1, 0, 2: works 3, 1, 0, 2
+  std::string why;
+  const auto p = plan(w, &why);
+  INFO(why);
+  REQUIRE(p);
+  CHECK(p->work_tile == std::vector<int32_t>{0, 0, 0, 0});
+  CHECK(p->work_split == std::vector<int32_t>{2, 1, 3, 0});
 }
 
 TEST_CASE("fused combine: several requests, unsplit and empty tiles, several works per workgroup", "[fused_combine]") {
@@ -80,6 +95,7 @@ TEST_CASE("fused combine: several requests, unsplit and empty tiles, several wor
   CHECK(p->num_tiles == 5);
   CHECK(p->combined_tiles == 2);
   CHECK(p->work_tile == std::vector<int32_t>{0, 0, 0, -1, 2, 2});
+  CHECK(p->work_split == std::vector<int32_t>{0, 1, 2, -1, 0, 1});
 }
 
 TEST_CASE("fused combine: a work with no rows or no workgroup writes nothing and gets no tile", "[fused_combine]") {
@@ -158,7 +174,8 @@ TEST_CASE("fused combine: only the transposed wgmma kernel", "[fused_combine]") 
 }
 
 TEST_CASE("fused combine: mode names", "[fused_combine]") {
-  for (mla::CombineMode m : {mla::CombineMode::separate, mla::CombineMode::fused, mla::CombineMode::separate_early})
+  for (mla::CombineMode m : {mla::CombineMode::separate, mla::CombineMode::fused, mla::CombineMode::separate_early,
+                             mla::CombineMode::spread})
     CHECK(mla::combine_mode_from_name(mla::to_string(m)) == m);
   CHECK_FALSE(mla::combine_mode_from_name("both"));
 }
