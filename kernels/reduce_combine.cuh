@@ -37,31 +37,70 @@ __device__ inline T load_partial(const T* at) {
 // LSE of pair (r, h) of a tile with splits [s, e), computed by one whole wave
 // (every lane gets the same bits): lane-strided max and sum, then XOR butterflies.
 // LSE = M + ln Σ exp(lse_k − M), +inf when the sum is 0 or NaN (as AITER).
+// Up to kLseHeld·warp_size splits, a lane loads all its map entries, then all its
+// lse values, before the first max: two rounds of loads where the loop below makes
+// two dependent loads per split and per pass (S1's 128 splits: 16 in a row, most of
+// the combine's time: docs/bench_notes.md step 34). Same operations in the same
+// order either way.
+constexpr int kLseHeld = 8;
 template <bool L2_COHERENT>
 __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32_t e, int r, int h, int lane) {
-  auto lse_of = [&](int32_t k) {
-    return load_partial<L2_COHERENT>(p.partial_lse + (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h);
-  };
-  float m = kNegInf;
-  for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, lse_of(k));
-  m = wave_max(m);
-  float sum = 0.0f;
-  for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(lse_of(k) - m);
+  auto row_of = [&](int32_t k) { return (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h; };
+  float m = kNegInf, sum = 0.0f;
+  if (e - s <= kLseHeld * warp_size()) {
+    int64_t row[kLseHeld];
+    float v[kLseHeld];
+#pragma unroll
+    for (int j = 0; j < kLseHeld; ++j) {
+      const int32_t k = s + lane + j * warp_size();
+      row[j] = k < e ? row_of(k) : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < kLseHeld; ++j) {
+      const int32_t k = s + lane + j * warp_size();
+      v[j] = k < e ? load_partial<L2_COHERENT>(p.partial_lse + row[j]) : kNegInf;
+      m = fmaxf(m, v[j]);
+    }
+    m = wave_max(m);
+#pragma unroll
+    for (int j = 0; j < kLseHeld; ++j)
+      if (s + lane + j * warp_size() < e) sum += expf(v[j] - m);
+  } else {
+    for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, load_partial<L2_COHERENT>(p.partial_lse + row_of(k)));
+    m = wave_max(m);
+    for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(load_partial<L2_COHERENT>(p.partial_lse + row_of(k)) - m);
+  }
   sum = wave_sum(sum);
   return (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
 }
 
 // Σ over splits k = k0, k0 + step, ... < e of exp(lse_k − lse) · partial_k[c] for
-// pair (r, h): one split-group's chain of mla_reduce_kernel, in split order.
+// pair (r, h): one split-group's chain of mla_reduce_kernel, in split order. The
+// splits go kChainBatch at a time: their map entries, then their lse and partial
+// values, then the fmaf chain (the same order as one split at a time).
+constexpr int kChainBatch = 8;
 template <bool L2_COHERENT>
 __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
                                       float lse, int c) {
   float acc = 0.0f;
-#pragma unroll 4
-  for (int32_t k = k0; k < e; k += step) {
-    const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h;
-    acc = fmaf(expf(load_partial<L2_COHERENT>(p.partial_lse + prow) - lse),
-               load_partial<L2_COHERENT>(p.partial_out + prow * p.v_dim + c), acc);
+  for (int32_t k = k0; k < e; k += kChainBatch * step) {
+    int64_t prow[kChainBatch];
+    float l[kChainBatch], x[kChainBatch];
+#pragma unroll
+    for (int b = 0; b < kChainBatch; ++b) {
+      const int32_t kb = k + b * step;
+      prow[b] = kb < e ? (int64_t(p.reduce_partial_map[kb]) + r) * p.heads + h : 0;
+    }
+#pragma unroll
+    for (int b = 0; b < kChainBatch; ++b) {
+      if (k + b * step < e) {
+        l[b] = load_partial<L2_COHERENT>(p.partial_lse + prow[b]);
+        x[b] = load_partial<L2_COHERENT>(p.partial_out + prow[b] * p.v_dim + c);
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kChainBatch; ++b)
+      if (k + b * step < e) acc = fmaf(expf(l[b] - lse), x[b], acc);
   }
   return acc;
 }
@@ -175,18 +214,40 @@ __device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, in
                                            float lse, int lane, float4 (&acc)[NQ], int c_base = 0) {
 #pragma unroll
   for (int j = 0; j < NQ; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll 4
-  for (int32_t k = k0; k < e; k += step) {
-    const int64_t prow = (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h;
-    const float wk = expf(load_partial<L2_COHERENT>(p.partial_lse + prow) - lse);
+  // NQ quads of kBatch splits in flight (combine_chain's batching), then the fmaf chains.
+  constexpr int kBatch = NQ == 1 ? kChainBatch : 2;
+  for (int32_t k = k0; k < e; k += kBatch * step) {
+    int64_t prow[kBatch];
+    float l[kBatch];
+    float4 x[kBatch][NQ];
 #pragma unroll
-    for (int j = 0; j < NQ; ++j) {
-      const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
-      const float4 x = load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + prow * p.v_dim + c4));
-      acc[j].x = fmaf(wk, x.x, acc[j].x);
-      acc[j].y = fmaf(wk, x.y, acc[j].y);
-      acc[j].z = fmaf(wk, x.z, acc[j].z);
-      acc[j].w = fmaf(wk, x.w, acc[j].w);
+    for (int b = 0; b < kBatch; ++b) {
+      const int32_t kb = k + b * step;
+      prow[b] = kb < e ? (int64_t(p.reduce_partial_map[kb]) + r) * p.heads + h : 0;
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (k + b * step < e) {
+        l[b] = load_partial<L2_COHERENT>(p.partial_lse + prow[b]);
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) {
+          const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
+          x[b][j] = load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + prow[b] * p.v_dim + c4));
+        }
+      }
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (k + b * step < e) {
+        const float wk = expf(l[b] - lse);
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) {
+          acc[j].x = fmaf(wk, x[b][j].x, acc[j].x);
+          acc[j].y = fmaf(wk, x[b][j].y, acc[j].y);
+          acc[j].z = fmaf(wk, x[b][j].z, acc[j].z);
+          acc[j].w = fmaf(wk, x[b][j].w, acc[j].w);
+        }
+      }
     }
   }
 }
