@@ -62,17 +62,17 @@ struct BenchResult {
     int sm = 0;
     double start_us = 0, end_us = 0;
     // The transposed wgmma kernel's phase marks of its first chunk (mla::BlockClockWord
-    // kClockFirstIssue .. kClockOutputs, in that order), µs after this block's entry;
-    // empty where the kernel does not mark that phase.
+    // kClockFirstIssue .. kClockOutputs, in that order) and of its first spread combine
+    // (kClockTileComplete, kClockShareDone), µs after this block's entry; empty where
+    // the kernel does not mark that phase.
     std::array<std::optional<double>, mla::kBlockClockMarks> marks_us;
   };
   // marks_us' phases as bench names them: JSON keys and the text's words (in order).
-  static constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {"first_issue", "q_staged", "first_tile",
-                                                                   "tiles_done",  "met",      "combined",
-                                                                   "outputs"};
+  static constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {
+      "first_issue", "q_staged", "first_tile", "tiles_done", "met", "combined", "outputs", "tile_complete", "share_done"};
   static constexpr const char* kMarkNames[mla::kBlockClockMarks] = {
       "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "combined",
-      "outputs written"};
+      "outputs written", "split tile complete (spread)", "share combined (spread)"};
   std::vector<BlockClock> block_clock;
 };
 

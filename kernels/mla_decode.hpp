@@ -83,11 +83,14 @@ struct FusedCombine {
 constexpr int kFusedMaxSplitWorks = 32;
 
 // Stage1Params::block_clock's words per block: kSm, kEntry, kEnd, then the phase marks
-// of the transposed wgmma kernel's first chunk (0 where a kernel does not mark).
+// of the transposed wgmma kernel's first chunk, then (CombineMode::spread) of its first
+// split tile's combine: seen complete, this block's share written (0 where a kernel
+// does not mark).
 enum BlockClockWord : int { kClockSm = 0, kClockEntry = 1, kClockEnd = 2, kClockFirstIssue = 3, kClockQStaged = 4,
                             kClockFirstTile = 5, kClockTilesDone = 6, kClockMet = 7, kClockCombined = 8,
-                            kClockOutputs = 9 };
-constexpr int kBlockClockWords = 10;
+                            kClockOutputs = 9, kClockTileComplete = 10, kClockShareDone = 11 };
+constexpr int kBlockClockWords = 12;
+constexpr int kBlockClockChunkMarks = kClockOutputs + 1 - kClockFirstIssue;  // the first chunk's marks
 constexpr int kBlockClockMarks = kBlockClockWords - kClockFirstIssue;
 
 struct Stage1Params {

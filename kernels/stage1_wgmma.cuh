@@ -1326,20 +1326,24 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
 // counter, read with acquire at gpu scope). Every workgroup arrives for all its split
 // works before any of them waits here, and the executor runs this mode only when every
 // workgroup is resident (kernels/gpu_executor.cpp), so the wait ends; one that lasts
-// ~2 s is recorded as kErrStall and given up, as mbar_wait does.
+// ~2 s is recorded as kErrStall and given up, as mbar_wait does. The polls back off
+// to ~1 µs apart: up to one poller per workgroup reads the same word, and polls every
+// 32-256 ns from 128 SMs queued at its L2 slice behind the arrivals they wait for.
 __device__ inline void spread_wait(const Stage1Params& p, int32_t t, int32_t splits) {
   const int32_t* counter = p.combine.counters + t;
   const long long start = clock64();
-  for (unsigned ns = 32;; ns = min(2 * ns, 256u)) {
+  unsigned ns = 128;
+  for (int spin = 1;; ++spin) {
     int32_t arrived;
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(arrived) : "l"(counter) : "memory");
     if (arrived >= splits) return;
-    if (*static_cast<volatile int32_t*>(p.error) & kErrStall) return;  // one stall: stop waiting
+    if (spin % 64 == 0 && (*static_cast<volatile int32_t*>(p.error) & kErrStall)) return;  // one stall: stop waiting
     if (clock64() - start > 4000000000LL) {
       record_error(p.error, kErrStall, int32_t(blockIdx.x), t);
       return;
     }
     __nanosleep(ns);
+    ns = min(2 * ns, 1024u);
   }
 }
 
@@ -1368,9 +1372,14 @@ __device__ inline void spread_combine_tiles(const Stage1Params& p, int32_t w_beg
     const int32_t i = fc.work_split[w];
     const int32_t s = rp.reduce_indptr[t], e = rp.reduce_indptr[t + 1], n = e - s;
     const int32_t q0 = rp.reduce_final_map[2 * t], pairs = (rp.reduce_final_map[2 * t + 1] - q0) * rp.heads;
-    if (tid == 0) spread_wait(p, t, n);
+    // Thread 0's acquire, then the barrier, orders every thread's reads after the
+    // splits' released stores (CUTLASS include/cutlass/barrier.h: wait_eq, then
+    // __syncthreads); the partials are read past L1 (ld.global.cg).
+    if (tid == 0) {
+      spread_wait(p, t, n);
+      block_clock_mark(p, kClockTileComplete);
+    }
     bar_sync(kBarChunk, kConsumers);
-    __threadfence();  // acquire for every thread (with thread 0's), as fused_combine_won_tiles
     if (fc.few_order) {
       for (int32_t part = i + n * warp; part < pairs; part += n * (kConsumers / 32))
         combine_pair_few_wave<kReduceFewSplits, true>(rp, s, n, q0, part / rp.heads, part % rp.heads, lane);
@@ -1408,6 +1417,7 @@ __device__ inline void spread_combine_tiles(const Stage1Params& p, int32_t w_beg
         bar_sync(kBarChunk, kConsumers);  // scratch is free for the next round
       }
     }
+    if (tid == 0) block_clock_mark(p, kClockShareDone);  // warp 0's part of it (the others' may follow)
     if (tid == 0 && atomicAdd(fc.counters + rp.num_tiles + t, 1) == n - 1) {
       atomicExch(fc.counters + t, 0);
       atomicExch(fc.counters + rp.num_tiles + t, 0);

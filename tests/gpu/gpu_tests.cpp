@@ -1131,15 +1131,18 @@ void check_block_clock(const Problem& p, const DeviceRun& a) {
       ordered &= c.end_us >= c.start_us && c.start_us >= 0;
       on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most;
       // q staged <= first tile landed <= tiles done <= met <= combined <= outputs written
-      // <= the block's end (marks 1..6; 0, the producer's, has its own thread)
+      // <= the block's end (marks 1..6; 0, the producer's, has its own thread); no spread
+      // marks in a separate run
       const auto& m = c.marks_us;
+      constexpr int kLast = mla::kBlockClockChunkMarks - 1;
       bool all = true;
-      for (int i = 1; i < mla::kBlockClockMarks; ++i) all &= m[size_t(i)].has_value();
+      for (int i = 1; i <= kLast; ++i) all &= m[size_t(i)].has_value();
       if (all) {
         ++marked;
-        for (int i = 2; i < mla::kBlockClockMarks; ++i) ordered &= *m[size_t(i - 1)] <= *m[size_t(i)];
-        ordered &= *m[size_t(mla::kBlockClockMarks - 1)] <= c.end_us - c.start_us + 1e-3;
+        for (int i = 2; i <= kLast; ++i) ordered &= *m[size_t(i - 1)] <= *m[size_t(i)];
+        ordered &= *m[size_t(kLast)] <= c.end_us - c.start_us + 1e-3;
       }
+      for (int i = kLast + 1; i < mla::kBlockClockMarks; ++i) ordered &= !m[size_t(i)].has_value();
     }
     if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
       expect(marked > 0, p.name + ": block clock: no block of the transposed kernel marked its phases");
@@ -1228,6 +1231,23 @@ void fused_combine_cases() {
                same_bits(a.lse, sb.lse),
            p.name + ": after 7 spread launches out/lse differ from the separate reduce's bits (or bench failed: " +
                sbr.error + ")");
+    if (want_spread) {  // --block-times: a split's block sees its tile complete after its own outputs, then combines
+      GpuExecutor clocked(mla::Stage1Kernel::automatic, mla::CombineMode::spread);
+      clocked.set_block_clock(true);
+      DeviceRun cb;
+      const BenchResult cr = clocked.bench(poisoned_args(p, cb), 1, 3, 2);
+      constexpr size_t kOut = mla::kClockOutputs - mla::kClockFirstIssue, kSeen = kOut + 1, kDone = kOut + 2;
+      int marked = 0;
+      bool ordered = cr.ok && same_bits(a.out, cb.out);
+      for (const BenchResult::BlockClock& c : cr.block_clock) {
+        const auto& m = c.marks_us;
+        if (!m[kSeen] || !m[kDone]) continue;
+        ++marked;
+        ordered &= (!m[kOut] || *m[kOut] <= *m[kSeen]) && *m[kSeen] <= *m[kDone] && *m[kDone] <= c.end_us - c.start_us + 1e-3;
+      }
+      expect(ordered && marked > 0, p.name + ": spread block clock: " + std::to_string(marked) +
+                                        " blocks marked the combine, ordered " + std::to_string(ordered) + " " + cr.error);
+    }
 
     DeviceRun bb;
     const ExecArgs args = poisoned_args(p, bb);
