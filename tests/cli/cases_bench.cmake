@@ -16,7 +16,7 @@ endif()
 mlactl_cli_test(bench-stage1-unknown RC 2 ARGS bench --heads 16 --context 10 --stage1 bogus
                 STDERR "--stage1: bogus not in {automatic,wgmma,mma,cuda_core}")
 mlactl_cli_test(bench-combine-unknown RC 2 ARGS bench --heads 16 --context 10 --combine both
-                STDERR "--combine: both not in {separate,fused,separate_early}")
+                STDERR "--combine: both not in {separate,fused,separate_early,spread}")
 mlactl_cli_test(bench-wgmma-schedule-unknown RC 2 ARGS bench --heads 16 --context 10 --wgmma-schedule bogus
                 STDERR "--wgmma-schedule: bogus not in {serial,qk-ahead}")
 mlactl_cli_test(bench-fp8-qk-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-qk bf16
