@@ -162,21 +162,22 @@ __device__ inline void combine_pair_few(const ReduceParams& p, int32_t s, int n,
 }
 
 // combine_pair_few's arithmetic for pair (r, h) by one wave (the fused combine):
-// lane l takes the column quads 4l + 4·warp_size·j of v_dim 512, so a warpgroup
-// combines several pairs at once where the few kernel gives each pair 128
-// threads. Each lane computes the LSE and each weight exactly as every thread of
+// lane l takes the column quads c_base + 4l + 4·warp_size·j (j < NQ) of v_dim 512
+// (NQ 4: all of them; the spread combine gives a wave one 128-column quarter, NQ 1),
+// so a warpgroup combines several pairs at once where the few kernel gives each pair
+// 128 threads. Each lane computes the LSE and each weight exactly as every thread of
 // the few kernel does (sequential over the splits), and each column is the same
-// fmaf chain in split order: the same bits.
-template <int NMAX, bool L2_COHERENT>
+// fmaf chain in split order: the same bits. The lse is written with column 0.
+template <int NMAX, bool L2_COHERENT, int NQ = 4>
 __device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, int n, int32_t q0, int r, int h,
-                                             int lane) {
-  constexpr int kVDimFew = 512, kQuads = kVDimFew / 4 / warp_size();
+                                             int lane, int c_base = 0) {
+  constexpr int kVDimFew = 512, kQuads = NQ;
   const int heads = p.heads;
   float lk[NMAX];
   int32_t prow[NMAX];
   const float lse = pair_lse_few<NMAX, L2_COHERENT>(p, s, n, r, h, lk, prow);
   const int64_t out_row = (int64_t(q0) + r) * heads + h;
-  if (lane == 0 && p.lse) p.lse[out_row] = lse;
+  if (lane == 0 && c_base == 0 && p.lse) p.lse[out_row] = lse;
   float4 acc[kQuads];
 #pragma unroll
   for (int j = 0; j < kQuads; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -186,7 +187,7 @@ __device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, i
       const float wk = expf(lk[k] - lse);
 #pragma unroll
       for (int j = 0; j < kQuads; ++j) {
-        const int c4 = 4 * lane + 4 * warp_size() * j;
+        const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
         const float4 x =
             load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * kVDimFew + c4));
         acc[j].x = fmaf(wk, x.x, acc[j].x);
@@ -198,7 +199,7 @@ __device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, i
   }
 #pragma unroll
   for (int j = 0; j < kQuads; ++j) {
-    const int c4 = 4 * lane + 4 * warp_size() * j;
+    const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
     *reinterpret_cast<uint2*>(p.out + out_row * kVDimFew + c4) =
         make_uint2(uint32_t(encode_out(p.out_type, acc[j].x)) | (uint32_t(encode_out(p.out_type, acc[j].y)) << 16),
                    uint32_t(encode_out(p.out_type, acc[j].z)) | (uint32_t(encode_out(p.out_type, acc[j].w)) << 16));
@@ -215,7 +216,7 @@ __device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, in
 #pragma unroll
   for (int j = 0; j < NQ; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   // NQ quads of kBatch splits in flight (combine_chain's batching), then the fmaf chains.
-  constexpr int kBatch = NQ == 1 ? kChainBatch : 2;
+  constexpr int kBatch = NQ == 1 ? 2 * kChainBatch : 2;
   for (int32_t k = k0; k < e; k += kBatch * step) {
     int64_t prow[kBatch];
     float l[kBatch];

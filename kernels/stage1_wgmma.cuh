@@ -1327,8 +1327,7 @@ __device__ inline void fused_combine_won_tiles(const Stage1Params& p, int32_t w_
 // works before any of them waits here, and the executor runs this mode only when every
 // workgroup is resident (kernels/gpu_executor.cpp), so the wait ends; one that lasts
 // ~2 s is recorded as kErrStall and given up, as mbar_wait does. The polls back off
-// to ~1 µs apart: up to one poller per workgroup reads the same word, and polls every
-// 32-256 ns from 128 SMs queued at its L2 slice behind the arrivals they wait for.
+// to ~0.5 µs apart: up to one poller per workgroup reads the same word.
 __device__ inline void spread_wait(const Stage1Params& p, int32_t t, int32_t splits) {
   const int32_t* counter = p.combine.counters + t;
   const long long start = clock64();
@@ -1343,7 +1342,7 @@ __device__ inline void spread_wait(const Stage1Params& p, int32_t t, int32_t spl
       return;
     }
     __nanosleep(ns);
-    ns = min(2 * ns, 1024u);
+    ns = min(2 * ns, 512u);
   }
 }
 
@@ -1351,8 +1350,9 @@ __device__ inline void spread_wait(const Stage1Params& p, int32_t t, int32_t spl
 // split work of the block, in work order, wait for its tile t (n splits, this work
 // split i) to be complete, then combine the tile's parts i, i + n, i + 2n, ... in the
 // separate reduce's arithmetic and order (the same bits):
-//   few order   part = pair, one warp each (combine_pair_few_wave): warp w takes the
-//               block's parts w, w + 8, ... (so part i + n (w + 8 j)).
+//   few order   part = (pair, 128-column quarter), one warp each (combine_pair_few_wave,
+//               one float4 a lane): warp w takes the block's parts w, w + 8, ...
+//               (so part i + n (w + 8 j)).
 //   general     part = (pair, 128-column quarter): `groups` warps (the general
 //               kernel's split groups) each run their chain k = s + g (mod groups) for
 //               one float4 a lane (combine_chain_quads) and write it to `scratch`; the
@@ -1381,8 +1381,11 @@ __device__ inline void spread_combine_tiles(const Stage1Params& p, int32_t w_beg
     }
     bar_sync(kBarChunk, kConsumers);
     if (fc.few_order) {
-      for (int32_t part = i + n * warp; part < pairs; part += n * (kConsumers / 32))
-        combine_pair_few_wave<kReduceFewSplits, true>(rp, s, n, q0, part / rp.heads, part % rp.heads, lane);
+      for (int32_t part = i + n * warp; part < 4 * pairs; part += n * (kConsumers / 32)) {
+        const int pr = part / 4;
+        combine_pair_few_wave<kReduceFewSplits, true, 1>(rp, s, n, q0, pr / rp.heads, pr % rp.heads, lane,
+                                                         128 * (part % 4));
+      }
     } else {
       const int groups = reduce_split_groups(n), sets = (kConsumers / 32) / groups;
       const int set = warp / groups, g = warp % groups;
