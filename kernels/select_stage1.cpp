@@ -45,8 +45,11 @@ std::string wgmma_path_note(const Stage1Params& p) {
                                   " q x e4m3fn KV: K and V converted to fp16 in registers, Q·Kᵀ and P·V on fp16 wgmma "
                                   "(P once in fp16)";
   if (p.kv_type == ElemType::fp8) return "; fp8 KV converted into 16-bit stages by the producer";
-  if (wgmma_p_once(p)) return "; P·V with P rounded once to the operand type (--pv-precision once)";
-  return "";
+  std::string note;
+  if (wgmma_p_once(p)) note += "; P·V with P rounded once to the operand type (--pv-precision once)";
+  if (!wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::split_qk)
+    note += "; the warpgroups split each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)";
+  return note;
 }
 
 }  // namespace

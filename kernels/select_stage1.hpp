@@ -85,7 +85,7 @@ inline bool wgmma_pv_e4m3(const Stage1Params& p) {
 // schedule. (fp8 KV: the raw-code paths take P once in fp16 anyway; staged keeps two parts.)
 inline bool wgmma_p_once(const Stage1Params& p) {
   return p.pv_precision == PvPrecision::once && p.kv_type != ElemType::fp8 &&
-         (wgmma_runs_transposed(p) || p.wgmma_schedule == WgmmaSchedule::serial);
+         (wgmma_runs_transposed(p) || p.wgmma_schedule != WgmmaSchedule::qk_ahead);
 }
 
 // Why the fused combine (CombineMode::fused, and separate_early's early release)

@@ -41,19 +41,26 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 }
 
 // The schedule of the row-major wgmma kernel's consumer warpgroups (works of more
-// than 16 (row, head) pairs: M2, C1; kernels/stage1_wgmma.cuh). Both keep the
-// same split of the work: warpgroup 0 runs Q·Kᵀ, the softmax and P·V for columns
-// 0-255, warpgroup 1 takes P through shared memory for columns 256-511.
+// than 16 (row, head) pairs: M2, C1; kernels/stage1_wgmma.cuh). serial and qk_ahead
+// keep the same split of the work: warpgroup 0 runs Q·Kᵀ, the softmax and P·V for
+// columns 0-255, warpgroup 1 takes P through shared memory for columns 256-511.
 //   serial    warpgroup 0 waits for tile t's Q·Kᵀ, then runs its softmax, so the
 //             tensor cores idle through every softmax (docs/bench_notes.md step 27);
 //   qk_ahead  warpgroup 0 issues tile t+1's Q·Kᵀ (asynchronous wgmma) before the
 //             softmax of tile t, so the softmax runs while the tensor cores work.
+//   split_qk  the warpgroups share Q·Kᵀ: warpgroup 0 runs the even k-steps' chain,
+//             warpgroup 1 the odd one (serial's two chains), they swap the partial
+//             scores through shared memory and add them (even + odd: serial's bits),
+//             and each runs the softmax and packs P itself for its own columns: no P
+//             hand-off, 18 + 16 wgmmas a warpgroup and tile instead of warpgroup 0's
+//             36 + 16 (docs/bench_notes.md step 35). Same outputs as serial, bit for bit.
 // serial is the default: qk_ahead was slower on the H200 (docs/bench_notes.md step 27:
 // warpgroup 0 then holds two of the three stages, so each load has less time to land).
-enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1 };
-inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead};
+enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2 };
+inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead,
+                                                    WgmmaSchedule::split_qk};
 
-inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead"};  // in kWgmmaSchedules' order
+inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk"};  // in kWgmmaSchedules' order
 inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& name) {

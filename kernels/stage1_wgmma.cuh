@@ -70,9 +70,12 @@ constexpr int kRowBytes = 128;               // one swizzle row: 64 16-bit eleme
 // Named barrier ids (0 is __syncthreads).
 constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6, kBarRed = 7;  // kBarRed + warpgroup
 
-// Shared-memory plan for QR staged q rows, S KV stages of NT tokens.
+// Shared-memory plan for QR staged q rows, S KV stages of NT tokens. split_qk
+// (WgmmaSchedule::split_qk): the P region holds the partial scores the warpgroups
+// swap instead, [2 tiles][2 warpgroups][16 accumulators][128 threads] f32.
 struct Plan {
   int qr, stages, head_dim, nt;
+  bool split_qk = false;
   __host__ __device__ int blocks() const { return head_dim / 64; }
   __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
   __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
@@ -80,7 +83,8 @@ struct Plan {
   __host__ __device__ size_t p_buf_bytes() const { return size_t(nt / 8) * 16 * 128; }
   __host__ __device__ size_t kv_off() const { return q_bytes(); }
   __host__ __device__ size_t p_off() const { return kv_off() + stages * stage_bytes(); }
-  __host__ __device__ size_t alpha_off() const { return p_off() + 2 * p_buf_bytes(); }
+  __host__ __device__ size_t p_region_bytes() const { return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : 2 * p_buf_bytes(); }
+  __host__ __device__ size_t alpha_off() const { return p_off() + p_region_bytes(); }
   __host__ __device__ size_t stats_off() const { return alpha_off() + 2 * 128 * 8; }
   __host__ __device__ size_t bar_off() const { return stats_off() + 128 * 16; }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
@@ -645,13 +649,15 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   constexpr int kN = NT, kKSteps = NT / 16;
   constexpr int kPParts = P1 ? 1 : 2;  // P as [hi] or [hi, lo]
   constexpr bool kQkAhead = SCHED == WgmmaSchedule::qk_ahead;
+  constexpr bool kSplitQk = SCHED == WgmmaSchedule::split_qk;  // both warpgroups run Q·Kᵀ and the softmax
   static_assert(NT == 32, "Q·Kᵀ runs as m64n32k16: 16 accumulators a chain");
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const Plan plan{QR, S, HD, NT};
+  const Plan plan{QR, S, HD, NT, kSplitQk};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
   uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [2][2 * kKSteps][128]
+  float* s_swap = reinterpret_cast<float*>(smem + plan.p_off());         // split_qk: [2][2][16][128]
   float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [2][128]
   float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128]
   const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
@@ -683,7 +689,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   const float kv_scale = KV8 ? p.kv_scale : 1.0f;  // fp8 KV: on the scores and the output, not the operands
   const float score_scale =
       p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale * kLog2e;  // log2 domain
-  if (g == 1) {  // both P buffers start free
+  if (!kSplitQk && g == 1) {  // both P buffers start free
     bar_arrive(kBarPFree + 0, kConsumers);
     bar_arrive(kBarPFree + 1, kConsumers);
   }
@@ -750,9 +756,35 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
         }
         float alpha0, alpha1;
-        if (g == 0) {
+        if (kSplitQk || g == 0) {
           float sc[16];
-          if constexpr (kQkAhead) {
+          if constexpr (kSplitQk) {
+            // This warpgroup's chain of serial's two (k-steps g, g + 2, ...), then the
+            // other's through shared memory: sc = even + odd as serial adds them.
+#pragma unroll
+            for (int x = 0; x < 16; ++x) sc[x] = 0.0f;
+            pin(sc);
+            wg_fence();
+#pragma unroll
+            for (int j = 0; j < HD / 32; ++j) {
+              const int kk = 2 * j + g;
+              mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), j > 0);
+            }
+            wg_commit();
+            wg_wait0();  // S, and this warpgroup's P·V of the previous tile
+            pin(sc);
+            if (i > 0) {
+              __syncwarp();
+              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+            }
+            // Buffer b of tile k: the other warpgroup read it two tiles ago, before it
+            // reached the previous tile's barrier, which this one has passed.
+#pragma unroll
+            for (int x = 0; x < 16; ++x) s_swap[((b * 2 + g) * 16 + x) * 128 + ct] = sc[x];
+            bar_sync(kBarPFull, kConsumers);
+#pragma unroll
+            for (int x = 0; x < 16; ++x) sc[x] += s_swap[((b * 2 + (1 - g)) * 16 + x) * 128 + ct];
+          } else if constexpr (kQkAhead) {
             wg_wait0();  // S of this tile, and P·V of the previous tile
             pin(qk);
             pin(qk2);
@@ -845,15 +877,17 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
               }
             }
           // (reg 0: row r0, tokens 0-7 of the k-step; 1: row r1; 2: row r0, tokens 8-15; 3: row r1.)
-          bar_sync(kBarPFree + b, kConsumers);
+          if constexpr (!kSplitQk) {
+            bar_sync(kBarPFree + b, kConsumers);
 #pragma unroll
-          for (int ks = 0; ks < kKSteps; ++ks)
+            for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
-            for (int hl = 0; hl < kPParts; ++hl)
-              p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct] =
-                  make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
-          alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
-          bar_arrive(kBarPFull + b, kConsumers);
+              for (int hl = 0; hl < kPParts; ++hl)
+                p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct] =
+                    make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+            alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
+            bar_arrive(kBarPFull + b, kConsumers);
+          }
         } else {
           // qk_ahead: the previous stage is released before waiting for P, not after:
           // warpgroup 0 already holds this tile's and the next tile's stages, so the
@@ -913,15 +947,17 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
       }
 
-      // Row statistics from warpgroup 0 to warpgroup 1.
-      if (g == 0) {
+      // Row statistics from warpgroup 0 to warpgroup 1 (split_qk: each has its own).
+      if (kSplitQk || g == 0) {
 #pragma unroll
         for (int o_ = 1; o_ < 4; o_ <<= 1) {
           l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
           l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
         }
-        stats[ct] = make_float4(m0, l0, m1, l1);
-        bar_arrive(kBarStats, kConsumers);
+        if constexpr (!kSplitQk) {
+          stats[ct] = make_float4(m0, l0, m1, l1);
+          bar_arrive(kBarStats, kConsumers);
+        }
       } else {
         bar_sync(kBarStats, kConsumers);
         const float4 st = stats[ct];

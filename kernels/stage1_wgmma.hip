@@ -41,7 +41,7 @@ template <bool F16, bool KV8, int QR, int S, int NT, WgmmaSchedule SCHED, bool P
 bool launch_rows(const Stage1Params& p_in, std::string* error) {
   Stage1Params p = p_in;
   p.pair_tiles = pair_tiles_for(p, QR);
-  const size_t smem = wg::Plan{QR, S, p.head_dim, NT}.total();
+  const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8, SCHED, P1>
                                   : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8, SCHED, P1>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
@@ -63,7 +63,8 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // C1): 64 q rows (72 KB), 3 stages of 32-token tiles (206 KB). (The row-major
 // kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
 // mma.sync: docs/bench_notes.md steps 11-12.) P once (wgmma_p_once) is built for the
-// transposed kernel and the row-major one's serial schedule; qk_ahead keeps P in two parts.
+// transposed kernel and the row-major one's serial and split_qk schedules; qk_ahead keeps
+// P in two parts.
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
   if (wgmma_runs_transposed(p))
@@ -71,6 +72,9 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
                            : launch_transposed<F16, false>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::qk_ahead)
     return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::qk_ahead>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::split_qk)
+    return wgmma_p_once(p) ? launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk, true>(p, error)
+                           : launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk>(p, error);
   if (wgmma_p_once(p)) return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial, true>(p, error);
   return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial>(p, error);
 }

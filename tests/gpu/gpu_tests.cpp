@@ -551,9 +551,9 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     }
   }
   // 16-bit KV with P rounded once (mla::PvPrecision::once: the transposed kernel and the
-  // row-major one's serial schedule, mla::wgmma_p_once): select_stage1 must say so, and
-  // the results stay within kPOnceTol of the reference and the CPU.
-  if (ran_wgmma && leg.schedule == mla::WgmmaSchedule::serial && p.view.kv_dtype != DType::fp8) {
+  // row-major one's serial and split_qk schedules, mla::wgmma_p_once): select_stage1 must
+  // say so, and the results stay within kPOnceTol of the reference and the CPU.
+  if (ran_wgmma && leg.schedule != mla::WgmmaSchedule::qk_ahead && p.view.kv_dtype != DType::fp8) {
     const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
     mla::Stage1Params once = wshape;  // what the launch dispatches on (stage1_wgmma.hip: wgmma_p_once)
     once.pv_precision = mla::PvPrecision::once;
@@ -563,9 +563,9 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     (mla::wgmma_runs_transposed(once) ? leg.p_once_t_runs : leg.p_once_runs) += dv.result.ok;
     compare_variant("pv-precision once", dv, Arith::p_once);
   }
-  // The qk_ahead schedule reorders only when wgmmas are issued, not the arithmetic
-  // (S is the same two accumulator chains summed the same way), so its results
-  // must equal the serial schedule's bit for bit.
+  // The qk_ahead and split_qk schedules reorder only when and where wgmmas are issued,
+  // not the arithmetic (S is the same two accumulator chains summed the same way), so
+  // their results must equal the serial schedule's bit for bit.
   if (leg.asked == mla::Stage1Kernel::wgmma && leg.schedule != mla::WgmmaSchedule::serial) {
     GpuExecutor serial(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, mla::WgmmaSchedule::serial);
     const DeviceRun ds = run_executor(serial, p);
@@ -1312,7 +1312,7 @@ void summarize(const Leg& leg) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  // --wgmma: only the wgmma legs (both row-major schedules), e.g. for a new schedule's first run.
+  // --wgmma: only the wgmma legs (every row-major schedule), e.g. for a new schedule's first run.
   const bool wgmma_only = mode == "--wgmma";
   // --cpu-self-check: run every case with CpuExecutor as the executor under test
   // (checks this harness and the CPU executor where no GPU exists).
@@ -1332,8 +1332,9 @@ int main(int argc, char** argv) {
   if (self_check) {
     legs.push_back(Leg{std::make_unique<CpuExecutor>(), std::nullopt, {}});
   } else {
-    // wgmma twice: the row-major kernel's serial and qk_ahead schedules (mla::WgmmaSchedule).
-    for (mla::WgmmaSchedule s : {mla::WgmmaSchedule::serial, mla::WgmmaSchedule::qk_ahead}) {
+    // wgmma three times: the row-major kernel's serial, qk_ahead and split_qk schedules
+    // (mla::WgmmaSchedule).
+    for (mla::WgmmaSchedule s : {mla::WgmmaSchedule::serial, mla::WgmmaSchedule::qk_ahead, mla::WgmmaSchedule::split_qk}) {
       Leg leg{std::make_unique<GpuExecutor>(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, s), mla::Stage1Kernel::wgmma, gpu_stage1_device()};
       leg.schedule = s;
       legs.push_back(std::move(leg));

@@ -297,7 +297,7 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK_FALSE(why_has(params(A, bf16, bf16), kH200, "16-bit stages"));
 }
 
-TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel and the row-major serial schedule, and says so",
+TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel and the row-major serial and split-qk schedules, and says so",
           "[unit][select_stage1]") {
   Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // M2: 64 pairs a work, the row-major kernel
   CHECK_FALSE(mla::wgmma_p_once(p));  // default: P in two parts
@@ -306,6 +306,10 @@ TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel a
   CHECK(mla::wgmma_p_once(p));
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "; P·V with P rounded once to the operand type (--pv-precision once)"));
+  p.wgmma_schedule = mla::WgmmaSchedule::split_qk;  // built with P once too, and says it splits Q·Kᵀ
+  CHECK(mla::wgmma_p_once(p));
+  CHECK(why_has(p, kH200, "; P·V with P rounded once to the operand type (--pv-precision once); the warpgroups split "
+                          "each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)"));
   p.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // built with P in two parts only
   CHECK_FALSE(mla::wgmma_p_once(p));
   CHECK_FALSE(why_has(p, kH200, "P rounded once"));
@@ -315,6 +319,8 @@ TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel a
   CHECK(why_has(small, kH200, "P rounded once"));
   small.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // the row-major kernel's option only
   CHECK(mla::wgmma_p_once(small));
+  small.wgmma_schedule = mla::WgmmaSchedule::split_qk;  // likewise: the transposed kernel says nothing of it
+  CHECK_FALSE(why_has(small, kH200, "split-qk"));
   Stage1Params kv8 = params(A, bf16, fp8);  // fp8 KV: its own P forms (Fp8Convert, Fp8PvMma)
   kv8.pv_precision = mla::PvPrecision::once;
   CHECK_FALSE(mla::wgmma_p_once(kv8));
