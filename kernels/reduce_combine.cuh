@@ -79,6 +79,16 @@ __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32
 // splits go kChainBatch at a time: their map entries, then their lse and partial
 // values, then the fmaf chain (the same order as one split at a time).
 constexpr int kChainBatch = 8;
+// Partial rows (map entry + r) x heads + h of the B splits k, k + step, ... (0 past e).
+template <int B>
+__device__ inline void batch_rows(const ReduceParams& p, int32_t k, int32_t e, int32_t step, int r, int h,
+                                  int64_t (&prow)[B]) {
+#pragma unroll
+  for (int b = 0; b < B; ++b) {
+    const int32_t kb = k + b * step;
+    prow[b] = kb < e ? (int64_t(p.reduce_partial_map[kb]) + r) * p.heads + h : 0;
+  }
+}
 template <bool L2_COHERENT>
 __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
                                       float lse, int c) {
@@ -86,11 +96,7 @@ __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t
   for (int32_t k = k0; k < e; k += kChainBatch * step) {
     int64_t prow[kChainBatch];
     float l[kChainBatch], x[kChainBatch];
-#pragma unroll
-    for (int b = 0; b < kChainBatch; ++b) {
-      const int32_t kb = k + b * step;
-      prow[b] = kb < e ? (int64_t(p.reduce_partial_map[kb]) + r) * p.heads + h : 0;
-    }
+    batch_rows(p, k, e, step, r, h, prow);
 #pragma unroll
     for (int b = 0; b < kChainBatch; ++b) {
       if (k + b * step < e) {
@@ -221,11 +227,7 @@ __device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, in
     int64_t prow[kBatch];
     float l[kBatch];
     float4 x[kBatch][NQ];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      const int32_t kb = k + b * step;
-      prow[b] = kb < e ? (int64_t(p.reduce_partial_map[kb]) + r) * p.heads + h : 0;
-    }
+    batch_rows(p, k, e, step, r, h, prow);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       if (k + b * step < e) {
