@@ -133,6 +133,46 @@ __device__ inline float pair_lse_few(const ReduceParams& p, int32_t s, int n, in
   return (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
 }
 
+// Σ over splits k < n of exp(lk[k] − lse) · partial row prow[k] (row stride `stride`),
+// for the NQ float4 column quads col(j), in split order: the few-split chain of
+// combine_pair_few and combine_pair_few_wave. A batch of splits' loads goes first
+// (small predicated bodies, which ptxas issues back to back), then their fmaf chains:
+// one split's load, exp and fmafs under one `if` compiled to a branch around each
+// split, so every split's L2 load waited for the one before (SASS of the spread
+// combine; docs/bench_notes.md step 36). Same operations in the same order.
+template <int NMAX, bool L2_COHERENT, int NQ, typename ColOf>
+__device__ inline void few_chain_quads(const ReduceParams& p, int n, const float (&lk)[NMAX],
+                                       const int32_t (&prow)[NMAX], float lse, int64_t stride, ColOf col,
+                                       float4 (&acc)[NQ]) {
+  constexpr int kB = NMAX < 8 ? NMAX : (NQ > 1 ? 4 : 8);
+  static_assert(NMAX % kB == 0, "whole batches");
+#pragma unroll
+  for (int j = 0; j < NQ; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int k0 = 0; k0 < NMAX; k0 += kB) {
+    float4 x[kB][NQ];
+#pragma unroll
+    for (int b = 0; b < kB; ++b)
+      if (k0 + b < n)
+#pragma unroll
+        for (int j = 0; j < NQ; ++j)
+          x[b][j] = load_partial<L2_COHERENT>(
+              reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k0 + b]) * stride + col(j)));
+#pragma unroll
+    for (int b = 0; b < kB; ++b)
+      if (k0 + b < n) {
+        const float wk = expf(lk[k0 + b] - lse);
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) {
+          acc[j].x = fmaf(wk, x[b][j].x, acc[j].x);
+          acc[j].y = fmaf(wk, x[b][j].y, acc[j].y);
+          acc[j].z = fmaf(wk, x[b][j].z, acc[j].z);
+          acc[j].w = fmaf(wk, x[b][j].w, acc[j].w);
+        }
+      }
+  }
+}
+
 // Pair (r, h) of a tile of n <= NMAX splits from s (final row q0 + r), columns
 // [c4, c4 + 4) (v_dim 512): mla_reduce_few_kernel's arithmetic. Every caller
 // thread computes the LSE and weights itself (sequential over the splits); the
@@ -147,19 +187,9 @@ __device__ inline void combine_pair_few(const ReduceParams& p, int32_t s, int n,
   const int64_t out_row = (int64_t(q0) + r) * heads + h;
   if (c4 == 0 && p.lse) p.lse[out_row] = lse;
   if (c4 < v_dim) {
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int k = 0; k < NMAX; ++k) {
-      if (k < n) {
-        const float wk = expf(lk[k] - lse);
-        const float4 x =
-            load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * v_dim + c4));
-        acc.x = fmaf(wk, x.x, acc.x);
-        acc.y = fmaf(wk, x.y, acc.y);
-        acc.z = fmaf(wk, x.z, acc.z);
-        acc.w = fmaf(wk, x.w, acc.w);
-      }
-    }
+    float4 quad[1];
+    few_chain_quads<NMAX, L2_COHERENT, 1>(p, n, lk, prow, lse, v_dim, [&](int) { return c4; }, quad);
+    const float4 acc = quad[0];
     // one 8-byte store (out rows are 1024-byte aligned: v_dim 512 x 16 bits)
     *reinterpret_cast<uint2*>(p.out + out_row * v_dim + c4) =
         make_uint2(uint32_t(encode_out(p.out_type, acc.x)) | (uint32_t(encode_out(p.out_type, acc.y)) << 16),
@@ -185,24 +215,8 @@ __device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, i
   const int64_t out_row = (int64_t(q0) + r) * heads + h;
   if (lane == 0 && c_base == 0 && p.lse) p.lse[out_row] = lse;
   float4 acc[kQuads];
-#pragma unroll
-  for (int j = 0; j < kQuads; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-  for (int k = 0; k < NMAX; ++k) {
-    if (k < n) {
-      const float wk = expf(lk[k] - lse);
-#pragma unroll
-      for (int j = 0; j < kQuads; ++j) {
-        const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
-        const float4 x =
-            load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k]) * kVDimFew + c4));
-        acc[j].x = fmaf(wk, x.x, acc[j].x);
-        acc[j].y = fmaf(wk, x.y, acc[j].y);
-        acc[j].z = fmaf(wk, x.z, acc[j].z);
-        acc[j].w = fmaf(wk, x.w, acc[j].w);
-      }
-    }
-  }
+  few_chain_quads<NMAX, L2_COHERENT, kQuads>(p, n, lk, prow, lse, kVDimFew,
+                                             [&](int j) { return c_base + 4 * lane + 4 * warp_size() * j; }, acc);
 #pragma unroll
   for (int j = 0; j < kQuads; ++j) {
     const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
