@@ -1,7 +1,7 @@
 #!/bin/bash
 # Diagnostics for issue 19's rows that miss for reasons bench alone does not show
 # (docs/bench_notes.md "Not done"), over the binaries of one build. Usage:
-#   bash scripts/gpu_diag.sh BIN_DIR
+#   bash scripts/gpu_diag.sh BIN_DIR [OUT_DIR]
 # Steps, each named in the output:
 #   m3-plans   M3's stage 1 under AITER's plan for 132 and 120 CUs and FLASH_ATTN_MLA's fa3
 #              plan (bench), then ncu on each: duration, SM active cycles (mean and max:
@@ -10,10 +10,17 @@
 #              overhead) and SM active cycles against bench's event-timed kernel µs
 #   blocks     bench --block-times on M3's three plans and S1: block durations, the slowest
 #              blocks with their works and tokens
+#   spread     --combine spread against separate on S1 at 4095 and 32767 and M3, with the
+#              phase marks (split tile complete, share combined: docs/bench_notes.md step 34)
+#   source     with OUT_DIR: ncu's SASS source counters (stall reasons an instruction) of
+#              S1's stage 1 at 4095, separate and spread, as CSV in OUT_DIR (the next step
+#              of bench_notes steps 34-36: where a lone tile's 2.2 µs and a spread share's
+#              ~6 µs go)
 # Needs ncu (else only the bench lines); exit 2 without BIN_DIR or when mlactl is missing.
 set -u
-[ $# -ge 1 ] || { echo "usage: gpu_diag.sh BIN_DIR" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: gpu_diag.sh BIN_DIR [OUT_DIR]" >&2; exit 2; }
 B=$1
+O=${2:-}
 cd "$(dirname "$0")/.." || exit 2
 [ -x "$B/mlactl" ] || { echo "gpu_diag.sh: $B/mlactl is missing or not executable" >&2; exit 2; }
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
@@ -43,3 +50,21 @@ for args in "$M3 --num-cu 132" "$M3 --num-cu 120" "$M3 --num-cu 132 --arch sm90 
   echo "== blocks: $args"
   "$B/mlactl" bench $args --block-times 2>&1 | grep -E "^(block times|slowest blocks)" | cut -c1-900
 done
+S4="--heads 12 --qlen 1 --context 4095 --batch-size 1 --block-size 16 --num-cu 132"
+S1="--heads 12 --qlen 1 --context 32767 --batch-size 1 --block-size 16 --num-cu 132"
+for args in "$S4" "$S1" "$M3 --num-cu 132"; do
+  for c in separate spread; do
+    echo "== spread: $c, $args"
+    "$B/mlactl" bench $args --combine $c --block-times 2>&1 | grep -E "^(asm_persistent|block phases)" | cut -c1-400
+  done
+done
+if [ -n "$O" ] && [ -n "$NCU" ]; then
+  mkdir -p "$O"
+  for c in separate spread; do
+    echo "== source: S1 at 4095, $c -> $O/s4_${c}_source.csv"
+    timeout 240 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --section SourceCounters --section WarpStateStats \
+      --page source --print-source sass --csv "$B/mlactl" bench $S4 --combine $c --iters 3 --warmup 1 \
+      > "$O/s4_${c}_source.csv" 2>&1
+    echo "rc $? ($(wc -l < "$O/s4_${c}_source.csv") lines)"
+  done
+fi
