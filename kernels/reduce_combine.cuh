@@ -34,6 +34,14 @@ __device__ inline T load_partial(const T* at) {
   return *at;
 }
 
+// acc += w · x, one fmaf a column (the reduce's per-split step on a float4 quad).
+__device__ inline void fma_quad(float4& acc, float w, const float4& x) {
+  acc.x = fmaf(w, x.x, acc.x);
+  acc.y = fmaf(w, x.y, acc.y);
+  acc.z = fmaf(w, x.z, acc.z);
+  acc.w = fmaf(w, x.w, acc.w);
+}
+
 // LSE of pair (r, h) of a tile with splits [s, e), computed by one whole wave
 // (every lane gets the same bits): lane-strided max and sum, then XOR butterflies.
 // LSE = M + ln Σ exp(lse_k − M), +inf when the sum is 0 or NaN (as AITER).
@@ -164,10 +172,7 @@ __device__ inline void few_chain_quads(const ReduceParams& p, int n, const float
         const float wk = expf(lk[k0 + b] - lse);
 #pragma unroll
         for (int j = 0; j < NQ; ++j) {
-          acc[j].x = fmaf(wk, x[b][j].x, acc[j].x);
-          acc[j].y = fmaf(wk, x[b][j].y, acc[j].y);
-          acc[j].z = fmaf(wk, x[b][j].z, acc[j].z);
-          acc[j].w = fmaf(wk, x[b][j].w, acc[j].w);
+          fma_quad(acc[j], wk, x[b][j]);
         }
       }
   }
@@ -259,10 +264,7 @@ __device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, in
         const float wk = expf(l[b] - lse);
 #pragma unroll
         for (int j = 0; j < NQ; ++j) {
-          acc[j].x = fmaf(wk, x[b][j].x, acc[j].x);
-          acc[j].y = fmaf(wk, x[b][j].y, acc[j].y);
-          acc[j].z = fmaf(wk, x[b][j].z, acc[j].z);
-          acc[j].w = fmaf(wk, x[b][j].w, acc[j].w);
+          fma_quad(acc[j], wk, x[b][j]);
         }
       }
     }
