@@ -604,11 +604,11 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     const std::string route = r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string();
     if (!rr.bench.stage1_why.empty()) kv.push_back({"stage 1" + route, stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
     std::string text = mla::to_string(rr.bench.combine);
-    if (rr.bench.combine == mla::CombineMode::fused)
-      text += ": stage 1 combines the split tiles, no reduce launch (+reduce µs times the same launch as kernel µs)";
-    else if (rr.bench.combine == mla::CombineMode::spread)
-      text += ": the workgroups of each split tile combine it together at the end of stage 1, no reduce launch "
-              "(+reduce µs times the same launch as kernel µs)";
+    if (mla::combines_in_stage1(rr.bench.combine))
+      text += std::string(rr.bench.combine == mla::CombineMode::spread
+                              ? ": the workgroups of each split tile combine it together at the end of stage 1"
+                              : ": stage 1 combines the split tiles") +
+              ", no reduce launch (+reduce µs times the same launch as kernel µs)";
     else if (!rr.bench.combine_note.empty())
       text += " (" + rr.bench.combine_note + ")";
     kv.push_back({"combine" + route, text});

@@ -41,6 +41,9 @@ inline constexpr CombineMode kCombineModes[] = {CombineMode::separate, CombineMo
 inline constexpr const char* kCombineModeNames[] = {"separate", "fused", "separate_early", "spread"};  // in kCombineModes' order
 inline const char* to_string(CombineMode v) { return enum_name(kCombineModes, kCombineModeNames, v); }
 
+// Whether stage 1 combines the split tiles itself, with no reduce launch (fused, spread).
+inline constexpr bool combines_in_stage1(CombineMode v) { return v == CombineMode::fused || v == CombineMode::spread; }
+
 // The mode a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<CombineMode> combine_mode_from_name(const std::string& name) {
   return enum_from_name(kCombineModes, name);

@@ -189,8 +189,6 @@ struct Sizes {
 struct Combine {
   mla::CombineMode mode = mla::CombineMode::separate;
   std::string note;
-  // stage 1 combines the split tiles itself: no reduce launch
-  bool in_stage1() const { return mode == mla::CombineMode::fused || mode == mla::CombineMode::spread; }
 };
 
 // CombineMode::fused or spread (`want`) for s1 when the stage-1 kernel that runs
@@ -339,7 +337,7 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   rd.num_q_rows = a.num_q_rows;
   rd.error = s1.error;
   *combine = Combine{};
-  if (want == mla::CombineMode::fused || want == mla::CombineMode::spread)
+  if (mla::combines_in_stage1(want))
     return prepare_fused_combine(a, d, s1, rd, want, combine, errp);
   if (want == mla::CombineMode::separate_early) {
     // The same kernel family as the fused combine issues the early release.
@@ -401,7 +399,7 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   result.combine_note = combine.note;
   // Fused or spread: stage 1 combined the split tiles; the reduce interval is empty.
   ok = ok && mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) &&
-            (combine.in_stage1() || mla::launch_reduce(rd, &err)) &&
+            (mla::combines_in_stage1(combine.mode) || mla::launch_reduce(rd, &err)) &&
             mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
             mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
             mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
@@ -510,7 +508,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
     bool ok = !timed || mla::check(mla::gpu_event_record(ev[e]), "record event", &err);
     ok = ok && mla::launch_stage1(s1, &err);
     if (timed && !whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
-    ok = ok && (combine.in_stage1() || mla::launch_reduce(rd, &err));
+    ok = ok && (mla::combines_in_stage1(combine.mode) || mla::launch_reduce(rd, &err));
     if (timed && whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
     if (!ok) return fail(err);
   }

@@ -178,6 +178,11 @@ TEST_CASE("fused combine: mode names", "[fused_combine]") {
                              mla::CombineMode::spread})
     CHECK(mla::combine_mode_from_name(mla::to_string(m)) == m);
   CHECK_FALSE(mla::combine_mode_from_name("both"));
+  // fused and spread replace the reduce launch; separate and separate_early keep it
+  CHECK(mla::combines_in_stage1(mla::CombineMode::fused));
+  CHECK(mla::combines_in_stage1(mla::CombineMode::spread));
+  CHECK_FALSE(mla::combines_in_stage1(mla::CombineMode::separate));
+  CHECK_FALSE(mla::combines_in_stage1(mla::CombineMode::separate_early));
 }
 
 TEST_CASE("fused combine: at most kFusedMaxSplitWorks split works per workgroup", "[fused_combine]") {
