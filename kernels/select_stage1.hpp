@@ -80,11 +80,18 @@ inline bool wgmma_pv_e4m3(const Stage1Params& p) {
   return (wgmma_qk_e4m3(p) && p.fp8_pv != Fp8PvMma::fp16) || (wgmma_k_registers(p) && p.fp8_pv == Fp8PvMma::e4m3);
 }
 
+// The row-major wgmma kernel runs on 64-token tiles (WgmmaSchedule::serial_64).
+inline bool wgmma_rows_64(const Stage1Params& p) {
+  return !wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::serial_64;
+}
 // The wgmma kernels run 16-bit KV's P·V with P rounded once (Stage1Params::pv_precision;
 // kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial
-// schedule. (fp8 KV: the raw-code paths take P once in fp16 anyway; staged keeps two parts.)
+// and split_qk schedules; serial_64 always (one P part is all its shared memory holds).
+// (fp8 KV: the raw-code paths take P once in fp16 anyway; staged keeps two parts.)
 inline bool wgmma_p_once(const Stage1Params& p) {
-  return p.pv_precision == PvPrecision::once && p.kv_type != ElemType::fp8 &&
+  if (p.kv_type == ElemType::fp8) return false;
+  if (wgmma_rows_64(p)) return true;
+  return p.pv_precision == PvPrecision::once &&
          (wgmma_runs_transposed(p) || p.wgmma_schedule != WgmmaSchedule::qk_ahead);
 }
 

@@ -54,13 +54,19 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             and each runs the softmax and packs P itself for its own columns: no P
 //             hand-off, 18 + 16 wgmmas a warpgroup and tile instead of warpgroup 0's
 //             36 + 16 (docs/bench_notes.md step 35). Same outputs as serial, bit for bit.
+//   serial_64 serial over 64-token tiles: Q·Kᵀ as 36 m64n64k16 (one chain) where serial
+//             issues 72 m64n32k16 per 64 tokens, two 64-token stages. Shared memory has
+//             room for one P buffer of one part only, so it always runs P once
+//             (mla::wgmma_p_once) and hands P over through a single buffer
+//             (docs/bench_notes.md step 37).
 // serial is the default: qk_ahead was slower on the H200 (docs/bench_notes.md step 27:
 // warpgroup 0 then holds two of the three stages, so each load has less time to land).
-enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2 };
+enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3 };
 inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead,
-                                                    WgmmaSchedule::split_qk};
+                                                    WgmmaSchedule::split_qk, WgmmaSchedule::serial_64};
 
-inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk"};  // in kWgmmaSchedules' order
+inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk",
+                                                      "serial-64"};  // in kWgmmaSchedules' order
 inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& name) {

@@ -73,20 +73,28 @@ constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6, kBarRe
 // Shared-memory plan for QR staged q rows, S KV stages of NT tokens. split_qk
 // (WgmmaSchedule::split_qk): the P region holds the partial scores the warpgroups
 // swap instead, [2 tiles][2 warpgroups][16 accumulators][128 threads] f32.
+// 64-token tiles (WgmmaSchedule::serial_64): q 72 KB and two 72 KB stages leave ~10 KB,
+// so one P buffer of one part (8 KB), one alpha buffer, and the row statistics in q_s
+// (only read by warpgroup 0's Q·Kᵀ, all of whose wgmmas have completed when it writes
+// them after the tile loop): 231,456 of the 232,448 bytes at head_dim 576.
 struct Plan {
   int qr, stages, head_dim, nt;
   bool split_qk = false;
+  __host__ __device__ bool wide() const { return nt == 64; }
   __host__ __device__ int blocks() const { return head_dim / 64; }
   __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
   __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
-  // P hi/lo A fragments of one tile: nt / 16 k-steps x 2 x 16 bytes per consumer thread.
-  __host__ __device__ size_t p_buf_bytes() const { return size_t(nt / 8) * 16 * 128; }
+  // P A fragments of one tile: nt / 16 k-steps x (hi, lo; wide: one part) x 16 bytes per consumer thread.
+  __host__ __device__ size_t p_buf_bytes() const { return size_t(wide() ? nt / 16 : nt / 8) * 16 * 128; }
   __host__ __device__ size_t kv_off() const { return q_bytes(); }
   __host__ __device__ size_t p_off() const { return kv_off() + stages * stage_bytes(); }
-  __host__ __device__ size_t p_region_bytes() const { return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : 2 * p_buf_bytes(); }
+  __host__ __device__ size_t p_region_bytes() const {
+    return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : (wide() ? 1 : 2) * p_buf_bytes();
+  }
   __host__ __device__ size_t alpha_off() const { return p_off() + p_region_bytes(); }
-  __host__ __device__ size_t stats_off() const { return alpha_off() + 2 * 128 * 8; }
-  __host__ __device__ size_t bar_off() const { return stats_off() + 128 * 16; }
+  __host__ __device__ size_t alpha_bytes() const { return (wide() ? 1 : 2) * 128 * 8; }
+  __host__ __device__ size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
+  __host__ __device__ size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
   __host__ __device__ size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
 };
@@ -187,6 +195,25 @@ __device__ inline void mma_qk(float (&d)[16], uint64_t da, uint64_t db, int accu
   if constexpr (F16) MLA_WG_QK("f16");
   else MLA_WG_QK("bf16");
 #undef MLA_WG_QK
+}
+// S (64 x 64, fp32) (+)= Q (64 x 16, smem) · K (64 x 16, smem)ᵀ: the serial_64 schedule's
+// 64-token tiles, half the Q·Kᵀ instructions of two m64n32k16 a tile.
+template <bool F16>
+__device__ inline void mma_qk(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+#define MLA_WG_QK64(TY)                                                                                             \
+  asm volatile(                                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28," \
+      "%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                  \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                    \
+      : "l"(da), "l"(db), "r"(accumulate))
+  if constexpr (F16) MLA_WG_QK64("f16");
+  else MLA_WG_QK64("bf16");
+#undef MLA_WG_QK64
 }
 
 // O (64 x 64, fp32) += P (64 x 16, registers) · V (16 x 64, smem, N-major).
@@ -624,8 +651,8 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
 // unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
-// QR, S, NT: staged q rows, KV stages, tokens per tile. Launched as (64, 3, 32)
-// only: the (16, 4, 32) and (16, 2, 64) variants for works of <= 16 pairs lost
+// QR, S, NT: staged q rows, KV stages, tokens per tile. Launched as (64, 3, 32),
+// and (64, 2, 64) for serial_64; the (16, 4, 32) and (16, 2, 64) variants for works of <= 16 pairs lost
 // to mma.sync (bench_notes steps 11-12; the transposed kernel below serves those
 // now). With QR = 16 the A descriptor's rows 16-63 would read past q_s into the
 // stages: harmless padding rows, never written out.
@@ -650,16 +677,21 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   constexpr int kPParts = P1 ? 1 : 2;  // P as [hi] or [hi, lo]
   constexpr bool kQkAhead = SCHED == WgmmaSchedule::qk_ahead;
   constexpr bool kSplitQk = SCHED == WgmmaSchedule::split_qk;  // both warpgroups run Q·Kᵀ and the softmax
-  static_assert(NT == 32, "Q·Kᵀ runs as m64n32k16: 16 accumulators a chain");
+  constexpr bool kWide = SCHED == WgmmaSchedule::serial_64;      // 64-token tiles, one m64n64 Q·Kᵀ chain
+  static_assert(kWide ? NT == 64 && P1 : NT == 32,
+                "Q·Kᵀ runs as two m64n32k16 chains, or (serial_64, P once: Plan) one m64n64k16 chain");
+  // P hand-off buffers (double-buffered by tile parity; serial_64 has room for one) and
+  // P parts a buffer slot holds (hi, lo; serial_64: the one part of P once).
+  constexpr int kPBufs = kWide ? 1 : 2, kPSlot = kWide ? 1 : 2;
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   const Plan plan{QR, S, HD, NT, kSplitQk};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
-  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [2][2 * kKSteps][128]
+  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [kPBufs][kPSlot * kKSteps][128]
   float* s_swap = reinterpret_cast<float*>(smem + plan.p_off());         // split_qk: [2][2][16][128]
-  float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [2][128]
-  float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128]
+  float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [kPBufs][128]
+  float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128] (serial_64: in q_s)
   const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -689,9 +721,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   const float kv_scale = KV8 ? p.kv_scale : 1.0f;  // fp8 KV: on the scores and the output, not the operands
   const float score_scale =
       p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kv_scale * kLog2e;  // log2 domain
-  if (!kSplitQk && g == 1) {  // both P buffers start free
+  if (!kSplitQk && g == 1) {  // the P buffers start free
     bar_arrive(kBarPFree + 0, kConsumers);
-    bar_arrive(kBarPFree + 1, kConsumers);
+    if constexpr (kPBufs == 2) bar_arrive(kBarPFree + 1, kConsumers);
   }
   uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring)
 
@@ -748,7 +780,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
       int i = 0;
       for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
-        const int s = int(k % S), b = int(k & 1);
+        const int s = int(k % S), b = kPBufs == 1 ? 0 : int(k & 1);
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
         // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
         if (!kQkAhead || g != 0) {
@@ -757,7 +789,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         }
         float alpha0, alpha1;
         if (kSplitQk || g == 0) {
-          float sc[16];
+          float sc[NT / 2];
           if constexpr (kSplitQk) {
             // This warpgroup's chain of serial's two (k-steps g, g + 2, ...), then the
             // other's through shared memory: sc = even + odd as serial adds them.
@@ -800,6 +832,22 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
               fence_async_smem();
             }
             issue_qk(kv_s + size_t(k1 % S) * plan.stage_bytes(), qk, qk2);
+          } else if constexpr (kWide) {
+            // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
+            // chain's dependent issue latency is half as exposed (two chains would add
+            // 32 registers to a warpgroup already at ~200).
+#pragma unroll
+            for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
+            wg_commit();
+            wg_wait0();  // S, and P·V of the previous tile
+            pin(sc);
+            if (i > 0) {
+              __syncwarp();
+              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+            }
           } else {
             float sc2[16];
 #pragma unroll
@@ -883,7 +931,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
               for (int hl = 0; hl < kPParts; ++hl)
-                p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct] =
+                p_buf[(b * kPSlot * kKSteps + ks * kPSlot + hl) * 128 + ct] =
                     make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
             alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
             bar_arrive(kBarPFull + b, kConsumers);
@@ -903,7 +951,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < kPParts; ++hl) {
-              const uint4 v = p_buf[(b * 2 * kKSteps + ks * 2 + hl) * 128 + ct];
+              const uint4 v = p_buf[(b * kPSlot * kKSteps + ks * kPSlot + hl) * 128 + ct];
               a[ks][hl][0] = v.x;
               a[ks][hl][1] = v.y;
               a[ks][hl][2] = v.z;

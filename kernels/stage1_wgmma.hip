@@ -64,7 +64,7 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
 // mma.sync: docs/bench_notes.md steps 11-12.) P once (wgmma_p_once) is built for the
 // transposed kernel and the row-major one's serial and split_qk schedules; qk_ahead keeps
-// P in two parts.
+// P in two parts; serial_64 (two stages of 64-token tiles, 216 KB) has P once only.
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
   if (wgmma_runs_transposed(p))
@@ -75,6 +75,8 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
   if (p.wgmma_schedule == WgmmaSchedule::split_qk)
     return wgmma_p_once(p) ? launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk, true>(p, error)
                            : launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::serial_64)  // always P once (wgmma_p_once)
+    return launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::serial_64, true>(p, error);
   if (wgmma_p_once(p)) return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial, true>(p, error);
   return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial>(p, error);
 }

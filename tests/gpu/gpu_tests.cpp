@@ -416,6 +416,8 @@ struct Leg {
   int kreg_runs = 0;
   // Runs with P once (the --pv-precision once variant, serial leg), row-major and transposed kernel.
   int p_once_runs = 0, p_once_t_runs = 0;
+  // Row-major runs on 64-token tiles (the serial_64 leg: mla::wgmma_rows_64).
+  int rows64_runs = 0;
 };
 
 std::string leg_label(const Leg& leg) {
@@ -461,8 +463,10 @@ void check_kernel(Leg& leg, const Problem& p, const ExecResult& r, const std::st
   }
   const mla::Stage1Kernel ran = *r.stage1_kernel;
   ++leg.ran[int(ran)];
-  const mla::Stage1Params shape = stage1_shape(p, *leg.asked);
+  mla::Stage1Params shape = stage1_shape(p, *leg.asked);
+  shape.wgmma_schedule = leg.schedule;
   if (ran == mla::Stage1Kernel::wgmma && mla::stage1_pairs(shape) > mla::kSmallWorkPairs) ++leg.row_major_runs;
+  if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_rows_64(shape)) ++leg.rows64_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_qk_e4m3(shape)) ++leg.e4m3_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_pv_e4m3(shape)) ++leg.e4m3_pv_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_k_registers(shape)) ++leg.kreg_runs;
@@ -496,9 +500,12 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   expect(c.result.ok, p.name + ": CpuExecutor failed: " + c.result.error);
   if (!d.result.ok) return;
   const bool ran_wgmma = d.result.stage1_kernel == mla::Stage1Kernel::wgmma;
-  const mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma);
+  mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma);
+  wshape.wgmma_schedule = leg.schedule;
   const bool fp8_mma = ran_wgmma && mla::wgmma_qk_e4m3(wshape), kreg = ran_wgmma && mla::wgmma_k_registers(wshape);
-  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : Arith::fp32;
+  // serial_64 runs P once whatever was asked (mla::wgmma_p_once).
+  const bool p_once = ran_wgmma && mla::wgmma_p_once(wshape);
+  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : p_once ? Arith::p_once : Arith::fp32;
   compare(p, d, reference(p), arith);
   if (c.result.ok) compare_with_cpu(p, d, c, arith);
   // Variants of the fp8 paths on the wgmma kernel, each with the option that selects
@@ -556,6 +563,7 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   if (ran_wgmma && leg.schedule != mla::WgmmaSchedule::qk_ahead && p.view.kv_dtype != DType::fp8) {
     const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
     mla::Stage1Params once = wshape;  // what the launch dispatches on (stage1_wgmma.hip: wgmma_p_once)
+    once.wgmma_schedule = mla::WgmmaSchedule::serial;  // the variant's executor's
     once.pv_precision = mla::PvPrecision::once;
     const std::string why = mla::select_stage1(once, leg.device).why;
     expect(mla::wgmma_p_once(once) && why.find("P rounded once") != std::string::npos,
@@ -565,8 +573,10 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   }
   // The qk_ahead and split_qk schedules reorder only when and where wgmmas are issued,
   // not the arithmetic (S is the same two accumulator chains summed the same way), so
-  // their results must equal the serial schedule's bit for bit.
-  if (leg.asked == mla::Stage1Kernel::wgmma && leg.schedule != mla::WgmmaSchedule::serial) {
+  // their results must equal the serial schedule's bit for bit. (serial_64 tiles and
+  // sums differently: the reference and CPU comparisons above hold it to kPOnceTol.)
+  if (leg.asked == mla::Stage1Kernel::wgmma && leg.schedule != mla::WgmmaSchedule::serial &&
+      leg.schedule != mla::WgmmaSchedule::serial_64) {
     GpuExecutor serial(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, mla::WgmmaSchedule::serial);
     const DeviceRun ds = run_executor(serial, p);
     expect(ds.result.ok, p.name + ": serial-schedule run failed: " + ds.result.error);
@@ -1297,6 +1307,10 @@ void summarize(const Leg& leg) {
     if (sm90) expect(leg.e4m3_pv_runs > 0, "leg " + leg_label(leg) + ": P·V on e4m3 wgmma never ran");
     std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
     if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
+    if (leg.schedule == mla::WgmmaSchedule::serial_64) {
+      std::printf("  row-major runs on 64-token tiles: %d\n", leg.rows64_runs);
+      if (sm90) expect(leg.rows64_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran on 64-token tiles");
+    }
     if (leg.schedule == mla::WgmmaSchedule::serial) {
       std::printf("  P-once runs: row-major %d, transposed %d\n", leg.p_once_runs, leg.p_once_t_runs);
       if (sm90) expect(leg.p_once_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran with P once");
@@ -1332,9 +1346,8 @@ int main(int argc, char** argv) {
   if (self_check) {
     legs.push_back(Leg{std::make_unique<CpuExecutor>(), std::nullopt, {}});
   } else {
-    // wgmma three times: the row-major kernel's serial, qk_ahead and split_qk schedules
-    // (mla::WgmmaSchedule).
-    for (mla::WgmmaSchedule s : {mla::WgmmaSchedule::serial, mla::WgmmaSchedule::qk_ahead, mla::WgmmaSchedule::split_qk}) {
+    // wgmma once for each of the row-major kernel's schedules (mla::WgmmaSchedule).
+    for (mla::WgmmaSchedule s : mla::kWgmmaSchedules) {
       Leg leg{std::make_unique<GpuExecutor>(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, s), mla::Stage1Kernel::wgmma, gpu_stage1_device()};
       leg.schedule = s;
       legs.push_back(std::move(leg));
