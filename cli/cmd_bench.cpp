@@ -174,8 +174,8 @@ struct RouteResult {
   double plan_us = 0;  // host: metadata + route + plan (median)
   int64_t nonfinite = 0;
   // --block-times: each stage-1 block (BenchResult::block_clock) with the works and KV
-  // tokens of the workgroup it ran (block % workgroups: the row-major kernel's extra
-  // blocks run other 64-pair chunks of the same works).
+  // tokens of the workgroup it ran (the row-major kernel's pair_tiles blocks of a
+  // workgroup run its works' 64-pair chunks: mla::wgmma_pair_tiles).
   struct BlockRow {
     int64_t block = 0, workgroup = 0;
     int sm = 0;
@@ -193,7 +193,8 @@ std::vector<RouteResult::BlockRow> block_rows(const BenchResult& bench, const Ro
   const int64_t groups = w.num_workgroups, unit = std::max(1, plan.kernel_view.page_size);
   if (groups <= 0 || int64_t(w.work_indptr.size()) != groups + 1) return rows;
   for (const BenchResult::BlockClock& c : bench.block_clock) {
-    RouteResult::BlockRow r{c.block, c.block % groups, c.sm, c.start_us, c.end_us, 0, 0, c.marks_us};
+    if (c.workgroup < 0 || c.workgroup >= groups) continue;
+    RouteResult::BlockRow r{c.block, c.workgroup, c.sm, c.start_us, c.end_us, 0, 0, c.marks_us};
     for (int32_t i = w.work_indptr[size_t(r.workgroup)]; i < w.work_indptr[size_t(r.workgroup) + 1]; ++i) {
       if (i < 0 || size_t(i) >= w.work_info.size()) break;
       ++r.works;

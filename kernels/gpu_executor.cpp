@@ -422,12 +422,13 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
 }
 
 namespace {
-// BenchResult::block_clock: one untimed stage-1 launch with Stage1Params::block_clock
-// set. The grid is at most max(workgroups, SMs) blocks (the row-major kernel's
-// pair_tiles fill at most the SMs a plan leaves: stage1_wgmma.hip); blocks past it
-// keep the zeroed entry time and are dropped.
+// BenchResult::block_clock: one untimed stage-1 launch (a wgmma kernel) with
+// Stage1Params::block_clock set. The grid is workgroups x pair_tiles blocks
+// (mla::wgmma_pair_tiles, as the launch sets it); a block that never started keeps
+// the zeroed entry time and is dropped.
 bool record_block_clock(mla::Stage1Params s1, void* kv, BenchResult& r, std::string* err) {
-  const int64_t blocks = std::max<int64_t>(s1.num_workgroups, gpu_device_multiprocessors());
+  const int pair_tiles = mla::wgmma_pair_tiles(s1);
+  const int64_t blocks = int64_t(s1.num_workgroups) * pair_tiles;
   constexpr size_t kWords = mla::kBlockClockWords;
   const size_t bytes = kWords * size_t(blocks) * sizeof(uint64_t);
   DeviceBuffer clock;
@@ -449,7 +450,7 @@ bool record_block_clock(mla::Stage1Params s1, void* kv, BenchResult& r, std::str
     const uint64_t* w = host.data() + kWords * b;
     const uint64_t start = w[mla::kClockEntry], end = w[mla::kClockEnd];
     if (!start) continue;
-    BenchResult::BlockClock c{b, int(w[mla::kClockSm]), 1e-3 * double(start - first),
+    BenchResult::BlockClock c{b, b / pair_tiles, int(w[mla::kClockSm]), 1e-3 * double(start - first),
                               1e-3 * double(std::max(end, start) - first), {}};
     for (int m = 0; m < int(c.marks_us.size()); ++m)
       if (const uint64_t at = w[mla::kClockFirstIssue + m]; at >= start) c.marks_us[size_t(m)] = 1e-3 * double(at - start);

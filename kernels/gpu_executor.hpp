@@ -59,6 +59,7 @@ struct BenchResult {
   // index; empty where not asked or the kernel that ran does not record (only wgmma).
   struct BlockClock {
     int64_t block = 0;
+    int64_t workgroup = 0;  // the workgroup the block ran (mla::wgmma_pair_tiles' mapping)
     int sm = 0;
     double start_us = 0, end_us = 0;
     // The transposed wgmma kernel's phase marks of its first chunk (mla::BlockClockWord

@@ -50,11 +50,12 @@ __device__ inline bool work_ok(const Stage1Params& p, const WorkRow& work, int32
   return bit == 0;
 }
 
-// The block's work range [w_begin, w_end) of workgroup blockIdx.x % num_workgroups
-// (blockIdx.x itself unless the grid has pair_tiles blocks per workgroup); a
+// The block's work range [w_begin, w_end) of workgroup blockIdx.x / pair_tiles
+// (blockIdx.x itself unless the grid has pair_tiles blocks per workgroup: adjacent
+// blocks, so they run together; select_stage1.hpp, wgmma_pair_tiles); a
 // malformed work_indptr is recorded (thread 0) and the block does nothing (false).
 __device__ inline bool block_works(const Stage1Params& p, int32_t& w_begin, int32_t& w_end) {
-  const int c = int(blockIdx.x) % p.num_workgroups;
+  const int c = int(blockIdx.x) / p.pair_tiles;
   w_begin = p.work_indptr[c];
   w_end = p.work_indptr[c + 1];
   if (w_begin < 0 || w_end < w_begin || w_end > p.num_works) {
@@ -67,7 +68,7 @@ __device__ inline bool block_works(const Stage1Params& p, int32_t& w_begin, int3
 // The first chunk of `chunk_pairs` pairs this block runs of each work, and the step
 // to its next (Stage1Params::pair_tiles).
 __device__ inline int first_chunk(const Stage1Params& p, int chunk_pairs) {
-  return int(blockIdx.x) / p.num_workgroups * chunk_pairs;
+  return int(blockIdx.x) % p.pair_tiles * chunk_pairs;
 }
 
 __device__ inline uint16_t encode_out(ElemType t, float x) { return t == ElemType::fp16 ? encode_fp16(x) : encode_bf16(x); }

@@ -141,11 +141,12 @@ struct Stage1Params {
   PvPrecision pv_precision = PvPrecision::split;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
-  // Blocks per workgroup (set by the row-major wgmma launch only; 1 elsewhere): block
-  // blockIdx.x runs workgroup blockIdx.x % num_workgroups, and of each of its works
-  // only the 64-pair chunks blockIdx.x / num_workgroups + pair_tiles * i, as
-  // FlashMLA's grid of (SM part, 64-head tile). The work list is unchanged: the
-  // blocks of one workgroup write disjoint (row, head) pairs of the same works.
+  // Blocks per workgroup (set by the row-major wgmma launch only, to
+  // wgmma_pair_tiles: kernels/select_stage1.hpp; 1 elsewhere): block blockIdx.x runs
+  // workgroup blockIdx.x / pair_tiles, and of each of its works only the 64-pair
+  // chunks blockIdx.x % pair_tiles + pair_tiles * i, as FlashMLA's grid of (SM part,
+  // 64-head tile). The work list is unchanged: the blocks of one workgroup write
+  // disjoint (row, head) pairs of the same works.
   int32_t pair_tiles = 1;
   FusedCombine combine;                  // fused combine (transposed wgmma kernel); off by default
   // CombineMode::separate_early (transposed wgmma kernel): every block issues

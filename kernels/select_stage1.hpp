@@ -3,6 +3,8 @@
 // it, tests/unit/test_select_stage1.cpp checks it). Host code with no GPU
 // include: the device it decides for is an input, not a query.
 #pragma once
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "kernels/mla_decode.hpp"
@@ -47,6 +49,8 @@ constexpr int kWgmmaHeadDims[2] = {576, 512};
 // Works of at most this many (row, head) pairs run the transposed wgmma kernel
 // (the only one with fp8 KV) and the one-m-tile mma kernel.
 constexpr int kSmallWorkPairs = 16;
+// (row, head) pairs of one chunk of the row-major wgmma kernel (its wgmma M).
+constexpr int kRowMajorPairs = 64;
 
 // max_pairs as the kernels read it: 0 means one q row of `heads` pairs.
 inline int64_t stage1_pairs(const Stage1Params& p) { return p.max_pairs > 0 ? p.max_pairs : p.heads; }
@@ -78,6 +82,19 @@ inline bool wgmma_raw_ring(const Stage1Params& p) { return wgmma_qk_e4m3(p) || w
 // the e4m3 path only; kernels/stage1_wgmma.cuh, PV8).
 inline bool wgmma_pv_e4m3(const Stage1Params& p) {
   return (wgmma_qk_e4m3(p) && p.fp8_pv != Fp8PvMma::fp16) || (wgmma_k_registers(p) && p.fp8_pv == Fp8PvMma::e4m3);
+}
+
+// Blocks per workgroup of a wgmma launch (Stage1Params::pair_tiles): the row-major
+// kernel runs each 64-pair chunk of a work in its own block, and block b runs workgroup
+// b / pair_tiles, chunk b % pair_tiles (kernel_common.cuh: block_works, first_chunk),
+// so the blocks that read the same KV are adjacent in the grid and run at the same
+// time: the KV comes from DRAM once and the other chunks hit L2, as with FlashMLA's grid of
+// (SM part, 64-head tile) (FlashMLA csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3).
+// One block running a work's chunks in turn read C1's KV from DRAM twice (1.23 GB,
+// ncu: docs/bench_notes.md step 37). The transposed kernel: 1.
+inline int wgmma_pair_tiles(const Stage1Params& p) {
+  if (wgmma_runs_transposed(p)) return 1;
+  return int(std::max<int64_t>(1, (stage1_pairs(p) + kRowMajorPairs - 1) / kRowMajorPairs));
 }
 
 // The row-major wgmma kernel runs on 64-token tiles (WgmmaSchedule::serial_64).

@@ -836,18 +836,25 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
             // chain's dependent issue latency is half as exposed (two chains would add
             // 32 registers to a warpgroup already at ~200).
+            // P·V of the previous tile first: its stage goes back to the producer before
+            // this Q·Kᵀ, not after it (with two stages the next tile's load would
+            // otherwise start a Q·Kᵀ later). A wait_group 1 after issuing Q·Kᵀ would
+            // keep the tensor pipe full, but ptxas then serialises the wgmmas (C7514).
+            wg_wait0();
+#pragma unroll
+            for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+            if (i > 0) {
+              __syncwarp();
+              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+            }
 #pragma unroll
             for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
             wg_fence();
 #pragma unroll
             for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
             wg_commit();
-            wg_wait0();  // S, and P·V of the previous tile
+            wg_wait0();  // S
             pin(sc);
-            if (i > 0) {
-              __syncwarp();
-              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-            }
           } else {
             float sc2[16];
 #pragma unroll
@@ -940,13 +947,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           // qk_ahead: the previous stage is released before waiting for P, not after:
           // warpgroup 0 already holds this tile's and the next tile's stages, so the
           // producer's one free stage must come back as early as it can.
-          if (!kQkAhead) bar_sync(kBarPFull + b, kConsumers);
+          // (serial_64 likewise: with two stages, every release counts.)
+          if (!kQkAhead && !kWide) bar_sync(kBarPFull + b, kConsumers);
           wg_wait0();  // P·V of the previous tile: its registers and stage are free
           if (i > 0) {
             __syncwarp();
             if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
           }
-          if (kQkAhead) bar_sync(kBarPFull + b, kConsumers);
+          if (kQkAhead || kWide) bar_sync(kBarPFull + b, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll

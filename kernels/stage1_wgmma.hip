@@ -2,8 +2,6 @@
 // kernels in kernels/stage1_wgmma.cuh. Compiled only in CUDA builds; the
 // launches exist only when CMAKE_CUDA_ARCHITECTURES has 90a (MLACTL_CUDA_WGMMA),
 // and select_stage1 picks them only on a compute-9.0 device.
-#include <algorithm>
-
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/select_stage1.hpp"
@@ -23,24 +21,17 @@ static_assert(wg::kTPairs == kSmallWorkPairs, "select_stage1's bound for the tra
 #if defined(MLACTL_CUDA_WGMMA)
 namespace {
 
-// Blocks per workgroup for the row-major kernel (Stage1Params::pair_tiles): works
-// of more than QR pairs run their QR-pair chunks in as many blocks as the SMs left
-// by a plan of fewer workgroups than SMs allow. FlashMLA plans num_sm_parts =
-// SMs / ceil(h_q / 64) parts for a grid of parts x 64-head tiles
-// (FlashMLA csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3 launches
-// num_sm_parts x ceil(h_q / 64) CTAs), so one block per part would leave half the
-// SMs idle at 128 heads; AITER's plan has one workgroup per CU and keeps 1.
-int pair_tiles_for(const Stage1Params& p, int qr) {
-  static const int sms = gpu_current_multiprocessors();  // queried once
-  const int64_t chunks = (stage1_pairs(p) + qr - 1) / qr;
-  if (chunks <= 1 || p.num_workgroups <= 0 || sms <= 0) return 1;
-  return int(std::max<int64_t>(1, std::min<int64_t>(chunks, sms / p.num_workgroups)));
-}
+// Blocks per workgroup for the row-major kernel (Stage1Params::pair_tiles): one per
+// QR-pair chunk of a work, adjacent in the grid (select_stage1.hpp, wgmma_pair_tiles).
+// FlashMLA plans num_sm_parts = SMs / ceil(h_q / 64) parts for a grid of parts x
+// 64-head tiles, so one block per part would also leave half the SMs idle at 128 heads.
+static_assert(wg::kRows == kRowMajorPairs, "wgmma_pair_tiles' chunk");
 
 template <bool F16, bool KV8, int QR, int S, int NT, WgmmaSchedule SCHED, bool P1 = false>
 bool launch_rows(const Stage1Params& p_in, std::string* error) {
+  static_assert(QR == kRowMajorPairs, "wgmma_pair_tiles' chunk");
   Stage1Params p = p_in;
-  p.pair_tiles = pair_tiles_for(p, QR);
+  p.pair_tiles = wgmma_pair_tiles(p);
   const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8, SCHED, P1>
                                   : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8, SCHED, P1>;

@@ -1134,12 +1134,15 @@ void check_block_clock(const Problem& p, const DeviceRun& a) {
          p.name + ": block-clock bench failed or its outputs differ: " + cr.error);
   if (cr.ok && cr.stage1_kernel == mla::Stage1Kernel::wgmma) {
     const int sms = gpu_device_multiprocessors();
-    const int64_t groups = p.work.num_workgroups, most = std::max<int64_t>(groups, sms);
+    // Every block of the grid: workgroups x pair_tiles (the row-major kernel's chunks,
+    // adjacent: block b runs workgroup b / pair_tiles).
+    const int pair_tiles = mla::wgmma_pair_tiles(stage1_shape(p, mla::Stage1Kernel::automatic));
+    const int64_t groups = p.work.num_workgroups, most = groups * pair_tiles;
     bool ordered = true, on_device = true;
     int marked = 0;  // blocks with every consumer phase mark (the transposed kernel, a chunk run)
     for (const BenchResult::BlockClock& c : cr.block_clock) {
       ordered &= c.end_us >= c.start_us && c.start_us >= 0;
-      on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most;
+      on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most && c.workgroup == c.block / pair_tiles;
       // q staged <= first tile landed <= tiles done <= met <= combined <= outputs written
       // <= the block's end (marks 1..6; 0, the producer's, has its own thread); no spread
       // marks in a separate run
@@ -1156,7 +1159,7 @@ void check_block_clock(const Problem& p, const DeviceRun& a) {
     }
     if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
       expect(marked > 0, p.name + ": block clock: no block of the transposed kernel marked its phases");
-    expect(int64_t(cr.block_clock.size()) >= groups && int64_t(cr.block_clock.size()) <= most && ordered && on_device,
+    expect(int64_t(cr.block_clock.size()) == most && ordered && on_device,
            p.name + ": block clock: " + std::to_string(cr.block_clock.size()) + " blocks for " +
                std::to_string(groups) + " workgroups, ordered " + std::to_string(ordered) + ", on the device " +
                std::to_string(on_device));

@@ -351,3 +351,16 @@ TEST_CASE("select_stage1: serial-64 runs the row-major kernel on 64-token tiles,
   CHECK(mla::to_string(mla::WgmmaSchedule::serial_64) == std::string("serial-64"));
   CHECK(mla::wgmma_schedule_from_name("serial-64") == mla::WgmmaSchedule::serial_64);
 }
+
+TEST_CASE("wgmma_pair_tiles: one block per 64-pair chunk of the row-major kernel's works, 1 on the transposed kernel",
+          "[unit][select_stage1]") {
+  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16)) == 1);                         // 16 pairs: transposed
+  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 16, 576, 512, 64)) == 1);      // M2: one chunk
+  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 16, 576, 512, 65)) == 2);      // a 1-pair second chunk
+  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 128, 576, 512, 0)) == 2);      // C1: 128 heads, one q row
+  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 128, 576, 512, 1024)) == 16);  // 8 q rows x 128 heads
+  CHECK(mla::wgmma_pair_tiles(params(A, bf16, fp8, 128, 576, 512, 0)) == 1);       // fp8 KV: transposed
+  Stage1Params many = params(A, bf16, bf16, 128);
+  many.num_workgroups = 132;  // AITER's plan: the grid is 264 blocks, not capped at the SMs
+  CHECK(mla::wgmma_pair_tiles(many) == 2);
+}
