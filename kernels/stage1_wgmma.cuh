@@ -95,10 +95,8 @@ struct Plan {
   __host__ __device__ size_t alpha_bytes() const { return (wide() ? 1 : 2) * 128 * 8; }
   __host__ __device__ size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
   __host__ __device__ size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
-  // `full` mbarriers a stage (produce_kv_tiles' PARTS: column-block groups, wide only).
-  __host__ __device__ int full_parts() const { return wide() ? 3 : 1; }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
-  __host__ __device__ size_t total() const { return bar_off() + (full_parts() + 1) * stages * 8 + 1024; }
+  __host__ __device__ size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
 };
 
 __device__ inline uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
@@ -290,10 +288,10 @@ __device__ inline uint64_t desc_sw32(uint32_t addr) {
 // warps) mbarriers, then the block's work range is read; a malformed
 // work_indptr is recorded and the block does nothing (false).
 __device__ inline bool pipeline_start(const Stage1Params& p, uint32_t full_bar, uint32_t empty_bar, int stages,
-                                      int empty_count, int32_t& w_begin, int32_t& w_end, int full_parts = 1) {
+                                      int empty_count, int32_t& w_begin, int32_t& w_end) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) {
-      for (int part = 0; part < full_parts; ++part) mbar_init(full_bar + 8 * (s * full_parts + part), kProducers);
+      mbar_init(full_bar + 8 * s, kProducers);
       mbar_init(empty_bar + 8 * s, empty_count);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -563,12 +561,7 @@ __device__ inline void produce_fp8_tiles(const Stage1Params& p, int32_t w_begin,
 // lead, lead the row's 16-byte offset into its first line: a 576-byte row starts
 // mid-line on every other slot). The first gives the L2 one request per 32-byte
 // sector, whose tag lookups limited F2 (ncu, docs/bench_notes.md step 29).
-// PARTS > 1 (16-bit KV only): the tile's column blocks in PARTS groups (block j in
-// group j * PARTS / blocks), each with its own `full` mbarrier (full_bar + 8 * (stage *
-// PARTS + group)), copied group by group, so Q·Kᵀ starts on the first group while the
-// rest land (serial_64, docs/bench_notes.md step 38). A thread's arrive on group g
-// completes after all its earlier copies, so group g done means groups 0..g are.
-template <int QR, int NT, int S, int HD, bool RAW8 = false, bool LINES = false, int PARTS = 1>
+template <int QR, int NT, int S, int HD, bool RAW8 = false, bool LINES = false>
 __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, int32_t w_end, uint8_t* kv_s,
                                         size_t stage_bytes, uint32_t full_bar, uint32_t empty_bar, int pw, int lane) {
   constexpr int kElemBytes = RAW8 ? 1 : 2;
@@ -580,7 +573,6 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
   constexpr int kColsPer = kRowChunks / kTpr;      // chunks per thread and row (9 or 8), but LINES
   constexpr int kLines = (kRowChunks + 2 * kTpr - 2) / kTpr;  // LINES: lines a row may touch at lead <= 7
   static_assert(NT % kRowsPerPass == 0 && (LINES || kRowChunks % kTpr == 0), "producer thread layout");
-  static_assert(PARTS == 1 || !RAW8, "column groups: the 16-bit form only");
   const int heads = p.heads;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
   const int64_t row_bytes = int64_t(HD) * kElemBytes;  // the kernel's own stride (seed 002)
@@ -612,34 +604,7 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
         }
         mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
         uint8_t* stage = kv_s + size_t(s) * stage_bytes;
-        if constexpr (PARTS > 1) {
-          // The same copies as the 16-bit form below, column group by column group.
-          const uint8_t* src_row[kRowsPer];
-          bool ok_row[kRowsPer];
-#pragma unroll
-          for (int u = 0; u < kRowsPer; ++u) {
-            const int n = r0 + kRowsPerPass * u;
-            const int64_t slot = cur[u];
-            const bool in_tile = tile + n < max_end;
-            ok_row[u] = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
-            if (in_tile && !ok_row[u]) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-            src_row[u] = ok_row[u] ? kv + slot * row_bytes + 16 * c0 : kv;
-          }
-#pragma unroll
-          for (int part = 0; part < PARTS; ++part) {
-#pragma unroll
-            for (int u = 0; u < kRowsPer; ++u) {
-              const int n = r0 + kRowsPerPass * u;
-              uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
-#pragma unroll
-              for (int j = 0; j < kColsPer; ++j)
-                if (j * PARTS / kColsPer == part)
-                  frag::cp_async16(dst + j * NT * kRowBytes, src_row[u] + (ok_row[u] ? 16 * kTpr * j : 0), ok_row[u] ? 16 : 0);
-            }
-            asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * (s * PARTS + part))
-                         : "memory");
-          }
-        } else {
+        {
 #pragma unroll
           for (int u = 0; u < kRowsPer; ++u) {
             const int n = r0 + kRowsPerPass * u;
@@ -727,15 +692,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   float* s_swap = reinterpret_cast<float*>(smem + plan.p_off());         // split_qk: [2][2][16][128]
   float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [kPBufs][128]
   float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128] (serial_64: in q_s)
-  constexpr int kFullParts = kWide ? 3 : 1;  // Plan::full_parts
-  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S * kFullParts;
+  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int heads = p.heads;
 
   int32_t w_begin, w_end;
   block_clock_start(p);
-  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end, kFullParts)) {  // every consumer warp
+  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
     block_clock_end(p);
     return;
   }
@@ -743,7 +707,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
     static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
-    produce_kv_tiles<QR, NT, S, HD, false, false, kFullParts>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
+    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
                                     lane);
     return;
   }
@@ -820,10 +784,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
         // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
         if (!kQkAhead || g != 0) {
-          // serial_64: warpgroup 0 waits for the first column group here and the others
-          // inside Q·Kᵀ; warpgroup 1 for the last (so all: produce_kv_tiles, PARTS).
-          const int part = kFullParts == 1 ? 0 : g == 0 ? 0 : kFullParts - 1;
-          mbar_wait(full_bar + 8 * (s * kFullParts + part), (k / S) & 1, p.error);
+          mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
           fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
         }
         float alpha0, alpha1;
@@ -890,16 +851,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
             wg_fence();
 #pragma unroll
-            for (int kk = 0; kk < HD / 16; ++kk) {
-              // The column group of k-step kk's block (kk / 4), as produce_kv_tiles groups them.
-              constexpr int kBlocks = HD / 64;
-              if (kk % 4 == 0 && kk > 0 && (kk / 4) * kFullParts / kBlocks != (kk / 4 - 1) * kFullParts / kBlocks) {
-                mbar_wait(full_bar + 8 * (s * kFullParts + (kk / 4) * kFullParts / kBlocks), (k / S) & 1, p.error);
-                fence_async_smem();
-                wg_fence();  // ptxas injects this warpgroup.arrive after the wait anyway (C7519)
-              }
-              mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
-            }
+            for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
             wg_commit();
             wg_wait0();  // S
             pin(sc);
