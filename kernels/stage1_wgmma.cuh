@@ -258,10 +258,17 @@ __device__ inline uint32_t pack2(float x, float y) {
   return pack2<F16>(x, y, rx, ry);
 }
 
+// The descriptor `bytes` past desc's start address (a constant once the wgmma loops
+// unroll): the start-address field is bits 0-13 (address >> 4) and shared memory ends
+// below 256 KB, so the add never carries out of it. One add a wgmma where building
+// each descriptor from its address took ~13 instructions (serial-64's Q·Kᵀ issue was
+// instruction-bound: docs/bench_notes.md step 38); the same bits.
+__device__ inline uint64_t desc_at(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
 // Descriptor of k-step kk (16 columns of 16 bits) of a K-major [column block][rows][128 B]
 // tile: column block kk / 4, 32 bytes into its rows per step.
 __device__ inline uint64_t kstep_desc(const uint8_t* tile, int rows, int kk) {
-  return desc_sw128(saddr(tile + (kk >> 2) * rows * kRowBytes + (kk & 3) * 32));
+  return desc_at(desc_sw128(saddr(tile)), (kk >> 2) * rows * kRowBytes + (kk & 3) * 32);
 }
 
 // Byte offset of 16-byte chunk c of row r in a [column block][rows][128 B] tile.
@@ -989,7 +996,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
           for (int nb = 0; nb < 4; ++nb) {
-            const uint64_t db = desc_sw128(saddr(stage + (g * 4 + nb) * kN * kRowBytes + ks * 16 * kRowBytes));
+            const uint64_t db = desc_at(desc_sw128(saddr(stage)), (g * 4 + nb) * kN * kRowBytes + ks * 16 * kRowBytes);
             mma_pv<F16>(o[nb], a[ks][0], db);
             if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
           }
@@ -1655,8 +1662,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
         if constexpr (E4M3) {
 #pragma unroll
           for (int kk = 0; kk < HD / 32; ++kk) {
-            const uint64_t da = desc_sw32(saddr(stage + kk * kTNT * kRawKBytes)),
-                           db = desc_sw32(saddr(q_s + kk * kTPairs * kRawKBytes));
+            const uint64_t da = desc_at(desc_sw32(saddr(stage)), kk * kTNT * kRawKBytes),
+                           db = desc_at(desc_sw32(saddr(q_s)), kk * kTPairs * kRawKBytes);
             if (kk % 2 == 0) mma_m64n16k32_e4m3(sa, da, db, kk > 1);
             else mma_m64n16k32_e4m3(sb, da, db, kk > 1);
           }
@@ -1814,7 +1821,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             wg_fence();
 #pragma unroll
             for (int ks = 0; ks < 2; ++ks) {
-              const uint64_t db = desc_sw32(saddr(p_hi + ks * 32 * kRawKBytes));
+              const uint64_t db = desc_at(desc_sw32(saddr(p_hi)), ks * 32 * kRawKBytes);
 #pragma unroll
               for (int cl = 0; cl < 2; ++cl) mma_m64n32k32_e4m3_rs(dq[cl], aq[ks][cl], db, ks);
             }
@@ -1866,7 +1873,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
             for (int cb = 0; cb < 8; ++cb)  // converted before the fence (else ptxas injects one per wgmma: C7519)
               asm volatile("" : "+r"(a[ks & 1][cb][0]), "+r"(a[ks & 1][cb][1]), "+r"(a[ks & 1][cb][2]),
                            "+r"(a[ks & 1][cb][3])::"memory");
-            const uint64_t dh = desc_sw128(saddr(p_hi + ks * 32));
+            const uint64_t dh = desc_at(desc_sw128(saddr(p_hi)), ks * 32);
             wg_fence();
 #pragma unroll
             for (int cb = 0; cb < 8; ++cb) mma_m64n16_f16_rs(o[cb], a[ks & 1][cb], dh);
@@ -1878,10 +1885,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_t_kernel(Stage1Param
           wg_fence();
 #pragma unroll
           for (int ks = 0; ks < kTNT / 16; ++ks) {
-            const uint64_t dh = desc_sw128(saddr(p_hi + ks * 32)), dl = desc_sw128(saddr(p_lo + ks * 32));
+            const uint64_t dh = desc_at(desc_sw128(saddr(p_hi)), ks * 32), dl = desc_at(desc_sw128(saddr(p_lo)), ks * 32);
 #pragma unroll
             for (int cb = 0; cb < 8; ++cb) {
-              const uint64_t da = desc_sw128(saddr(stage + cb * kTNT * kRowBytes + ks * 16 * kRowBytes));
+              const uint64_t da = desc_at(desc_sw128(saddr(stage)), cb * kTNT * kRowBytes + ks * 16 * kRowBytes);
               mma_m64n16<F16, 1>(o[cb], da, dh, 1);
               if constexpr (!P1) mma_m64n16<F16, 1>(o[cb], da, dl, 1);
             }
