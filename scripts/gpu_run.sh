@@ -11,6 +11,7 @@
 #   fp8          F1 with bf16 q (K in registers, and staged) and F1/F2 (docs/bench_notes.md
 #                steps 28-30) under each --fp8-* form
 #   rows         M2 and C1 (the row-major kernel) with --pv-precision once (bench_notes step 32)
+#                and --wgmma-schedule serial-64 (64-token tiles, step 37)
 #   s1           S1's context sweep (stage 1 alone and with the reduce: fixed cost vs per tile)
 #   ncu          F2's L2 request/sector counts under both --fp8-copy forms, where ncu exists
 # Exit status: 1 when a correctness step failed (the timings still run), else 0.
@@ -55,8 +56,10 @@ for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
   done
 done
 for shape in "M2 --heads 16 --qlen 4 --context 8191 --batch-size 32" "C1 --heads 128 --qlen 1 --context 4095 --batch-size 128"; do
-  step "rows: ${shape%% *} --pv-precision once"
-  "$B/mlactl" bench ${shape#* } --block-size 16 --num-cu 132 --pv-precision once 2>&1 | tail -4 | head -2
+  for form in "--pv-precision once" "--wgmma-schedule serial-64"; do
+    step "rows: ${shape%% *} $form"
+    "$B/mlactl" bench ${shape#* } --block-size 16 --num-cu 132 $form 2>&1 | tail -4 | head -2
+  done
 done
 for ctx in 4095 8191 16383 32767 65535; do
   step "s1: batch 1, h12, context $ctx"
