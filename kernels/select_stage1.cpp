@@ -48,10 +48,7 @@ std::string wgmma_path_note(const Stage1Params& p) {
   std::string note;
   if (wgmma_rows_64(p))
     note += "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
-  if (wgmma_p_once(p))
-    note += wgmma_rows_64(p) && p.pv_precision != PvPrecision::once
-                ? "; P·V with P rounded once to the operand type (serial-64 has room for one P part only)"
-                : "; P·V with P rounded once to the operand type (--pv-precision once)";
+  if (wgmma_p_once(p)) note += "; P·V with P rounded once to the operand type (--pv-precision once)";
   if (!wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::split_qk)
     note += "; the warpgroups split each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)";
   return note;

@@ -102,13 +102,11 @@ inline bool wgmma_rows_64(const Stage1Params& p) {
   return !wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::serial_64;
 }
 // The wgmma kernels run 16-bit KV's P·V with P rounded once (Stage1Params::pv_precision;
-// kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial
-// and split_qk schedules; serial_64 always (one P part is all its shared memory holds).
-// (fp8 KV: the raw-code paths take P once in fp16 anyway; staged keeps two parts.)
+// kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial,
+// split_qk and serial_64 schedules. (fp8 KV: the raw-code paths take P once in fp16
+// anyway; staged keeps two parts.)
 inline bool wgmma_p_once(const Stage1Params& p) {
-  if (p.kv_type == ElemType::fp8) return false;
-  if (wgmma_rows_64(p)) return true;
-  return p.pv_precision == PvPrecision::once &&
+  return p.pv_precision == PvPrecision::once && p.kv_type != ElemType::fp8 &&
          (wgmma_runs_transposed(p) || p.wgmma_schedule != WgmmaSchedule::qk_ahead);
 }
 

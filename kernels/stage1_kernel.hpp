@@ -55,10 +55,11 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             hand-off, 18 + 16 wgmmas a warpgroup and tile instead of warpgroup 0's
 //             36 + 16 (docs/bench_notes.md step 35). Same outputs as serial, bit for bit.
 //   serial_64 serial over 64-token tiles: Q·Kᵀ as 36 m64n64k16 (one chain) where serial
-//             issues 72 m64n32k16 per 64 tokens, two 64-token stages. Shared memory has
-//             room for one P buffer of one part only, so it always runs P once
-//             (mla::wgmma_p_once) and hands P over through a single buffer
-//             (docs/bench_notes.md step 37).
+//             issues 72 m64n32k16 per 64 tokens, two 64-token stages, P handed over
+//             through a single buffer (with P in two parts, the hi part in the tile's
+//             own rope columns: kernels/stage1_wgmma.cuh, Plan; docs/bench_notes.md
+//             steps 37-39). Same arithmetic as serial but the order of Q·Kᵀ's k-steps
+//             and the tile boundaries of the online softmax.
 // serial is the default: qk_ahead was slower on the H200 (docs/bench_notes.md step 27:
 // warpgroup 0 then holds two of the three stages, so each load has less time to land).
 enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3 };

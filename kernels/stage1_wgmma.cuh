@@ -74,18 +74,24 @@ constexpr int kBarChunk = 1, kBarPFull = 2, kBarPFree = 4, kBarStats = 6, kBarRe
 // (WgmmaSchedule::split_qk): the P region holds the partial scores the warpgroups
 // swap instead, [2 tiles][2 warpgroups][16 accumulators][128 threads] f32.
 // 64-token tiles (WgmmaSchedule::serial_64): q 72 KB and two 72 KB stages leave ~10 KB,
-// so one P buffer of one part (8 KB), one alpha buffer, and the row statistics in q_s
-// (only read by warpgroup 0's Q·Kᵀ, all of whose wgmmas have completed when it writes
-// them after the tile loop): 231,456 of the 232,448 bytes at head_dim 576.
+// so one P buffer (8 KB), one alpha buffer, and the row statistics in q_s (only read by
+// warpgroup 0's Q·Kᵀ, all of whose wgmmas have completed when it writes them after the
+// tile loop): 231,456 of the 232,448 bytes at head_dim 576. P in two parts puts the hi
+// part in the tile's own rope column block (block 8 of the stage: only Q·Kᵀ reads it,
+// and Q·Kᵀ of the tile is done before P exists; 64 x 64 16-bit = 8 KB); at head_dim
+// 512 (no rope block, 32 KB less) the P buffer holds both parts.
 struct Plan {
   int qr, stages, head_dim, nt;
   bool split_qk = false;
+  bool p_once = false;  // wide only: P in one part
   __host__ __device__ bool wide() const { return nt == 64; }
   __host__ __device__ int blocks() const { return head_dim / 64; }
   __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
   __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
   // P A fragments of one tile: nt / 16 k-steps x (hi, lo; wide: one part) x 16 bytes per consumer thread.
-  __host__ __device__ size_t p_buf_bytes() const { return size_t(wide() ? nt / 16 : nt / 8) * 16 * 128; }
+  __host__ __device__ size_t p_buf_bytes() const {
+    return size_t(wide() && (p_once || head_dim == 576) ? nt / 16 : nt / 8) * 16 * 128;
+  }
   __host__ __device__ size_t kv_off() const { return q_bytes(); }
   __host__ __device__ size_t p_off() const { return kv_off() + stages * stage_bytes(); }
   __host__ __device__ size_t p_region_bytes() const {
@@ -685,13 +691,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   constexpr bool kQkAhead = SCHED == WgmmaSchedule::qk_ahead;
   constexpr bool kSplitQk = SCHED == WgmmaSchedule::split_qk;  // both warpgroups run Q·Kᵀ and the softmax
   constexpr bool kWide = SCHED == WgmmaSchedule::serial_64;      // 64-token tiles, one m64n64 Q·Kᵀ chain
-  static_assert(kWide ? NT == 64 && P1 : NT == 32,
-                "Q·Kᵀ runs as two m64n32k16 chains, or (serial_64, P once: Plan) one m64n64k16 chain");
+  static_assert(kWide ? NT == 64 : NT == 32, "Q·Kᵀ runs as two m64n32k16 chains, or (serial_64) one m64n64k16 chain");
   // P hand-off buffers (double-buffered by tile parity; serial_64 has room for one) and
-  // P parts a buffer slot holds (hi, lo; serial_64: the one part of P once).
-  constexpr int kPBufs = kWide ? 1 : 2, kPSlot = kWide ? 1 : 2;
+  // P parts a buffer slot holds (hi, lo; serial_64: one, the hi part of P in two parts
+  // going to the stage's rope block at head_dim 576: Plan).
+  constexpr bool kPHiInStage = kWide && !P1 && HD == 576;
+  constexpr int kPBufs = kWide ? 1 : 2, kPSlot = kWide && (P1 || kPHiInStage) ? 1 : 2;
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const Plan plan{QR, S, HD, NT, kSplitQk};
+  const Plan plan{QR, S, HD, NT, kSplitQk, P1};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
@@ -733,6 +740,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
     if constexpr (kPBufs == 2) bar_arrive(kBarPFree + 1, kConsumers);
   }
   uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring)
+  // The 128 A fragments (one uint4 a consumer thread) of P part hl, k-step ks, in P buffer b
+  // or, for the hi part of serial_64's P in two parts, in the tile's rope block.
+  auto p_slot = [&](const uint8_t* stage, int b, int ks, int hl) -> uint4* {
+    if (kPHiInStage && hl == 0)
+      return reinterpret_cast<uint4*>(const_cast<uint8_t*>(stage) + 8 * NT * kRowBytes) + ks * 128;
+    const int part = kPHiInStage ? 0 : hl;
+    return p_buf + (b * kPSlot * kKSteps + ks * kPSlot + part) * 128;
+  };
 
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
@@ -945,8 +960,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
               for (int hl = 0; hl < kPParts; ++hl)
-                p_buf[(b * kPSlot * kKSteps + ks * kPSlot + hl) * 128 + ct] =
-                    make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+                p_slot(stage, b, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
             alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
             bar_arrive(kBarPFull + b, kConsumers);
           }
@@ -966,7 +980,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < kPParts; ++hl) {
-              const uint4 v = p_buf[(b * kPSlot * kKSteps + ks * kPSlot + hl) * 128 + ct];
+              const uint4 v = p_slot(stage, b, ks, hl)[ct];
               a[ks][hl][0] = v.x;
               a[ks][hl][1] = v.y;
               a[ks][hl][2] = v.z;

@@ -32,7 +32,7 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   static_assert(QR == kRowMajorPairs, "wgmma_pair_tiles' chunk");
   Stage1Params p = p_in;
   p.pair_tiles = wgmma_pair_tiles(p);
-  const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk}.total();
+  const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1}.total();
   auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8, SCHED, P1>
                                   : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8, SCHED, P1>;
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
@@ -55,7 +55,7 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
 // mma.sync: docs/bench_notes.md steps 11-12.) P once (wgmma_p_once) is built for the
 // transposed kernel and the row-major one's serial and split_qk schedules; qk_ahead keeps
-// P in two parts; serial_64 (two stages of 64-token tiles, 216 KB) has P once only.
+// P in two parts; serial_64 (two stages of 64-token tiles, 216 KB) both.
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
   if (wgmma_runs_transposed(p))
@@ -66,8 +66,9 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
   if (p.wgmma_schedule == WgmmaSchedule::split_qk)
     return wgmma_p_once(p) ? launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk, true>(p, error)
                            : launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk>(p, error);
-  if (p.wgmma_schedule == WgmmaSchedule::serial_64)  // always P once (wgmma_p_once)
-    return launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::serial_64, true>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::serial_64)
+    return wgmma_p_once(p) ? launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::serial_64, true>(p, error)
+                           : launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::serial_64>(p, error);
   if (wgmma_p_once(p)) return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial, true>(p, error);
   return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial>(p, error);
 }

@@ -414,7 +414,7 @@ struct Leg {
   int e4m3_runs = 0, e4m3_pv_runs = 0;
   // Runs with K and V converted in registers (bf16 or fp8 q, e4m3fn KV: mla::wgmma_k_registers).
   int kreg_runs = 0;
-  // Runs with P once (the --pv-precision once variant, serial leg), row-major and transposed kernel.
+  // Runs with P once (the --pv-precision once variant, on the leg's schedule), row-major and transposed kernel.
   int p_once_runs = 0, p_once_t_runs = 0;
   // Row-major runs on 64-token tiles (the serial_64 leg: mla::wgmma_rows_64).
   int rows64_runs = 0;
@@ -503,15 +503,13 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma);
   wshape.wgmma_schedule = leg.schedule;
   const bool fp8_mma = ran_wgmma && mla::wgmma_qk_e4m3(wshape), kreg = ran_wgmma && mla::wgmma_k_registers(wshape);
-  // serial_64 runs P once whatever was asked (mla::wgmma_p_once).
-  const bool p_once = ran_wgmma && mla::wgmma_p_once(wshape);
-  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : p_once ? Arith::p_once : Arith::fp32;
+  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : Arith::fp32;
   compare(p, d, reference(p), arith);
   if (c.result.ok) compare_with_cpu(p, d, c, arith);
   // Variants of the fp8 paths on the wgmma kernel, each with the option that selects
   // it (`configure`), which must run wgmma; compare_variant holds one to its tolerances.
   auto variant = [&](const char* option, auto configure) {
-    GpuExecutor ex(mla::Stage1Kernel::wgmma);
+    GpuExecutor ex(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, leg.schedule);
     configure(ex);
     DeviceRun dv = run_executor(ex, p);
     expect(dv.result.ok && dv.result.stage1_kernel == mla::Stage1Kernel::wgmma,
@@ -558,12 +556,11 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     }
   }
   // 16-bit KV with P rounded once (mla::PvPrecision::once: the transposed kernel and the
-  // row-major one's serial and split_qk schedules, mla::wgmma_p_once): select_stage1 must
+  // row-major one's serial, split_qk and serial_64 schedules, mla::wgmma_p_once): select_stage1 must
   // say so, and the results stay within kPOnceTol of the reference and the CPU.
   if (ran_wgmma && leg.schedule != mla::WgmmaSchedule::qk_ahead && p.view.kv_dtype != DType::fp8) {
     const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
     mla::Stage1Params once = wshape;  // what the launch dispatches on (stage1_wgmma.hip: wgmma_p_once)
-    once.wgmma_schedule = mla::WgmmaSchedule::serial;  // the variant's executor's
     once.pv_precision = mla::PvPrecision::once;
     const std::string why = mla::select_stage1(once, leg.device).why;
     expect(mla::wgmma_p_once(once) && why.find("P rounded once") != std::string::npos,
@@ -1314,7 +1311,7 @@ void summarize(const Leg& leg) {
       std::printf("  row-major runs on 64-token tiles: %d\n", leg.rows64_runs);
       if (sm90) expect(leg.rows64_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran on 64-token tiles");
     }
-    if (leg.schedule == mla::WgmmaSchedule::serial) {
+    if (leg.schedule != mla::WgmmaSchedule::qk_ahead) {  // qk_ahead keeps P in two parts
       std::printf("  P-once runs: row-major %d, transposed %d\n", leg.p_once_runs, leg.p_once_t_runs);
       if (sm90) expect(leg.p_once_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran with P once");
       if (sm90) expect(leg.p_once_t_runs > 0, "leg " + leg_label(leg) + ": the transposed kernel never ran with P once");

@@ -328,26 +328,25 @@ TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel a
   CHECK_FALSE(mla::wgmma_p_once(params(A, bf16, bf16, 16, 576, 512, 64)));
 }
 
-TEST_CASE("select_stage1: serial-64 runs the row-major kernel on 64-token tiles, always with P once, and says why",
+TEST_CASE("select_stage1: serial-64 runs the row-major kernel on 64-token tiles, with P as asked, and says so",
           "[unit][select_stage1]") {
   Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // M2: the row-major kernel
   p.wgmma_schedule = mla::WgmmaSchedule::serial_64;
   CHECK(mla::wgmma_rows_64(p));
-  CHECK(mla::wgmma_p_once(p));  // pv_precision split asked (the default): one P part is all that fits
+  CHECK_FALSE(mla::wgmma_p_once(p));  // P in two parts (the default): the hi part in the tile's rope columns
   CHECK(pick(p, kH200) == W);
-  CHECK(why_has(p, kH200, "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64); P·V with P rounded "
-                          "once to the operand type (serial-64 has room for one P part only)"));
-  p.pv_precision = mla::PvPrecision::once;  // asked: the usual words
+  CHECK(why_has(p, kH200, "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)"));
+  CHECK_FALSE(why_has(p, kH200, "P rounded once"));
+  p.pv_precision = mla::PvPrecision::once;
+  CHECK(mla::wgmma_p_once(p));
   CHECK(why_has(p, kH200, "(--wgmma-schedule serial-64); P·V with P rounded once to the operand type (--pv-precision once)"));
   Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, which has no serial-64
   small.wgmma_schedule = mla::WgmmaSchedule::serial_64;
   CHECK_FALSE(mla::wgmma_rows_64(small));
-  CHECK_FALSE(mla::wgmma_p_once(small));
   CHECK_FALSE(why_has(small, kH200, "serial-64"));
   Stage1Params kv8 = params(A, bf16, fp8);  // fp8 KV: the transposed kernel too
   kv8.wgmma_schedule = mla::WgmmaSchedule::serial_64;
   CHECK_FALSE(mla::wgmma_rows_64(kv8));
-  CHECK_FALSE(mla::wgmma_p_once(kv8));
   CHECK(mla::to_string(mla::WgmmaSchedule::serial_64) == std::string("serial-64"));
   CHECK(mla::wgmma_schedule_from_name("serial-64") == mla::WgmmaSchedule::serial_64);
 }
