@@ -50,7 +50,7 @@ struct BenchOptions {
   std::string kernel;
   std::string stage1 = "automatic";  // which stage-1 kernel implementation (mla::Stage1Kernel)
   mla::CombineMode combine = mla::CombineMode::separate;  // --combine (kernels/combine_mode.hpp)
-  mla::WgmmaSchedule wgmma_schedule = mla::WgmmaSchedule::serial;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
+  mla::WgmmaSchedule wgmma_schedule = mla::kDefaultWgmmaSchedule;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
   mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
   mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::automatic;                  // --fp8-pv (kernels/stage1_kernel.hpp)
   mla::Fp8Copy fp8_copy = mla::Fp8Copy::lines;                      // --fp8-copy (kernels/stage1_kernel.hpp)
@@ -678,7 +678,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->type_name("MODE")
       ->transform(enum_names(mla::kCombineModes, &mla::combine_mode_from_name));
   sub->add_option("--wgmma-schedule", opt->wgmma_schedule,
-                  "consumer schedule of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs) [serial]: "
+                  "consumer schedule of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs) [serial-64]: "
                   "serial (softmax after each tile's Q·Kᵀ), qk-ahead (the next tile's Q·Kᵀ runs during the softmax), "
                   "split-qk (the two warpgroups split each tile's Q·Kᵀ and both run the softmax: same bits as serial), "
                   "serial-64 (serial over 64-token tiles, Q·Kᵀ as m64n64 wgmmas)")

@@ -101,7 +101,7 @@ class GpuExecutor : public Executor {
   // schedule: the row-major wgmma kernel's consumer schedule (mla::WgmmaSchedule).
   explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic,
                        mla::CombineMode combine = mla::CombineMode::separate,
-                       mla::WgmmaSchedule schedule = mla::WgmmaSchedule::serial);
+                       mla::WgmmaSchedule schedule = mla::kDefaultWgmmaSchedule);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -152,7 +152,7 @@ class GpuExecutor : public Executor {
   std::string device_name_;
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
   [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
-  mla::WgmmaSchedule schedule_ = mla::WgmmaSchedule::serial;  // the stage-1 options (apply_stage1_options)
+  mla::WgmmaSchedule schedule_ = mla::kDefaultWgmmaSchedule;  // the stage-1 options (apply_stage1_options)
   mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;
   mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::automatic;
   mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::lines;

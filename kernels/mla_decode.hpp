@@ -128,7 +128,7 @@ struct Stage1Params {
   Stage1Kernel kernel = Stage1Kernel::automatic;  // which stage-1 kernel (tests run each)
   // The row-major wgmma kernel's consumer schedule (kernels/stage1_kernel.hpp);
   // the other kernels ignore it.
-  WgmmaSchedule wgmma_schedule = WgmmaSchedule::serial;
+  WgmmaSchedule wgmma_schedule = kDefaultWgmmaSchedule;
   // fp8 q with e4m3fn KV on the transposed wgmma kernel: e4m3 or fp16 Q·Kᵀ (kernels/stage1_kernel.hpp).
   Fp8QkMma fp8_qk = Fp8QkMma::e4m3;
   // ...and, on the raw-code paths, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
