@@ -187,6 +187,16 @@ __device__ inline void mbar_wait(uint32_t bar, uint32_t parity, int32_t* error) 
   }
 }
 
+// The 32 fp32 accumulators of an m64n64 wgmma (mma_qk at N = 64, mma_pv): asm operands
+// %0..%31, as the instruction's register list and as the operand list.
+#define MLA_WG_ACC32_REGS \
+  " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}"
+#define MLA_WG_ACC32(d)                                                                                          \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),    \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),     \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),    \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+
 // S (64 x 32, fp32) (+)= Q (64 x 16, smem) · K (32 x 16, smem)ᵀ.
 template <bool F16>
 __device__ inline void mma_qk(float (&d)[16], uint64_t da, uint64_t db, int accumulate) {
@@ -210,12 +220,8 @@ __device__ inline void mma_qk(float (&d)[32], uint64_t da, uint64_t db, int accu
   asm volatile(                                                                                                     \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                                  \
       "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28," \
-      "%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                                  \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                    \
+      MLA_WG_ACC32_REGS ", %32, %33, p, 1, 1, 0, 0;\n}\n"                                                  \
+      : MLA_WG_ACC32(d)                                                                                            \
       : "l"(da), "l"(db), "r"(accumulate))
   if constexpr (F16) MLA_WG_QK64("f16");
   else MLA_WG_QK64("bf16");
@@ -229,12 +235,8 @@ __device__ inline void mma_pv(float (&d)[32], const uint32_t (&a)[4], uint64_t d
   asm volatile(                                                                                                     \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                                  \
       "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                                       \
-      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28," \
-      "%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"                                                        \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),  \
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),       \
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),      \
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                    \
+      MLA_WG_ACC32_REGS ", {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"                                        \
+      : MLA_WG_ACC32(d)                                                                                            \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1))
   if constexpr (F16) MLA_WG_PV("f16");
   else MLA_WG_PV("bf16");
