@@ -803,6 +803,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
       }
 
       int i = 0;
+      // This warp's release of the previous tile's stage (none before the chunk's first
+      // tile; after the loop, the chunk's last).
+      auto release_previous = [&] {
+        if (i > 0) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+        }
+      };
       for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
         const int s = int(k % S), b = kPBufs == 1 ? 0 : int(k & 1);
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
@@ -829,10 +837,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             wg_commit();
             wg_wait0();  // S, and this warpgroup's P·V of the previous tile
             pin(sc);
-            if (i > 0) {
-              __syncwarp();
-              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-            }
+            release_previous();
             // Buffer b of tile k: the other warpgroup read it two tiles ago, before it
             // reached the previous tile's barrier, which this one has passed.
 #pragma unroll
@@ -867,10 +872,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             wg_wait0();
 #pragma unroll
             for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-            if (i > 0) {
-              __syncwarp();
-              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-            }
+            release_previous();
 #pragma unroll
             for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
             wg_fence();
@@ -889,10 +891,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             pin(sc2);
 #pragma unroll
             for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
-            if (i > 0) {
-              __syncwarp();
-              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-            }
+            release_previous();
           }
           // Mask (causal / range), scale, online softmax in the log2 domain.
           float mx0 = kNegInf, mx1 = kNegInf;
@@ -936,10 +935,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             pin(sc);
 #pragma unroll
             for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-            if (i > 0) {
-              __syncwarp();
-              if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-            }
+            release_previous();
           }
           // P as the A fragments of the 16-token k-steps (hi, lo).
 #pragma unroll
@@ -973,10 +969,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           // (serial_64 likewise: with two stages, every release counts.)
           if (!kQkAhead && !kWide) bar_sync(kBarPFull + b, kConsumers);
           wg_wait0();  // P·V of the previous tile: its registers and stage are free
-          if (i > 0) {
-            __syncwarp();
-            if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-          }
+          release_previous();
           if (kQkAhead || kWide) bar_sync(kBarPFull + b, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
@@ -1021,10 +1014,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
       wg_wait0();
 #pragma unroll
       for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-      if (i > 0) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-      }
+      release_previous();
 
       // Row statistics from warpgroup 0 to warpgroup 1 (split_qk: each has its own).
       if (kSplitQk || g == 0) {
