@@ -816,16 +816,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
         // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
         if (!kQkAhead || g != 0) {
-          if constexpr (kWide) {
-            // serial_64: both warpgroups give the previous stage back (their P·V of it
-            // done) before they wait for this tile. With two stages the next tile loads
-            // into that stage, so releasing it only once this tile had landed kept one
-            // load in flight a block (docs/bench_notes.md step 40).
-            wg_wait0();
-#pragma unroll
-            for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-            release_previous();
-          }
           mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
           fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
         }
@@ -875,10 +865,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
             // chain's dependent issue latency is half as exposed (two chains would add
             // 32 registers to a warpgroup already at ~200).
-            // (P·V of the previous tile completed and its stage went back at the top: not
-            // after this Q·Kᵀ, which would start the next load a Q·Kᵀ later. A wait_group
-            // 1 after issuing Q·Kᵀ would keep the tensor pipe full, but ptxas then
-            // serialises the wgmmas, C7514.)
+            // P·V of the previous tile first: its stage goes back to the producer before
+            // this Q·Kᵀ, not after it (with two stages the next tile's load would
+            // otherwise start a Q·Kᵀ later). A wait_group 1 after issuing Q·Kᵀ would
+            // keep the tensor pipe full, but ptxas then serialises the wgmmas (C7514).
+            wg_wait0();
+#pragma unroll
+            for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+            release_previous();
 #pragma unroll
             for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
             wg_fence();
@@ -972,12 +966,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           // qk_ahead: the previous stage is released before waiting for P, not after:
           // warpgroup 0 already holds this tile's and the next tile's stages, so the
           // producer's one free stage must come back as early as it can.
-          // (serial_64: done at the top, before this tile's wait.)
+          // (serial_64 likewise: with two stages, every release counts.)
           if (!kQkAhead && !kWide) bar_sync(kBarPFull + b, kConsumers);
-          if constexpr (!kWide) {
-            wg_wait0();  // P·V of the previous tile: its registers and stage are free
-            release_previous();
-          }
+          wg_wait0();  // P·V of the previous tile: its registers and stage are free
+          release_previous();
           if (kQkAhead || kWide) bar_sync(kBarPFull + b, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
