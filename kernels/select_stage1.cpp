@@ -46,6 +46,8 @@ std::string wgmma_path_note(const Stage1Params& p) {
                                   "(P once in fp16)";
   if (p.kv_type == ElemType::fp8) return "; fp8 KV converted into 16-bit stages by the producer";
   std::string note;
+  if (const int blocks = wgmma_pair_tiles(p); blocks > 1)
+    note += "; " + std::to_string(blocks) + " blocks a workgroup, one per 64-pair chunk of its works, side by side";
   if (wgmma_rows_64(p))
     note += "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
   if (wgmma_p_once(p)) note += "; P·V with P rounded once to the operand type (--pv-precision once)";

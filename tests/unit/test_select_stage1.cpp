@@ -362,4 +362,6 @@ TEST_CASE("wgmma_pair_tiles: one block per 64-pair chunk of the row-major kernel
   Stage1Params many = params(A, bf16, bf16, 128);
   many.num_workgroups = 132;  // AITER's plan: the grid is 264 blocks, not capped at the SMs
   CHECK(mla::wgmma_pair_tiles(many) == 2);
+  CHECK(why_has(many, kH200, "; 2 blocks a workgroup, one per 64-pair chunk of its works, side by side"));
+  CHECK_FALSE(why_has(params(A, bf16, bf16, 16, 576, 512, 64), kH200, "blocks a workgroup"));  // one chunk
 }
