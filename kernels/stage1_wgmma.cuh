@@ -84,26 +84,34 @@ struct Plan {
   int qr, stages, head_dim, nt;
   bool split_qk = false;
   bool p_once = false;  // wide only: P in one part
-  __host__ __device__ bool wide() const { return nt == 64; }
-  __host__ __device__ int blocks() const { return head_dim / 64; }
-  __host__ __device__ size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
-  __host__ __device__ size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
+  __host__ __device__ constexpr bool wide() const { return nt == 64; }
+  __host__ __device__ constexpr int blocks() const { return head_dim / 64; }
+  __host__ __device__ constexpr size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
+  __host__ __device__ constexpr size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
   // P A fragments of one tile: nt / 16 k-steps x (hi, lo; wide: one part) x 16 bytes per consumer thread.
-  __host__ __device__ size_t p_buf_bytes() const {
+  __host__ __device__ constexpr size_t p_buf_bytes() const {
     return size_t(wide() && (p_once || head_dim == 576) ? nt / 16 : nt / 8) * 16 * 128;
   }
-  __host__ __device__ size_t kv_off() const { return q_bytes(); }
-  __host__ __device__ size_t p_off() const { return kv_off() + stages * stage_bytes(); }
-  __host__ __device__ size_t p_region_bytes() const {
+  __host__ __device__ constexpr size_t kv_off() const { return q_bytes(); }
+  __host__ __device__ constexpr size_t p_off() const { return kv_off() + stages * stage_bytes(); }
+  __host__ __device__ constexpr size_t p_region_bytes() const {
     return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : (wide() ? 1 : 2) * p_buf_bytes();
   }
-  __host__ __device__ size_t alpha_off() const { return p_off() + p_region_bytes(); }
-  __host__ __device__ size_t alpha_bytes() const { return (wide() ? 1 : 2) * 128 * 8; }
-  __host__ __device__ size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
-  __host__ __device__ size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
+  __host__ __device__ constexpr size_t alpha_off() const { return p_off() + p_region_bytes(); }
+  __host__ __device__ constexpr size_t alpha_bytes() const { return (wide() ? 1 : 2) * 128 * 8; }
+  __host__ __device__ constexpr size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
+  __host__ __device__ constexpr size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
-  __host__ __device__ size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
+  __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
 };
+
+// Every row-major launch fits the 227 KB a block may take (sm_90: 232,448 bytes).
+constexpr size_t kMaxDynamicSmem = 232448;
+static_assert(Plan{64, 3, 576, 32}.total() <= kMaxDynamicSmem && Plan{64, 3, 576, 32, true}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 2, 576, 64, false, false}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 2, 576, 64, false, true}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 2, 512, 64, false, false}.total() <= kMaxDynamicSmem,
+              "row-major shared-memory plan over 227 KB");
 
 __device__ inline uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
