@@ -217,11 +217,6 @@ inline int gpu_device_warp_size(int device) {
   cudaDeviceProp p;
   return cudaGetDeviceProperties(&p, device) == cudaSuccess ? p.warpSize : 0;
 }
-// Multiprocessors of the current device, 0 when unknown.
-inline int gpu_current_multiprocessors() {
-  int dev = 0;
-  return cudaGetDevice(&dev) == cudaSuccess ? gpu_device_multiprocessors(dev) : 0;
-}
 // Compute capability major.minor * 10 of the current device (90: Hopper), 0 when unknown.
 inline int gpu_current_compute_capability() {
   int dev = 0, major = 0, minor = 0;

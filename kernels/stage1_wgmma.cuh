@@ -85,20 +85,24 @@ struct Plan {
   bool split_qk = false;
   bool p_once = false;  // wide only: P in one part
   __host__ __device__ constexpr bool wide() const { return nt == 64; }
+  // P hand-off buffers: double-buffered by tile parity, one when wide.
+  __host__ __device__ constexpr int p_bufs() const { return wide() ? 1 : 2; }
+  // Wide with P in two parts at head_dim 576: the hi part goes to the tile's rope block.
+  __host__ __device__ constexpr bool p_hi_in_stage() const { return wide() && !p_once && head_dim == 576; }
+  // P parts a buffer slot holds: hi and lo, or one (P once, or the lo part beside p_hi_in_stage).
+  __host__ __device__ constexpr int p_slot_parts() const { return wide() && (p_once || p_hi_in_stage()) ? 1 : 2; }
   __host__ __device__ constexpr int blocks() const { return head_dim / 64; }
   __host__ __device__ constexpr size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
   __host__ __device__ constexpr size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
-  // P A fragments of one tile: nt / 16 k-steps x (hi, lo; wide: one part) x 16 bytes per consumer thread.
-  __host__ __device__ constexpr size_t p_buf_bytes() const {
-    return size_t(wide() && (p_once || head_dim == 576) ? nt / 16 : nt / 8) * 16 * 128;
-  }
+  // P A fragments of one tile: nt / 16 k-steps x p_slot_parts() x 16 bytes per consumer thread.
+  __host__ __device__ constexpr size_t p_buf_bytes() const { return size_t(nt / 16) * p_slot_parts() * 16 * 128; }
   __host__ __device__ constexpr size_t kv_off() const { return q_bytes(); }
   __host__ __device__ constexpr size_t p_off() const { return kv_off() + stages * stage_bytes(); }
   __host__ __device__ constexpr size_t p_region_bytes() const {
-    return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : (wide() ? 1 : 2) * p_buf_bytes();
+    return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : p_bufs() * p_buf_bytes();
   }
   __host__ __device__ constexpr size_t alpha_off() const { return p_off() + p_region_bytes(); }
-  __host__ __device__ constexpr size_t alpha_bytes() const { return (wide() ? 1 : 2) * 128 * 8; }
+  __host__ __device__ constexpr size_t alpha_bytes() const { return p_bufs() * 128 * 8; }
   __host__ __device__ constexpr size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
   __host__ __device__ constexpr size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
@@ -702,13 +706,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   constexpr bool kSplitQk = SCHED == WgmmaSchedule::split_qk;  // both warpgroups run Q·Kᵀ and the softmax
   constexpr bool kWide = SCHED == WgmmaSchedule::serial_64;      // 64-token tiles, one m64n64 Q·Kᵀ chain
   static_assert(kWide ? NT == 64 : NT == 32, "Q·Kᵀ runs as two m64n32k16 chains, or (serial_64) one m64n64k16 chain");
-  // P hand-off buffers (double-buffered by tile parity; serial_64 has room for one) and
-  // P parts a buffer slot holds (hi, lo; serial_64: one, the hi part of P in two parts
-  // going to the stage's rope block at head_dim 576: Plan).
-  constexpr bool kPHiInStage = kWide && !P1 && HD == 576;
-  constexpr int kPBufs = kWide ? 1 : 2, kPSlot = kWide && (P1 || kPHiInStage) ? 1 : 2;
+  // The P hand-off layout, as Plan sizes it.
+  constexpr Plan plan{QR, S, HD, NT, kSplitQk, P1};
+  constexpr bool kPHiInStage = plan.p_hi_in_stage();
+  constexpr int kPBufs = plan.p_bufs(), kPSlot = plan.p_slot_parts();
   extern __shared__ __align__(16) uint8_t smem_dyn[];
-  const Plan plan{QR, S, HD, NT, kSplitQk, P1};
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();

@@ -39,6 +39,12 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   kernel<<<dim3(unsigned(p.num_workgroups) * unsigned(p.pair_tiles)), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
 }
+// The row-major kernel with P once where wgmma_p_once says so, else in two parts.
+template <bool F16, int S, int NT, WgmmaSchedule SCHED>
+bool launch_rows_pv(const Stage1Params& p, std::string* error) {
+  return wgmma_p_once(p) ? launch_rows<F16, false, 64, S, NT, SCHED, true>(p, error)
+                         : launch_rows<F16, false, 64, S, NT, SCHED>(p, error);
+}
 template <bool F16, bool KV8, bool E4M3 = false, bool PV8 = false, bool KREG = false, bool P1 = false>
 bool launch_transposed(const Stage1Params& p, std::string* error) {
   const size_t smem = wg::PlanT{p.head_dim, KV8, E4M3, KREG}.total();
@@ -63,14 +69,9 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
                            : launch_transposed<F16, false>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::qk_ahead)
     return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::qk_ahead>(p, error);
-  if (p.wgmma_schedule == WgmmaSchedule::split_qk)
-    return wgmma_p_once(p) ? launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk, true>(p, error)
-                           : launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::split_qk>(p, error);
-  if (p.wgmma_schedule == WgmmaSchedule::serial_64)
-    return wgmma_p_once(p) ? launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::serial_64, true>(p, error)
-                           : launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::serial_64>(p, error);
-  if (wgmma_p_once(p)) return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial, true>(p, error);
-  return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::serial>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::split_qk) return launch_rows_pv<F16, 3, 32, WgmmaSchedule::split_qk>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::serial_64) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::serial_64>(p, error);
+  return launch_rows_pv<F16, 3, 32, WgmmaSchedule::serial>(p, error);
 }
 
 }  // namespace

@@ -433,9 +433,11 @@ mla::ElemType elem_type(DType t) {
 
 // What select_stage1 reads of a launch, from the problem (independently of the
 // executor's own parameter setup).
-mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked) {
+mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked,
+                               mla::WgmmaSchedule schedule = mla::kDefaultWgmmaSchedule) {
   mla::Stage1Params s;
   s.kernel = asked;
+  s.wgmma_schedule = schedule;
   s.q_type = elem_type(p.view.q_dtype);
   s.kv_type = elem_type(p.view.kv_dtype);
   s.heads = p.view.heads;
@@ -463,8 +465,7 @@ void check_kernel(Leg& leg, const Problem& p, const ExecResult& r, const std::st
   }
   const mla::Stage1Kernel ran = *r.stage1_kernel;
   ++leg.ran[int(ran)];
-  mla::Stage1Params shape = stage1_shape(p, *leg.asked);
-  shape.wgmma_schedule = leg.schedule;
+  const mla::Stage1Params shape = stage1_shape(p, *leg.asked, leg.schedule);
   if (ran == mla::Stage1Kernel::wgmma && mla::stage1_pairs(shape) > mla::kSmallWorkPairs) ++leg.row_major_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_rows_64(shape)) ++leg.rows64_runs;
   if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_qk_e4m3(shape)) ++leg.e4m3_runs;
@@ -500,8 +501,7 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   expect(c.result.ok, p.name + ": CpuExecutor failed: " + c.result.error);
   if (!d.result.ok) return;
   const bool ran_wgmma = d.result.stage1_kernel == mla::Stage1Kernel::wgmma;
-  mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma);
-  wshape.wgmma_schedule = leg.schedule;
+  const mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma, leg.schedule);
   const bool fp8_mma = ran_wgmma && mla::wgmma_qk_e4m3(wshape), kreg = ran_wgmma && mla::wgmma_k_registers(wshape);
   const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : Arith::fp32;
   compare(p, d, reference(p), arith);
