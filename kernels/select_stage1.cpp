@@ -49,7 +49,10 @@ std::string wgmma_path_note(const Stage1Params& p) {
   if (const int blocks = wgmma_pair_tiles(p); blocks > 1)
     note += "; " + std::to_string(blocks) + " blocks a workgroup, one per 64-pair chunk of its works, side by side";
   if (wgmma_rows_64(p))
-    note += "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
+    note += p.wgmma_schedule == WgmmaSchedule::seesaw
+                ? "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas, the warpgroups taking alternate tiles' Q·Kᵀ and softmax "
+                  "(--wgmma-schedule seesaw)"
+                : "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
   if (wgmma_p_once(p)) note += "; P·V with P rounded once to the operand type (--pv-precision once)";
   if (!wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::split_qk)
     note += "; the warpgroups split each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)";

@@ -97,13 +97,14 @@ inline int wgmma_pair_tiles(const Stage1Params& p) {
   return int(std::max<int64_t>(1, (stage1_pairs(p) + kRowMajorPairs - 1) / kRowMajorPairs));
 }
 
-// The row-major wgmma kernel runs on 64-token tiles (WgmmaSchedule::serial_64).
+// The row-major wgmma kernel runs on 64-token tiles (WgmmaSchedule::serial_64, seesaw).
 inline bool wgmma_rows_64(const Stage1Params& p) {
-  return !wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::serial_64;
+  return !wgmma_runs_transposed(p) &&
+         (p.wgmma_schedule == WgmmaSchedule::serial_64 || p.wgmma_schedule == WgmmaSchedule::seesaw);
 }
 // The wgmma kernels run 16-bit KV's P·V with P rounded once (Stage1Params::pv_precision;
 // kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial,
-// split_qk and serial_64 schedules. (fp8 KV: the raw-code paths take P once in fp16
+// split_qk, serial_64 and seesaw schedules. (fp8 KV: the raw-code paths take P once in fp16
 // anyway; staged keeps two parts.)
 inline bool wgmma_p_once(const Stage1Params& p) {
   return p.pv_precision == PvPrecision::once && p.kv_type != ElemType::fp8 &&

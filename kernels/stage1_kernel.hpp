@@ -60,17 +60,24 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             own rope columns: kernels/stage1_wgmma.cuh, Plan; docs/bench_notes.md
 //             steps 37-39). Same arithmetic as serial but the order of Q·Kᵀ's k-steps
 //             and the tile boundaries of the online softmax.
+//   seesaw    64-token tiles as serial_64, but the warpgroups take turns: each runs Q·Kᵀ
+//             and the softmax of alternate tiles and hands P and the running max to the
+//             other, and issues its next tile's Q·Kᵀ while the other runs a softmax
+//             (FlashMLA's seesaw; kernels/stage1_wgmma_seesaw.cuh, docs/bench_notes.md
+//             step 41). serial_64's P and alpha bits; the row sums are added per
+//             warpgroup, so the output may differ from serial_64's in the last bit.
 // serial_64 is the default (kDefaultWgmmaSchedule): on the H100 it took C1 from 464 to
 // 394 µs and M2 from 145 to 140 with P in two parts, 317 and 136 with P once
 // (docs/bench_notes.md step 39); qk_ahead was slower on the H200 (step 27: warpgroup 0
 // then holds two of the three stages, so each load has less time to land), split_qk
 // on the H100 (step 35).
-enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3 };
+enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3, seesaw = 4 };
 inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead,
-                                                    WgmmaSchedule::split_qk, WgmmaSchedule::serial_64};
+                                                    WgmmaSchedule::split_qk, WgmmaSchedule::serial_64,
+                                                    WgmmaSchedule::seesaw};
 
 inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk",
-                                                      "serial-64"};  // in kWgmmaSchedules' order
+                                                      "serial-64", "seesaw"};  // in kWgmmaSchedules' order
 inline constexpr WgmmaSchedule kDefaultWgmmaSchedule = WgmmaSchedule::serial_64;
 inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.

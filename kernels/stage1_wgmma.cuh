@@ -676,6 +676,110 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
   frag::cp_async_wait_all();
 }
 
+// The online softmax of one tile's scores in the log2 domain (this thread's NT / 2 of
+// them: accumulators 4j, 4j+1 of row r0 and 4j+2, 4j+3 of row r1, tokens tile + 8j +
+// 2tq, +1): masked past each row's visible end, scaled, the tile max across the quad,
+// the new running max m, sc -> exp2(sc - m), and alpha, the factor that rescales what
+// came before; l takes this tile's sum (this thread's columns only).
+template <int NT>
+__device__ inline void online_softmax(float (&sc)[NT / 2], int tile, int tq, int end0, int end1, float score_scale,
+                                      float& m0, float& m1, float& l0, float& l1, float& alpha0, float& alpha1) {
+  float mx0 = kNegInf, mx1 = kNegInf;
+#pragma unroll
+  for (int j = 0; j < NT / 8; ++j) {
+    const int t0 = tile + 8 * j + 2 * tq;
+    sc[4 * j + 0] = t0 < end0 ? sc[4 * j + 0] * score_scale : kNegInf;
+    sc[4 * j + 1] = t0 + 1 < end0 ? sc[4 * j + 1] * score_scale : kNegInf;
+    sc[4 * j + 2] = t0 < end1 ? sc[4 * j + 2] * score_scale : kNegInf;
+    sc[4 * j + 3] = t0 + 1 < end1 ? sc[4 * j + 3] * score_scale : kNegInf;
+    mx0 = fmaxf(mx0, fmaxf(sc[4 * j + 0], sc[4 * j + 1]));
+    mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
+  }
+#pragma unroll
+  for (int o_ = 1; o_ < 4; o_ <<= 1) {
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o_));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o_));
+  }
+  const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+  alpha0 = n0 == kNegInf ? 1.0f : exp2f(m0 - n0);
+  alpha1 = n1 == kNegInf ? 1.0f : exp2f(m1 - n1);
+  m0 = n0;
+  m1 = n1;
+  float s0 = 0.0f, s1 = 0.0f;
+#pragma unroll
+  for (int j = 0; j < NT / 8; ++j) {
+    sc[4 * j + 0] = sc[4 * j + 0] == kNegInf ? 0.0f : exp2f(sc[4 * j + 0] - n0);
+    sc[4 * j + 1] = sc[4 * j + 1] == kNegInf ? 0.0f : exp2f(sc[4 * j + 1] - n0);
+    sc[4 * j + 2] = sc[4 * j + 2] == kNegInf ? 0.0f : exp2f(sc[4 * j + 2] - n1);
+    sc[4 * j + 3] = sc[4 * j + 3] == kNegInf ? 0.0f : exp2f(sc[4 * j + 3] - n1);
+    s0 += sc[4 * j + 0] + sc[4 * j + 1];
+    s1 += sc[4 * j + 2] + sc[4 * j + 3];
+  }
+  l0 = l0 * alpha0 + s0;
+  l1 = l1 * alpha1 + s1;
+}
+
+// P (this thread's KS * 8 softmax values) as the A fragments of the KS 16-token k-steps,
+// [k-step][hi, lo][4] (P1: the hi part only, P rounded once).
+// (reg 0: row r0, tokens 0-7 of the k-step; 1: row r1; 2: row r0, tokens 8-15; 3: row r1.)
+template <bool F16, bool P1, int KS>
+__device__ inline void pack_p(const float (&sc)[KS * 8], uint32_t (&a)[KS][2][4]) {
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int jb = 2 * ks + h;  // n8 block of the scores
+      float ra, rb, rc, rd;
+      a[ks][0][2 * h + 0] = pack2<F16>(sc[4 * jb + 0], sc[4 * jb + 1], ra, rb);
+      a[ks][0][2 * h + 1] = pack2<F16>(sc[4 * jb + 2], sc[4 * jb + 3], rc, rd);
+      if constexpr (!P1) {
+        a[ks][1][2 * h + 0] = pack2<F16>(ra, rb);
+        a[ks][1][2 * h + 1] = pack2<F16>(rc, rd);
+      }
+    }
+}
+
+// A row-major chunk's output: warpgroup g's 256 columns of rows r0 and r1 (those below
+// cp), O / l times kv_scale, as the final output (work.ploc < 0) or the split's partial
+// rows; warpgroup 0's quad leader also writes the rows' LSE (natural log).
+__device__ inline void store_chunk_rows(const Stage1Params& p, const WorkRow& work, int chunk, int cp, int g, int r0,
+                                        int r1, int tq, const float (&o)[4][32], float m0, float l0, float m1, float l1,
+                                        float kv_scale) {
+  const int heads = p.heads;
+  const bool final_out = work.ploc < 0;
+  const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
+  const float inv0 = l0 == 0.0f ? 0.0f : kv_scale / l0, inv1 = l1 == 0.0f ? 0.0f : kv_scale / l1;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = half ? r1 : r0;
+    if (r >= cp) continue;
+    const float inv = half ? inv1 : inv0;
+    const int64_t at_row = (row_base + r) * kVDim + g * kVCols + 2 * tq;
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float x0 = o[nb][4 * j + 2 * half] * inv, x1 = o[nb][4 * j + 2 * half + 1] * inv;
+        const int64_t at = at_row + nb * 64 + 8 * j;
+        if (final_out) {
+          *reinterpret_cast<uint32_t*>(p.out + at) =
+              uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+        } else {
+          *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+        }
+      }
+    if (g == 0 && tq == 0) {
+      const float l = half ? l1 : l0, m = half ? m1 : m0;
+      const float lse = l == 0.0f ? kNegInf : (m + log2f(l)) * 0.6931471805599453f;
+      if (final_out) {
+        if (p.lse) p.lse[row_base + r] = lse;
+      } else {
+        p.partial_lse[row_base + r] = lse;
+      }
+    }
+  }
+}
+
 // HD: head_dim (576 or 512), a template parameter so the Q·Kᵀ chain of wgmmas
 // unrolls (a rolled loop made ptxas serialise the wgmma pipeline).
 // QR, S, NT: staged q rows, KV stages, tokens per tile. Launched as (64, 3, 32),
@@ -903,40 +1007,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
             release_previous();
           }
-          // Mask (causal / range), scale, online softmax in the log2 domain.
-          float mx0 = kNegInf, mx1 = kNegInf;
-#pragma unroll
-          for (int j = 0; j < NT / 8; ++j) {
-            const int t0 = tile + 8 * j + 2 * tq;
-            sc[4 * j + 0] = t0 < end0 ? sc[4 * j + 0] * score_scale : kNegInf;
-            sc[4 * j + 1] = t0 + 1 < end0 ? sc[4 * j + 1] * score_scale : kNegInf;
-            sc[4 * j + 2] = t0 < end1 ? sc[4 * j + 2] * score_scale : kNegInf;
-            sc[4 * j + 3] = t0 + 1 < end1 ? sc[4 * j + 3] * score_scale : kNegInf;
-            mx0 = fmaxf(mx0, fmaxf(sc[4 * j + 0], sc[4 * j + 1]));
-            mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
-          }
-#pragma unroll
-          for (int o_ = 1; o_ < 4; o_ <<= 1) {
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, o_));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, o_));
-          }
-          const float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-          alpha0 = n0 == kNegInf ? 1.0f : exp2f(m0 - n0);
-          alpha1 = n1 == kNegInf ? 1.0f : exp2f(m1 - n1);
-          m0 = n0;
-          m1 = n1;
-          float s0 = 0.0f, s1 = 0.0f;
-#pragma unroll
-          for (int j = 0; j < NT / 8; ++j) {
-            sc[4 * j + 0] = sc[4 * j + 0] == kNegInf ? 0.0f : exp2f(sc[4 * j + 0] - n0);
-            sc[4 * j + 1] = sc[4 * j + 1] == kNegInf ? 0.0f : exp2f(sc[4 * j + 1] - n0);
-            sc[4 * j + 2] = sc[4 * j + 2] == kNegInf ? 0.0f : exp2f(sc[4 * j + 2] - n1);
-            sc[4 * j + 3] = sc[4 * j + 3] == kNegInf ? 0.0f : exp2f(sc[4 * j + 3] - n1);
-            s0 += sc[4 * j + 0] + sc[4 * j + 1];
-            s1 += sc[4 * j + 2] + sc[4 * j + 3];
-          }
-          l0 = l0 * alpha0 + s0;
-          l1 = l1 * alpha1 + s1;
+          online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
           if constexpr (kQkAhead) {
             // Only the Q·Kᵀ just issued is pending (the top's wait_group 0 completed
             // the rest): a no-op for the hardware, but without this wait, the pins
@@ -947,21 +1018,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
             release_previous();
           }
-          // P as the A fragments of the 16-token k-steps (hi, lo).
-#pragma unroll
-          for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int jb = 2 * ks + h;  // n8 block of the scores
-              float ra, rb, rc, rd;
-              a[ks][0][2 * h + 0] = pack2<F16>(sc[4 * jb + 0], sc[4 * jb + 1], ra, rb);
-              a[ks][0][2 * h + 1] = pack2<F16>(sc[4 * jb + 2], sc[4 * jb + 3], rc, rd);
-              if constexpr (!P1) {
-                a[ks][1][2 * h + 0] = pack2<F16>(ra, rb);
-                a[ks][1][2 * h + 1] = pack2<F16>(rc, rd);
-              }
-            }
-          // (reg 0: row r0, tokens 0-7 of the k-step; 1: row r1; 2: row r0, tokens 8-15; 3: row r1.)
+          pack_p<F16, P1>(sc, a);
           if constexpr (!kSplitQk) {
             bar_sync(kBarPFree + b, kConsumers);
 #pragma unroll
@@ -1043,38 +1100,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
         m0 = st.x, l0 = st.y, m1 = st.z, l1 = st.w;
       }
 
-      const bool final_out = work.ploc < 0;
-      const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
-      const float inv0 = l0 == 0.0f ? 0.0f : kv_scale / l0, inv1 = l1 == 0.0f ? 0.0f : kv_scale / l1;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = half ? r1 : r0;
-        if (r >= cp) continue;
-        const float inv = half ? inv1 : inv0;
-        const int64_t at_row = (row_base + r) * kVDim + g * kVCols + 2 * tq;
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            const float x0 = o[nb][4 * j + 2 * half] * inv, x1 = o[nb][4 * j + 2 * half + 1] * inv;
-            const int64_t at = at_row + nb * 64 + 8 * j;
-            if (final_out) {
-              *reinterpret_cast<uint32_t*>(p.out + at) =
-                  uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
-            } else {
-              *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
-            }
-          }
-        if (g == 0 && tq == 0) {
-          const float l = half ? l1 : l0, m = half ? m1 : m0;
-          const float lse = l == 0.0f ? kNegInf : (m + log2f(l)) * 0.6931471805599453f;
-          if (final_out) {
-            if (p.lse) p.lse[row_base + r] = lse;
-          } else {
-            p.partial_lse[row_base + r] = lse;
-          }
-        }
-      }
+      store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, kv_scale);
     }
   }
   block_clock_end(p);

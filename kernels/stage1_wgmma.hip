@@ -7,6 +7,7 @@
 #include "kernels/select_stage1.hpp"
 #include "kernels/stage1_launch.hpp"
 #include "kernels/stage1_wgmma.cuh"
+#include "kernels/stage1_wgmma_seesaw.cuh"
 
 #if !defined(MLACTL_GPU_CUDA)
 #error "stage1_wgmma.hip is NVIDIA-only (nvcc)"
@@ -33,8 +34,14 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   Stage1Params p = p_in;
   p.pair_tiles = wgmma_pair_tiles(p);
   const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1}.total();
-  auto kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8, SCHED, P1>
-                                  : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8, SCHED, P1>;
+  void (*kernel)(Stage1Params);
+  if constexpr (SCHED == WgmmaSchedule::seesaw) {
+    static_assert(!KV8 && S == 2 && NT == 64, "the seesaw kernel: 16-bit KV, serial-64's two 64-token stages");
+    kernel = p.head_dim == 576 ? wg::stage1_wgmma_seesaw_kernel<F16, 576, P1> : wg::stage1_wgmma_seesaw_kernel<F16, 512, P1>;
+  } else {
+    kernel = p.head_dim == 576 ? wg::stage1_wgmma_kernel<F16, QR, S, 576, NT, KV8, SCHED, P1>
+                               : wg::stage1_wgmma_kernel<F16, QR, S, 512, NT, KV8, SCHED, P1>;
+  }
   if (!check(gpu_set_max_dynamic_shared(kernel, int(smem)), "set stage-1 (wgmma) shared memory", error)) return false;
   kernel<<<dim3(unsigned(p.num_workgroups) * unsigned(p.pair_tiles)), dim3(wg::kThreads), smem, 0>>>(p);
   return check_launch("stage-1 (wgmma) launch", error);
@@ -61,7 +68,7 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
 // mma.sync: docs/bench_notes.md steps 11-12.) P once (wgmma_p_once) is built for the
 // transposed kernel and the row-major one's serial and split_qk schedules; qk_ahead keeps
-// P in two parts; serial_64 (two stages of 64-token tiles, 216 KB) both.
+// P in two parts; serial_64 and seesaw (two stages of 64-token tiles, 216 KB) both.
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
   if (wgmma_runs_transposed(p))
@@ -71,6 +78,7 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
     return launch_rows<F16, false, 64, 3, 32, WgmmaSchedule::qk_ahead>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::split_qk) return launch_rows_pv<F16, 3, 32, WgmmaSchedule::split_qk>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::serial_64) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::serial_64>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::seesaw) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::seesaw>(p, error);
   return launch_rows_pv<F16, 3, 32, WgmmaSchedule::serial>(p, error);
 }
 

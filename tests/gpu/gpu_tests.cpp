@@ -416,7 +416,7 @@ struct Leg {
   int kreg_runs = 0;
   // Runs with P once (the --pv-precision once variant, on the leg's schedule), row-major and transposed kernel.
   int p_once_runs = 0, p_once_t_runs = 0;
-  // Row-major runs on 64-token tiles (the serial_64 leg: mla::wgmma_rows_64).
+  // Row-major runs on 64-token tiles (the serial_64 and seesaw legs: mla::wgmma_rows_64).
   int rows64_runs = 0;
 };
 
@@ -556,7 +556,7 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     }
   }
   // 16-bit KV with P rounded once (mla::PvPrecision::once: the transposed kernel and the
-  // row-major one's serial, split_qk and serial_64 schedules, mla::wgmma_p_once): select_stage1 must
+  // row-major one's serial, split_qk, serial_64 and seesaw schedules, mla::wgmma_p_once): select_stage1 must
   // say so, and the results stay within kPOnceTol of the reference and the CPU.
   if (ran_wgmma && leg.schedule != mla::WgmmaSchedule::qk_ahead && p.view.kv_dtype != DType::fp8) {
     const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
@@ -570,10 +570,11 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   }
   // The qk_ahead and split_qk schedules reorder only when and where wgmmas are issued,
   // not the arithmetic (S is the same two accumulator chains summed the same way), so
-  // their results must equal the serial schedule's bit for bit. (serial_64 tiles and
-  // sums differently: the reference and CPU comparisons above hold it to kPOnceTol.)
+  // their results must equal the serial schedule's bit for bit. (serial_64 and seesaw tile
+  // and sum differently: the reference and CPU comparisons above hold them to their
+  // tolerances.)
   if (leg.asked == mla::Stage1Kernel::wgmma && leg.schedule != mla::WgmmaSchedule::serial &&
-      leg.schedule != mla::WgmmaSchedule::serial_64) {
+      !mla::wgmma_rows_64(wshape)) {
     GpuExecutor serial(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, mla::WgmmaSchedule::serial);
     const DeviceRun ds = run_executor(serial, p);
     expect(ds.result.ok, p.name + ": serial-schedule run failed: " + ds.result.error);
@@ -1307,7 +1308,7 @@ void summarize(const Leg& leg) {
     if (sm90) expect(leg.e4m3_pv_runs > 0, "leg " + leg_label(leg) + ": P·V on e4m3 wgmma never ran");
     std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
     if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
-    if (leg.schedule == mla::WgmmaSchedule::serial_64) {
+    if (leg.schedule == mla::WgmmaSchedule::serial_64 || leg.schedule == mla::WgmmaSchedule::seesaw) {
       std::printf("  row-major runs on 64-token tiles: %d\n", leg.rows64_runs);
       if (sm90) expect(leg.rows64_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran on 64-token tiles");
     }

@@ -351,6 +351,27 @@ TEST_CASE("select_stage1: serial-64 runs the row-major kernel on 64-token tiles,
   CHECK(mla::wgmma_schedule_from_name("serial-64") == mla::WgmmaSchedule::serial_64);
 }
 
+TEST_CASE("select_stage1: seesaw runs the row-major kernel on 64-token tiles with the warpgroups taking turns, and says so",
+          "[unit][select_stage1]") {
+  Stage1Params p = params(A, bf16, bf16, 128, 576, 512, 0);  // C1: the row-major kernel
+  p.wgmma_schedule = mla::WgmmaSchedule::seesaw;
+  CHECK(mla::wgmma_rows_64(p));
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "; 2 blocks a workgroup, one per 64-pair chunk of its works, side by side; 64-token tiles, "
+                          "Q·Kᵀ as m64n64 wgmmas, the warpgroups taking alternate tiles' Q·Kᵀ and softmax "
+                          "(--wgmma-schedule seesaw)"));
+  CHECK_FALSE(why_has(p, kH200, "serial-64"));
+  p.pv_precision = mla::PvPrecision::once;
+  CHECK(mla::wgmma_p_once(p));
+  CHECK(why_has(p, kH200, "(--wgmma-schedule seesaw); P·V with P rounded once to the operand type (--pv-precision once)"));
+  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, which has no seesaw
+  small.wgmma_schedule = mla::WgmmaSchedule::seesaw;
+  CHECK_FALSE(mla::wgmma_rows_64(small));
+  CHECK_FALSE(why_has(small, kH200, "seesaw"));
+  CHECK(mla::to_string(mla::WgmmaSchedule::seesaw) == std::string("seesaw"));
+  CHECK(mla::wgmma_schedule_from_name("seesaw") == mla::WgmmaSchedule::seesaw);
+}
+
 TEST_CASE("wgmma_pair_tiles: one block per 64-pair chunk of the row-major kernel's works, 1 on the transposed kernel",
           "[unit][select_stage1]") {
   CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16)) == 1);                         // 16 pairs: transposed

@@ -1,0 +1,241 @@
+// The row-major warpgroup stage 1 with the seesaw schedule (WgmmaSchedule::seesaw;
+// NVIDIA sm_90a). Included by kernels/stage1_wgmma.hip after kernels/stage1_wgmma.cuh,
+// whose producer, Plan, wgmma wrappers, softmax and epilogue it uses.
+//
+// Why (docs/bench_notes.md steps 38 and 41): in the serial schedules warpgroup 0 carries
+// every tile's Q·Kᵀ -> softmax -> P·V chain and warpgroup 1 waits for P more than half
+// the time, so nothing is in the tensor pipe while warpgroup 0 runs a softmax. Here the
+// warpgroups take turns, as in FlashMLA's seesaw (deepseek-ai/FlashMLA
+// docs/20250422-new-kernel-deep-dive.md@12cfd32), on our producer and 64-token tiles:
+//   * warpgroup g owns the block's tiles k with k % 2 == g (tile k sits in stage k % 2):
+//     it runs their Q·Kᵀ and softmax, publishes P and the new running max m, and
+//     rescales and accumulates its half of O (columns 256g .. 256g + 255);
+//   * for the other warpgroup's tile it reads P and m (after a named barrier), derives
+//     the same alpha from its copy of the previous max, and accumulates its half;
+//   * after that P·V it issues the Q·Kᵀ of its next own tile, so that Q·Kᵀ runs on
+//     the tensor cores while the other warpgroup runs its softmax.
+// The running max is one chain through both warpgroups (each softmax starts from the
+// max the other published), so P and alpha are serial-64's bits; the row sums are kept
+// per warpgroup (each adds its own tiles' sums and applies every alpha) and added at
+// the chunk's end, so l (and the output) may differ from serial-64's in the last bit.
+//
+// Shared memory is serial-64's Plan: q, two 64-token stages, one P buffer (P's hi part
+// in the tile's rope block when P is in two parts at head_dim 576) and, where serial-64
+// keeps alpha, the published max (float2 a thread). One P buffer is enough: P of tile
+// k+1 is written by the warpgroup that read P of tile k (the same thread, same slot,
+// after its read), and P of tile k+2 only once the reader of tile k has published the
+// max of k+1. The row sums meet in q_s after the tile loop (no Q·Kᵀ is in flight then).
+#pragma once
+
+namespace mla {
+namespace wg {
+
+template <bool F16, int HD, bool P1>
+__global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int QR = kRows, S = 2, NT = 64, kKSteps = NT / 16;
+  constexpr int kPParts = P1 ? 1 : 2;
+  constexpr Plan plan{QR, S, HD, NT, false, P1};
+  static_assert(plan.p_bufs() == 1, "one P buffer (see above)");
+  constexpr bool kPHiInStage = plan.p_hi_in_stage();
+  constexpr int kPSlot = plan.p_slot_parts();
+  extern __shared__ __align__(16) uint8_t smem_dyn[];
+  uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
+  uint8_t* q_s = smem;
+  uint8_t* kv_s = smem + plan.kv_off();
+  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());        // [kPSlot * kKSteps][128]
+  float2* m_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [128]: the owner's new running max
+  float2* l_swap = reinterpret_cast<float2*>(q_s);                     // [2][128] after the tile loop
+  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int heads = p.heads;
+
+  int32_t w_begin, w_end;
+  block_clock_start(p);
+  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
+    block_clock_end(p);
+    return;
+  }
+  if (warp >= kConsumers / 32) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
+                                    lane);
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+  const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;
+  const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
+  const int tq = lane % 4;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
+  uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring, and the tile's owner)
+  // P part hl of k-step ks: in the P buffer, or (hi part beside P in two parts at 576) in the tile's rope block.
+  auto p_slot = [&](const uint8_t* stage, int ks, int hl) -> uint4* {
+    if (kPHiInStage && hl == 0)
+      return reinterpret_cast<uint4*>(const_cast<uint8_t*>(stage) + 8 * NT * kRowBytes) + ks * 128;
+    const int part = kPHiInStage ? 0 : hl;
+    return p_buf + (ks * kPSlot + part) * 128;
+  };
+  auto stage_at = [&](uint32_t t) { return kv_s + size_t(t % S) * plan.stage_bytes(); };
+  // Waits until tile t has landed, and makes the producer's writes visible to wgmma.
+  auto wait_full = [&](uint32_t t) {
+    mbar_wait(full_bar + 8 * (t % S), (t / S) & 1, p.error);
+    fence_async_smem();
+  };
+
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, tid == 0)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
+      const int cp = min(QR, pairs - chunk);
+      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+      const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
+      const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
+
+      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
+      stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
+      bar_sync(kBarChunk, kConsumers);
+
+      float o[4][32];
+#pragma unroll
+      for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+      float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
+      uint32_t a[kKSteps][2][4];                              // P fragments [k-step][hi, lo] (P1: hi only)
+      float sc[NT / 2];                                       // S of this warpgroup's next own tile
+#pragma unroll
+      for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+      // S = Q·Kᵀ of tile t (one chain of m64n64k16: serial-64's order of k-steps).
+      auto issue_qk = [&](uint32_t t) {
+        const uint8_t* st = stage_at(t);
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+        wg_commit();
+      };
+      // The chunk's first tile: its owner issues Q·Kᵀ here; every later tile's owner
+      // issued it at the end of the step before.
+      if (work.kv_start < max_end && int(k % 2) == g) {
+        wait_full(k);
+        issue_qk(k);
+      }
+
+      int i = 0;
+      // This warp's release of the previous tile's stage (after its P·V of it completed).
+      auto release_previous = [&] {
+        if (i > 0) {
+          __syncwarp();
+          if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+        }
+      };
+      for (int tile = work.kv_start; tile < max_end; tile += NT, ++i, ++k) {
+        const uint8_t* stage = stage_at(k);
+        const int owner = int(k % 2);
+        float alpha0, alpha1;
+        if (owner == g) {
+          wg_wait0();  // S of this tile, and this warpgroup's P·V of the previous one
+          pin(sc);
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+          release_previous();
+          online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+          pack_p<F16, P1>(sc, a);
+#pragma unroll
+          for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+            for (int hl = 0; hl < kPParts; ++hl)
+              p_slot(stage, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+          m_buf[ct] = make_float2(m0, m1);
+          bar_arrive(kBarPFull + owner, kConsumers);
+        } else {
+          wg_wait0();  // this warpgroup's P·V of the previous tile (its own)
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+          release_previous();
+          wait_full(k);  // V of this tile, read by this warpgroup's P·V
+          // Q·Kᵀ of the next tile, this warpgroup's own, into the tensor pipe while the
+          // owner of this one runs its softmax.
+          if (tile + NT < max_end) {
+            wait_full(k + 1);
+            issue_qk(k + 1);
+          }
+          bar_sync(kBarPFull + owner, kConsumers);
+#pragma unroll
+          for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+            for (int hl = 0; hl < kPParts; ++hl) {
+              const uint4 v = p_slot(stage, ks, hl)[ct];
+              a[ks][hl][0] = v.x;
+              a[ks][hl][1] = v.y;
+              a[ks][hl][2] = v.z;
+              a[ks][hl][3] = v.w;
+            }
+          // That Q·Kᵀ completes before O is rescaled: rescaling accumulators while a
+          // wgmma is in flight made ptxas serialise the wgmmas (docs/bench_notes.md step 27).
+          wg_wait0();
+          pin(sc);
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+          const float2 mn = m_buf[ct];
+          // online_softmax's alpha from the same two maxima, so the same bits.
+          alpha0 = mn.x == kNegInf ? 1.0f : exp2f(m0 - mn.x);
+          alpha1 = mn.y == kNegInf ? 1.0f : exp2f(m1 - mn.y);
+          m0 = mn.x;
+          m1 = mn.y;
+          l0 *= alpha0;
+          l1 *= alpha1;
+        }
+        // O = alpha · O + P · V over this warpgroup's 256 columns.
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+          for (int j = 0; j < 8; ++j) {
+            o[nb][4 * j + 0] *= alpha0;
+            o[nb][4 * j + 1] *= alpha0;
+            o[nb][4 * j + 2] *= alpha1;
+            o[nb][4 * j + 3] *= alpha1;
+          }
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+        wg_fence();
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) {
+            const uint64_t db = desc_at(desc_sw128(saddr(stage)), (g * 4 + nb) * NT * kRowBytes + ks * 16 * kRowBytes);
+            mma_pv<F16>(o[nb], a[ks][0], db);
+            if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
+          }
+        wg_commit();
+      }
+      wg_wait0();
+#pragma unroll
+      for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+      release_previous();
+
+      // l = both warpgroups' sums (each thread's columns first, then its quad).
+#pragma unroll
+      for (int o_ = 1; o_ < 4; o_ <<= 1) {
+        l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
+      }
+      l_swap[g * 128 + ct] = make_float2(l0, l1);
+      bar_sync(kBarStats, kConsumers);
+      const float2 other = l_swap[(1 - g) * 128 + ct];
+      l0 += other.x;  // (l0 + l1 of the two warpgroups: the same sum in both, addition commutes)
+      l1 += other.y;
+      store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
+    }
+  }
+  block_clock_end(p);
+#else
+  (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
+#endif
+}
+
+}  // namespace wg
+}  // namespace mla
