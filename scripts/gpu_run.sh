@@ -12,6 +12,7 @@
 #                steps 28-30) under each --fp8-* form
 #   rows         M2 and C1 (the row-major kernel) with --pv-precision once (bench_notes step 32)
 #                and with --wgmma-schedule serial (the 32-token tiles before step 39's default)
+#                and seesaw (step 41), with P in two parts and once
 #   s1           S1's context sweep (stage 1 alone and with the reduce: fixed cost vs per tile)
 #   ncu          F2's L2 request/sector counts under both --fp8-copy forms, where ncu exists
 # Exit status: 1 when a correctness step failed (the timings still run), else 0.
@@ -56,7 +57,7 @@ for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
   done
 done
 for shape in "M2 --heads 16 --qlen 4 --context 8191 --batch-size 32" "C1 --heads 128 --qlen 1 --context 4095 --batch-size 128"; do
-  for form in "--pv-precision once" "--wgmma-schedule serial"; do
+  for form in "--pv-precision once" "--wgmma-schedule serial" "--wgmma-schedule seesaw" "--wgmma-schedule seesaw --pv-precision once"; do
     step "rows: ${shape%% *} $form"
     "$B/mlactl" bench ${shape#* } --block-size 16 --num-cu 132 $form 2>&1 | tail -4 | head -2
   done
