@@ -157,12 +157,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
           for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
           release_previous();
           wait_full(k);  // V of this tile, read by this warpgroup's P·V
-          // Q·Kᵀ of the next tile, this warpgroup's own, into the tensor pipe while the
-          // owner of this one runs its softmax.
-          if (tile + NT < max_end) {
-            wait_full(k + 1);
-            issue_qk(k + 1);
-          }
           bar_sync(kBarPFull + owner, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
@@ -174,12 +168,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
               a[ks][hl][2] = v.z;
               a[ks][hl][3] = v.w;
             }
-          // That Q·Kᵀ completes before O is rescaled: rescaling accumulators while a
-          // wgmma is in flight made ptxas serialise the wgmmas (docs/bench_notes.md step 27).
-          wg_wait0();
-          pin(sc);
-#pragma unroll
-          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
           const float2 mn = m_buf[ct];
           // online_softmax's alpha from the same two maxima, so the same bits.
           alpha0 = mn.x == kNegInf ? 1.0f : exp2f(m0 - mn.x);
@@ -211,6 +199,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
             if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
           }
         wg_commit();
+        // The next tile is this warpgroup's own: its Q·Kᵀ goes in behind this P·V.
+        if (owner != g && tile + NT < max_end) {
+          wait_full(k + 1);
+          issue_qk(k + 1);
+        }
       }
       wg_wait0();
 #pragma unroll
