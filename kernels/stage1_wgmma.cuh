@@ -739,6 +739,36 @@ __device__ inline void pack_p(const float (&sc)[KS * 8], uint32_t (&a)[KS][2][4]
     }
 }
 
+// O = alpha · O + P · V over warpgroup g's 256 columns of an NT-token stage, as one
+// committed wgmma group (P from registers: [k-step][hi, lo] fragments, P1: hi only).
+template <bool F16, bool P1, int NT>
+__device__ inline void rescale_and_issue_pv(float (&o)[4][32], const uint32_t (&a)[NT / 16][2][4], float alpha0,
+                                            float alpha1, const uint8_t* stage, int g) {
+#pragma unroll
+  for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      o[nb][4 * j + 0] *= alpha0;
+      o[nb][4 * j + 1] *= alpha0;
+      o[nb][4 * j + 2] *= alpha1;
+      o[nb][4 * j + 3] *= alpha1;
+    }
+  // The rescale before the P·V wgmmas, not between them (unpinned, ptxas sank the
+  // multiplies past the fence and injected a warpgroup.arrive per column block: C7519).
+#pragma unroll
+  for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+  wg_fence();
+#pragma unroll
+  for (int ks = 0; ks < NT / 16; ++ks)
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb) {
+      const uint64_t db = desc_at(desc_sw128(saddr(stage)), (g * 4 + nb) * NT * kRowBytes + ks * 16 * kRowBytes);
+      mma_pv<F16>(o[nb], a[ks][0], db);
+      if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
+    }
+  wg_commit();
+}
+
 // A row-major chunk's output: warpgroup g's 256 columns of rows r0 and r1 (those below
 // cp), O / l times kv_scale, as the final output (work.ploc < 0) or the split's partial
 // rows; warpgroup 0's quad leader also writes the rows' LSE (natural log).
@@ -1053,30 +1083,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           alpha1 = al.y;
           bar_arrive(kBarPFree + b, kConsumers);
         }
-        // O = alpha · O + P · V over this warpgroup's 256 columns.
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            o[nb][4 * j + 0] *= alpha0;
-            o[nb][4 * j + 1] *= alpha0;
-            o[nb][4 * j + 2] *= alpha1;
-            o[nb][4 * j + 3] *= alpha1;
-          }
-        // The rescale before the P·V wgmmas, not between them (unpinned, ptxas sank the
-        // multiplies past the fence and injected a warpgroup.arrive per column block: C7519).
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-        wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-          for (int nb = 0; nb < 4; ++nb) {
-            const uint64_t db = desc_at(desc_sw128(saddr(stage)), (g * 4 + nb) * kN * kRowBytes + ks * 16 * kRowBytes);
-            mma_pv<F16>(o[nb], a[ks][0], db);
-            if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
-          }
-        wg_commit();
+        rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
       }
       wg_wait0();
 #pragma unroll

@@ -177,28 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
           l0 *= alpha0;
           l1 *= alpha1;
         }
-        // O = alpha · O + P · V over this warpgroup's 256 columns.
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-          for (int j = 0; j < 8; ++j) {
-            o[nb][4 * j + 0] *= alpha0;
-            o[nb][4 * j + 1] *= alpha0;
-            o[nb][4 * j + 2] *= alpha1;
-            o[nb][4 * j + 3] *= alpha1;
-          }
-#pragma unroll
-        for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-        wg_fence();
-#pragma unroll
-        for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-          for (int nb = 0; nb < 4; ++nb) {
-            const uint64_t db = desc_at(desc_sw128(saddr(stage)), (g * 4 + nb) * NT * kRowBytes + ks * 16 * kRowBytes);
-            mma_pv<F16>(o[nb], a[ks][0], db);
-            if constexpr (!P1) mma_pv<F16>(o[nb], a[ks][1], db);
-          }
-        wg_commit();
+        rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
         // The next tile is this warpgroup's own: its Q·Kᵀ goes in behind this P·V.
         if (owner != g && tile + NT < max_end) {
           wait_full(k + 1);
