@@ -66,6 +66,8 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             (FlashMLA's seesaw; kernels/stage1_wgmma_seesaw.cuh, docs/bench_notes.md
 //             step 41). serial_64's P and alpha bits; the row sums are added per
 //             warpgroup, so the output may differ from serial_64's in the last bit.
+//             Slower than serial_64 on the H100 (step 41: with two stages the next
+//             tile's Q·Kᵀ cannot run under a softmax); an option.
 // serial_64 is the default (kDefaultWgmmaSchedule): on the H100 it took C1 from 464 to
 // 394 µs and M2 from 145 to 140 with P in two parts, 317 and 136 with P once
 // (docs/bench_notes.md step 39); qk_ahead was slower on the H200 (step 27: warpgroup 0

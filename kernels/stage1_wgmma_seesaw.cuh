@@ -12,8 +12,10 @@
 //     rescales and accumulates its half of O (columns 256g .. 256g + 255);
 //   * for the other warpgroup's tile it reads P and m (after a named barrier), derives
 //     the same alpha from its copy of the previous max, and accumulates its half;
-//   * after that P·V it issues the Q·Kᵀ of its next own tile, so that Q·Kᵀ runs on
-//     the tensor cores while the other warpgroup runs its softmax.
+//   * after that P·V it issues the Q·Kᵀ of its next own tile. (Issued before waiting
+//     for P, it would run under the other's softmax, but it waits for a load: with two
+//     stages, tile k+1 lands only once both P·Vs of tile k-1 are done. Both orders
+//     measured slower than serial-64: docs/bench_notes.md step 41.)
 // The running max is one chain through both warpgroups (each softmax starts from the
 // max the other published), so P and alpha are serial-64's bits; the row sums are kept
 // per warpgroup (each adds its own tiles' sums and applies every alpha) and added at
