@@ -921,22 +921,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
       float qk[16], qk2[16];
 #pragma unroll
       for (int x = 0; x < 16; ++x) qk[x] = qk2[x] = 0.0f;
-      // serial_64, warpgroup 0: S of the next tile, issued right behind this tile's P·V.
-      float s_next[NT / 2];  // (unused by the other schedules)
-#pragma unroll
-      for (int x = 0; x < NT / 2; ++x) s_next[x] = 0.0f;
-      auto issue_qk_wide = [&](uint32_t t) {
-        const uint8_t* st = kv_s + size_t(t % S) * plan.stage_bytes();
-        mbar_wait(full_bar + 8 * (t % S), (t / S) & 1, p.error);
-        fence_async_smem();
-        wg_fence();
-#pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(s_next, kstep_desc(q_s, QR, kk), kstep_desc(st, kN, kk), kk > 0);
-        wg_commit();
-      };
-      if constexpr (kWide) {
-        if (g == 0 && work.kv_start < max_end) issue_qk_wide(k);  // the chunk's first tile
-      }
 
       // S = Q·Kᵀ of one stage as one wgmma group, into two independent accumulator
       // chains (even / odd k-steps): one chain of 36 dependent wgmmas was latency-bound.
@@ -1025,19 +1009,22 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
             // chain's dependent issue latency is half as exposed (two chains would add
             // 32 registers to a warpgroup already at ~200).
-            // This tile's Q·Kᵀ was issued right behind the previous tile's P·V (at the end
-            // of its step, or before the loop), so the tensor pipe does not drain between
-            // them; wait_group 1 completes that P·V alone, and its stage goes back to the
-            // producer while the Q·Kᵀ runs (with two stages, releasing after the Q·Kᵀ cost
-            // more than serial's whole gain: docs/bench_notes.md steps 37 and 42).
-            wg_wait<1>();  // P·V of the previous tile (this tile's Q·Kᵀ, issued behind it, may run on)
+            // P·V of the previous tile first: its stage goes back to the producer before
+            // this Q·Kᵀ, not after it (with two stages the next tile's load would
+            // otherwise start a Q·Kᵀ later). A wait_group 1 after issuing Q·Kᵀ would
+            // keep the tensor pipe full, but ptxas then serialises the wgmmas (C7514).
+            wg_wait0();
 #pragma unroll
             for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
             release_previous();
-            wg_wait0();  // S
-            pin(s_next);
 #pragma unroll
-            for (int x = 0; x < NT / 2; ++x) sc[x] = s_next[x];
+            for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+            wg_fence();
+#pragma unroll
+            for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
+            wg_commit();
+            wg_wait0();  // S
+            pin(sc);
           } else {
             float sc2[16];
 #pragma unroll
@@ -1097,9 +1084,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           bar_arrive(kBarPFree + b, kConsumers);
         }
         rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
-        if constexpr (kWide) {
-          if (g == 0 && tile + kN < max_end) issue_qk_wide(k + 1);
-        }
       }
       wg_wait0();
 #pragma unroll
