@@ -61,9 +61,9 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             steps 37-39). Same arithmetic as serial but the order of Q·Kᵀ's k-steps
 //             and the tile boundaries of the online softmax.
 //   seesaw    64-token tiles as serial_64, but the warpgroups take turns: each runs Q·Kᵀ
-//             and the softmax of alternate tiles and hands P and the running max to the
-//             other, and issues its next tile's Q·Kᵀ while the other runs a softmax
-//             (FlashMLA's seesaw; kernels/stage1_wgmma_seesaw.cuh, docs/bench_notes.md
+//             and the softmax of alternate tiles, hands P and the running max to the
+//             other, and issues its next tile's Q·Kᵀ right after its P·V of the other's
+//             tile (FlashMLA's seesaw; kernels/stage1_wgmma_seesaw.cuh, docs/bench_notes.md
 //             step 41). serial_64's P and alpha bits; the row sums are added per
 //             warpgroup, so the output may differ from serial_64's in the last bit.
 //             Slower than serial_64 on the H100 (step 41: with two stages the next
