@@ -107,6 +107,14 @@ struct Plan {
   __host__ __device__ constexpr size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
   __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
+  // The 128 A fragments (one uint4 a consumer thread) of P part hl, k-step ks, in P buffer b
+  // or, for the hi part beside p_hi_in_stage, in the tile's rope block (block 8 of `stage`).
+  __device__ uint4* p_slot(uint8_t* smem, const uint8_t* stage, int b, int ks, int hl) const {
+    if (p_hi_in_stage() && hl == 0)
+      return reinterpret_cast<uint4*>(const_cast<uint8_t*>(stage) + 8 * nt * kRowBytes) + ks * 128;
+    const int part = p_hi_in_stage() ? 0 : hl;
+    return reinterpret_cast<uint4*>(smem + p_off()) + (b * p_slot_parts() * (nt / 16) + ks * p_slot_parts() + part) * 128;
+  }
 };
 
 // Every row-major launch fits the 227 KB a block may take (sm_90: 232,448 bytes).
@@ -676,6 +684,30 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
   frag::cp_async_wait_all();
 }
 
+// The row-major kernels' block start (stage1_wgmma_kernel, stage1_wgmma_seesaw_kernel):
+// the pipeline's barriers and work range, then the producer warpgroup's registers
+// lowered and its loop run. True in the consumer threads, their registers raised;
+// false in the producers once their loop is done, and in every thread of a block
+// that does nothing.
+template <int QR, int NT, int S, int HD, bool KV8>
+__device__ __forceinline__ bool row_major_start(const Stage1Params& p, const Plan& plan, uint8_t* kv_s, uint32_t full_bar,
+                                                uint32_t empty_bar, int32_t& w_begin, int32_t& w_end) {
+  block_clock_start(p);
+  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
+    block_clock_end(p);
+    return false;
+  }
+  const int warp = threadIdx.x / 32;
+  if (warp >= kConsumers / 32) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
+    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
+                                    threadIdx.x % 32);
+    return false;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
+  return true;
+}
+
 // The online softmax of one tile's scores in the log2 domain (this thread's NT / 2 of
 // them: accumulators 4j, 4j+1 of row r0 and 4j+2, 4j+3 of row r1, tokens tile + 8j +
 // 2tq, +1): masked past each row's visible end, scaled, the tile max across the quad,
@@ -829,7 +861,7 @@ __device__ inline void store_chunk_rows(const Stage1Params& p, const WorkRow& wo
 // top, warpgroup 0's stage release next to the top wait; check -Xptxas -v after
 // any change here.
 // P1 (PvPrecision::once): P·V takes P rounded once to the operand type, not as hi + lo
-// parts: 16 P·V wgmmas a tile instead of 32, and half the P hand-off through p_buf.
+// parts: 16 P·V wgmmas a tile instead of 32, and half the P hand-off (Plan::p_slot).
 template <bool F16, int QR, int S, int HD, int NT, bool KV8, WgmmaSchedule SCHED = WgmmaSchedule::serial,
           bool P1 = false>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params p) {
@@ -842,13 +874,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   static_assert(kWide ? NT == 64 : NT == 32, "Q·Kᵀ runs as two m64n32k16 chains, or (serial_64) one m64n64k16 chain");
   // The P hand-off layout, as Plan sizes it.
   constexpr Plan plan{QR, S, HD, NT, kSplitQk, P1};
-  constexpr bool kPHiInStage = plan.p_hi_in_stage();
-  constexpr int kPBufs = plan.p_bufs(), kPSlot = plan.p_slot_parts();
+  constexpr int kPBufs = plan.p_bufs();
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
-  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());          // [kPBufs][kPSlot * kKSteps][128]
   float* s_swap = reinterpret_cast<float*>(smem + plan.p_off());         // split_qk: [2][2][16][128]
   float2* alpha_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [kPBufs][128]
   float4* stats = reinterpret_cast<float4*>(smem + plan.stats_off());      // [128] (serial_64: in q_s)
@@ -857,23 +887,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int heads = p.heads;
 
+  static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
   int32_t w_begin, w_end;
-  block_clock_start(p);
-  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
-    block_clock_end(p);
-    return;
-  }
-
-  if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
-    static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
-    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
-                                    lane);
-    return;
-  }
+  if (!row_major_start<QR, NT, S, HD, KV8>(p, plan, kv_s, full_bar, empty_bar, w_begin, w_end)) return;
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
   const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;  // g: see the transposed kernel
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
   const int tq = lane % 4;
@@ -886,14 +904,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
     if constexpr (kPBufs == 2) bar_arrive(kBarPFree + 1, kConsumers);
   }
   uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring)
-  // The 128 A fragments (one uint4 a consumer thread) of P part hl, k-step ks, in P buffer b
-  // or, for the hi part of serial_64's P in two parts, in the tile's rope block.
-  auto p_slot = [&](const uint8_t* stage, int b, int ks, int hl) -> uint4* {
-    if (kPHiInStage && hl == 0)
-      return reinterpret_cast<uint4*>(const_cast<uint8_t*>(stage) + 8 * NT * kRowBytes) + ks * 128;
-    const int part = kPHiInStage ? 0 : hl;
-    return p_buf + (b * kPSlot * kKSteps + ks * kPSlot + part) * 128;
-  };
 
   for (int32_t w = w_begin; w < w_end; ++w) {
     const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
@@ -1055,7 +1065,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
             for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
               for (int hl = 0; hl < kPParts; ++hl)
-                p_slot(stage, b, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+                plan.p_slot(smem, stage, b, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
             alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
             bar_arrive(kBarPFull + b, kConsumers);
           }
@@ -1072,7 +1082,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < kPParts; ++hl) {
-              const uint4 v = p_slot(stage, b, ks, hl)[ct];
+              const uint4 v = plan.p_slot(smem, stage, b, ks, hl)[ct];
               a[ks][hl][0] = v.x;
               a[ks][hl][1] = v.y;
               a[ks][hl][2] = v.z;

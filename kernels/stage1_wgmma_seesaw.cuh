@@ -39,13 +39,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
   constexpr int kPParts = P1 ? 1 : 2;
   constexpr Plan plan{QR, S, HD, NT, false, P1};
   static_assert(plan.p_bufs() == 1, "one P buffer (see above)");
-  constexpr bool kPHiInStage = plan.p_hi_in_stage();
-  constexpr int kPSlot = plan.p_slot_parts();
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
   uint8_t* q_s = smem;
   uint8_t* kv_s = smem + plan.kv_off();
-  uint4* p_buf = reinterpret_cast<uint4*>(smem + plan.p_off());        // [kPSlot * kKSteps][128]
   float2* m_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [128]: the owner's new running max
   float2* l_swap = reinterpret_cast<float2*>(q_s);                     // [2][128] after the tile loop
   const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
@@ -54,32 +51,14 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
   const int heads = p.heads;
 
   int32_t w_begin, w_end;
-  block_clock_start(p);
-  if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
-    block_clock_end(p);
-    return;
-  }
-  if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
-                                    lane);
-    return;
-  }
+  if (!row_major_start<QR, NT, S, HD, false>(p, plan, kv_s, full_bar, empty_bar, w_begin, w_end)) return;
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
   const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
   const int tq = lane % 4;
   constexpr float kLog2e = 1.4426950408889634f;
   const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
   uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring, and the tile's owner)
-  // P part hl of k-step ks: in the P buffer, or (hi part beside P in two parts at 576) in the tile's rope block.
-  auto p_slot = [&](const uint8_t* stage, int ks, int hl) -> uint4* {
-    if (kPHiInStage && hl == 0)
-      return reinterpret_cast<uint4*>(const_cast<uint8_t*>(stage) + 8 * NT * kRowBytes) + ks * 128;
-    const int part = kPHiInStage ? 0 : hl;
-    return p_buf + (ks * kPSlot + part) * 128;
-  };
   auto stage_at = [&](uint32_t t) { return kv_s + size_t(t % S) * plan.stage_bytes(); };
   // Waits until tile t has landed, and makes the producer's writes visible to wgmma.
   auto wait_full = [&](uint32_t t) {
@@ -150,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < kPParts; ++hl)
-              p_slot(stage, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+              plan.p_slot(smem, stage, 0, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
           m_buf[ct] = make_float2(m0, m1);
           bar_arrive(kBarPFull + owner, kConsumers);
         } else {
@@ -164,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
             for (int hl = 0; hl < kPParts; ++hl) {
-              const uint4 v = p_slot(stage, ks, hl)[ct];
+              const uint4 v = plan.p_slot(smem, stage, 0, ks, hl)[ct];
               a[ks][hl][0] = v.x;
               a[ks][hl][1] = v.y;
               a[ks][hl][2] = v.z;
