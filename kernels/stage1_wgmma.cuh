@@ -691,17 +691,16 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 // that does nothing.
 template <int QR, int NT, int S, int HD, bool KV8>
 __device__ __forceinline__ bool row_major_start(const Stage1Params& p, const Plan& plan, uint8_t* kv_s, uint32_t full_bar,
-                                                uint32_t empty_bar, int32_t& w_begin, int32_t& w_end) {
+                                                uint32_t empty_bar, int warp, int lane, int32_t& w_begin, int32_t& w_end) {
   block_clock_start(p);
   if (!pipeline_start(p, full_bar, empty_bar, S, /*empty_count=*/8, w_begin, w_end)) {  // every consumer warp
     block_clock_end(p);
     return false;
   }
-  const int warp = threadIdx.x / 32;
   if (warp >= kConsumers / 32) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
     produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
-                                    threadIdx.x % 32);
+                                    lane);
     return false;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
@@ -889,7 +888,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
   static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
   int32_t w_begin, w_end;
-  if (!row_major_start<QR, NT, S, HD, KV8>(p, plan, kv_s, full_bar, empty_bar, w_begin, w_end)) return;
+  if (!row_major_start<QR, NT, S, HD, KV8>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
   const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;  // g: see the transposed kernel

@@ -51,7 +51,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
   const int heads = p.heads;
 
   int32_t w_begin, w_end;
-  if (!row_major_start<QR, NT, S, HD, false>(p, plan, kv_s, full_bar, empty_bar, w_begin, w_end)) return;
+  if (!row_major_start<QR, NT, S, HD, false>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
 
   const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;
   const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
