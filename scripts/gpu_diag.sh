@@ -12,6 +12,8 @@
 #              blocks with their works and tokens
 #   spread     --combine spread against separate on S1 at 4095 and 32767 and M3, with the
 #              phase marks (split tile complete, share combined: docs/bench_notes.md step 34)
+#   stalls     ncu's stall reasons a issued instruction, tensor pipe and issue activity on
+#              C1, C1 P once, M2 and M1 (docs/bench_notes.md step 44)
 #   source     with OUT_DIR: ncu's SASS source counters (stall reasons an instruction) of
 #              S1's stage 1 at 4095, separate and spread, as CSV in OUT_DIR (the next step
 #              of bench_notes steps 34-36: where a lone tile's 2.2 µs and a spread share's
@@ -58,6 +60,22 @@ for args in "$S4" "$S1" "$M3 --num-cu 132"; do
     "$B/mlactl" bench $args --combine $c --block-times 2>&1 | grep -E "^(asm_persistent|block phases)" | cut -c1-400
   done
 done
+# Stall reasons (docs/bench_notes.md step 44): warps stalled a issued instruction by
+# reason (those >= 0.05), tensor pipe and issue activity, on the row-major kernel's shapes
+# and M1 (the transposed kernel at the copy roofline) for comparison.
+if [ -n "$NCU" ]; then
+  SM="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum"
+  SM=$SM,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  SM=$SM,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum
+  for args in "C1 --heads 128 --qlen 1 --context 4095 --batch-size 128" \
+    "C1-once --heads 128 --qlen 1 --context 4095 --batch-size 128 --pv-precision once" \
+    "M2 --heads 16 --qlen 4 --context 8191 --batch-size 32" "M1 --heads 16 --qlen 1 --context 8191 --batch-size 128"; do
+    echo "== stalls: ${args%% *}"
+    timeout 120 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$SM" \
+      "$B/mlactl" bench ${args#* } --block-size 16 --num-cu 132 --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" |
+      grep -E "^ +[a-z]" | awk '$NF + 0 >= 0.05 || /inst_executed|duration|pct/'
+  done
+fi
 if [ -n "$O" ] && [ -n "$NCU" ]; then
   mkdir -p "$O"
   for c in separate spread; do
