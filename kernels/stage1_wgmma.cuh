@@ -800,6 +800,34 @@ __device__ inline void rescale_and_issue_pv(float (&o)[4][32], const uint32_t (&
   wg_commit();
 }
 
+// The running max another warpgroup published (mn: rows r0, r1) taken over: alpha as
+// online_softmax computes it from the same two maxima (so the same bits), and this
+// warpgroup's row sums rescaled by it (the seesaw and pair schedules).
+__device__ inline void adopt_max(float2 mn, float& m0, float& m1, float& l0, float& l1, float& alpha0, float& alpha1) {
+  alpha0 = mn.x == kNegInf ? 1.0f : exp2f(m0 - mn.x);
+  alpha1 = mn.y == kNegInf ? 1.0f : exp2f(m1 - mn.y);
+  m0 = mn.x;
+  m1 = mn.y;
+  l0 *= alpha0;
+  l1 *= alpha1;
+}
+
+// l = both warpgroups' row sums, kept apart through the tile loop (the seesaw and pair
+// schedules): each thread's columns first, then its quad, then the other warpgroup's
+// through `l_swap` ([2][128] float2 in q_s: no Q·Kᵀ is in flight after the tile loop).
+__device__ inline void add_row_sums_across_warpgroups(float2* l_swap, int g, int ct, float& l0, float& l1) {
+#pragma unroll
+  for (int o_ = 1; o_ < 4; o_ <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
+  }
+  l_swap[g * 128 + ct] = make_float2(l0, l1);
+  bar_sync(kBarStats, kConsumers);
+  const float2 other = l_swap[(1 - g) * 128 + ct];
+  l0 += other.x;  // (l0 + l1 of the two warpgroups: the same sum in both, addition commutes)
+  l1 += other.y;
+}
+
 // A row-major chunk's output: warpgroup g's 256 columns of rows r0 and r1 (those below
 // cp), O / l times kv_scale, as the final output (work.ploc < 0) or the split's partial
 // rows; warpgroup 0's quad leader also writes the rows' LSE (natural log).

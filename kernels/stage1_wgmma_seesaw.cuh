@@ -149,14 +149,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
               a[ks][hl][2] = v.z;
               a[ks][hl][3] = v.w;
             }
-          const float2 mn = m_buf[ct];
-          // online_softmax's alpha from the same two maxima, so the same bits.
-          alpha0 = mn.x == kNegInf ? 1.0f : exp2f(m0 - mn.x);
-          alpha1 = mn.y == kNegInf ? 1.0f : exp2f(m1 - mn.y);
-          m0 = mn.x;
-          m1 = mn.y;
-          l0 *= alpha0;
-          l1 *= alpha1;
+          adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
         }
         rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
         // The next tile is this warpgroup's own: its Q·Kᵀ goes in behind this P·V.
@@ -170,17 +163,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
       for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
       release_previous();
 
-      // l = both warpgroups' sums (each thread's columns first, then its quad).
-#pragma unroll
-      for (int o_ = 1; o_ < 4; o_ <<= 1) {
-        l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
-        l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
-      }
-      l_swap[g * 128 + ct] = make_float2(l0, l1);
-      bar_sync(kBarStats, kConsumers);
-      const float2 other = l_swap[(1 - g) * 128 + ct];
-      l0 += other.x;  // (l0 + l1 of the two warpgroups: the same sum in both, addition commutes)
-      l1 += other.y;
+      add_row_sums_across_warpgroups(l_swap, g, ct, l0, l1);
       store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
     }
   }
