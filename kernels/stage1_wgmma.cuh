@@ -688,7 +688,8 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
 // the pipeline's barriers and work range, then the producer warpgroup's registers
 // lowered and its loop run. True in the consumer threads, their registers raised;
 // false in the producers once their loop is done, and in every thread of a block
-// that does nothing.
+// that does nothing. warp and lane are the caller's: recomputing the lane here changed
+// the whole kernel's register allocation and cost C1 4 % (docs/bench_notes.md step 43).
 template <int QR, int NT, int S, int HD, bool KV8>
 __device__ __forceinline__ bool row_major_start(const Stage1Params& p, const Plan& plan, uint8_t* kv_s, uint32_t full_bar,
                                                 uint32_t empty_bar, int warp, int lane, int32_t& w_begin, int32_t& w_end) {
@@ -802,7 +803,8 @@ __device__ inline void rescale_and_issue_pv(float (&o)[4][32], const uint32_t (&
 
 // The running max another warpgroup published (mn: rows r0, r1) taken over: alpha as
 // online_softmax computes it from the same two maxima (so the same bits), and this
-// warpgroup's row sums rescaled by it (the seesaw and pair schedules).
+// warpgroup's row sums rescaled by it (the seesaw; the pair schedule of
+// docs/bench_notes.md step 46 too).
 __device__ inline void adopt_max(float2 mn, float& m0, float& m1, float& l0, float& l1, float& alpha0, float& alpha1) {
   alpha0 = mn.x == kNegInf ? 1.0f : exp2f(m0 - mn.x);
   alpha1 = mn.y == kNegInf ? 1.0f : exp2f(m1 - mn.y);
@@ -812,8 +814,8 @@ __device__ inline void adopt_max(float2 mn, float& m0, float& m1, float& l0, flo
   l1 *= alpha1;
 }
 
-// l = both warpgroups' row sums, kept apart through the tile loop (the seesaw and pair
-// schedules): each thread's columns first, then its quad, then the other warpgroup's
+// l = both warpgroups' row sums, kept apart through the tile loop (the seesaw; the pair
+// schedule of step 46 too): each thread's columns first, then its quad, then the other warpgroup's
 // through `l_swap` ([2][128] float2 in q_s: no Q·Kᵀ is in flight after the tile loop).
 __device__ inline void add_row_sums_across_warpgroups(float2* l_swap, int g, int ct, float& l0, float& l1) {
 #pragma unroll
