@@ -23,9 +23,10 @@ NEW=$2
 ROUNDS=${3:-2}
 case "$ROUNDS" in ''|*[!0-9]*|0) echo "gpu_ab.sh: ROUNDS must be a positive integer, not '$ROUNDS'" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.." || exit 2
+. scripts/gpu_shapes.sh
 [ -x "$OLD/mlactl" ] || { echo "gpu_ab.sh: $OLD/mlactl is missing or not executable" >&2; exit 2; }
 [ -x "$NEW/mlactl" ] || { echo "gpu_ab.sh: $NEW/mlactl is missing or not executable" >&2; exit 2; }
-SHAPES=${AB_SHAPES:-"C1|--heads 128 --qlen 1 --context 4095 --batch-size 128;M2|--heads 16 --qlen 4 --context 8191 --batch-size 32"}
+SHAPES=${AB_SHAPES:-"C1|$C1_ARGS;M2|$M2_ARGS"}
 FORMS=${AB_FORMS-"|--pv-precision once|--wgmma-schedule seesaw"}
 TESTS=${AB_TESTS:---wgmma}
 [ "$TESTS" = all ] && TESTS=""

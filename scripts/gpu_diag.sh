@@ -24,6 +24,7 @@ set -u
 B=$1
 O=${2:-}
 cd "$(dirname "$0")/.." || exit 2
+. scripts/gpu_shapes.sh
 [ -x "$B/mlactl" ] || { echo "gpu_diag.sh: $B/mlactl is missing or not executable" >&2; exit 2; }
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 M=gpu__time_duration.sum,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg
@@ -67,9 +68,7 @@ if [ -n "$NCU" ]; then
   SM="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum"
   SM=$SM,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
   SM=$SM,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum
-  for args in "C1 --heads 128 --qlen 1 --context 4095 --batch-size 128" \
-    "C1-once --heads 128 --qlen 1 --context 4095 --batch-size 128 --pv-precision once" \
-    "M2 --heads 16 --qlen 4 --context 8191 --batch-size 32" "M1 --heads 16 --qlen 1 --context 8191 --batch-size 128"; do
+  for args in "C1 $C1_ARGS" "C1-once $C1_ARGS --pv-precision once" "M2 $M2_ARGS" "M1 $M1_ARGS"; do
     echo "== stalls: ${args%% *}"
     timeout 120 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$SM" \
       "$B/mlactl" bench ${args#* } --block-size 16 --num-cu 132 --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" |

@@ -21,6 +21,7 @@ set -u
 B=$1
 O=${2:-${OUT:-.}}
 cd "$(dirname "$0")/.." || exit 2
+. scripts/gpu_shapes.sh
 mkdir -p "$O"
 for f in mlactl gpu_tests run_grid; do
   [ -x "$B/$f" ] || { echo "gpu_run.sh: $B/$f is missing or not executable" >&2; exit 2; }
@@ -42,7 +43,7 @@ for stack in vllm-rocm-aiter vllm-cuda; do
 done
 step "table"
 python3 scripts/bench_vs_triton.py --mlactl "$B/mlactl" --block-size 16 --no-peer --json "$O/table.json" 2>&1 | tail -14
-F="--heads 16 --qlen 1 --context 8191 --batch-size 128 --num-cu 132 --kv-dtype fp8"
+F="$M1_ARGS --num-cu 132 --kv-dtype fp8"
 # F1-a16w8: issue 19's literal F1 row (bf16 q, fp8 KV: AITER's mla_a16w8 kernel; K and V
 # converted in registers, or staged, or with P·V on e4m3 as an experiment: bench_notes
 # steps 30-31); plain --kv-dtype fp8 plans fp8 q (a8w8), which is what F1 has measured.
@@ -56,7 +57,7 @@ for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
     "$B/mlactl" bench $F ${shape#* } $form 2>&1 | tail -4
   done
 done
-for shape in "M2 --heads 16 --qlen 4 --context 8191 --batch-size 32" "C1 --heads 128 --qlen 1 --context 4095 --batch-size 128"; do
+for shape in "M2 $M2_ARGS" "C1 $C1_ARGS"; do
   for form in "--pv-precision once" "--wgmma-schedule serial" "--wgmma-schedule seesaw" "--wgmma-schedule seesaw --pv-precision once"; do
     step "rows: ${shape%% *} $form"
     "$B/mlactl" bench ${shape#* } --block-size 16 --num-cu 132 $form 2>&1 | tail -4 | head -2
