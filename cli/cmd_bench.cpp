@@ -682,7 +682,8 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "serial (softmax after each tile's Q·Kᵀ), qk-ahead (the next tile's Q·Kᵀ runs during the softmax), "
                   "split-qk (the two warpgroups split each tile's Q·Kᵀ and both run the softmax: same bits as serial), "
                   "serial-64 (serial over 64-token tiles, Q·Kᵀ as m64n64 wgmmas), seesaw (64-token tiles, the two "
-                  "warpgroups take turns at Q·Kᵀ and the softmax)")
+                  "warpgroups take turns at Q·Kᵀ and the softmax), pair (64-token tiles two at a time, one Q·Kᵀ a "
+                  "warpgroup; P rounded once)")
       ->type_name("SCHEDULE")
       ->transform(enum_names(mla::kWgmmaSchedules, &mla::wgmma_schedule_from_name));
   sub->add_option("--fp8-qk", opt->fp8_qk,
@@ -709,7 +710,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
       ->transform(enum_names(mla::kFp8Converts, &mla::fp8_convert_from_name));
   sub->add_option("--pv-precision", opt->pv_precision,
                   "P in the P·V of the wgmma stage 1 on 16-bit KV (the row-major kernel with the serial, split-qk, serial-64 or seesaw "
-                  "schedule, and the transposed one) [split]: split (hi + lo parts, fp32-level), once (rounded once to bf16/fp16 as "
+                  "schedule, and the transposed one; the pair schedule always rounds once) [split]: split (hi + lo parts, fp32-level), once (rounded once to bf16/fp16 as "
                   "FlashMLA does: half the P·V wgmmas)")
       ->type_name("PRECISION")
       ->transform(enum_names(mla::kPvPrecisions, &mla::pv_precision_from_name));

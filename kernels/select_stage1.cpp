@@ -52,8 +52,14 @@ std::string wgmma_path_note(const Stage1Params& p) {
     note += p.wgmma_schedule == WgmmaSchedule::seesaw
                 ? "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas, the warpgroups taking alternate tiles' Q·Kᵀ and softmax "
                   "(--wgmma-schedule seesaw)"
+            : p.wgmma_schedule == WgmmaSchedule::pair
+                ? "; 64-token tiles in pairs, Q·Kᵀ as m64n64 wgmmas, one tile of each pair a warpgroup "
+                  "(--wgmma-schedule pair)"
                 : "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
-  if (wgmma_p_once(p)) note += "; P·V with P rounded once to the operand type (--pv-precision once)";
+  if (wgmma_runs_pair(p))
+    note += "; P·V with P rounded once to the operand type (the pair schedule always: two parts do not fit)";
+  else if (wgmma_p_once(p))
+    note += "; P·V with P rounded once to the operand type (--pv-precision once)";
   if (!wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::split_qk)
     note += "; the warpgroups split each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)";
   return note;

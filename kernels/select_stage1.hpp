@@ -97,16 +97,22 @@ inline int wgmma_pair_tiles(const Stage1Params& p) {
   return int(std::max<int64_t>(1, (stage1_pairs(p) + kRowMajorPairs - 1) / kRowMajorPairs));
 }
 
-// The row-major wgmma kernel runs on 64-token tiles (WgmmaSchedule::serial_64, seesaw).
+// The row-major wgmma kernel runs on 64-token tiles (WgmmaSchedule::serial_64, seesaw, pair).
 inline bool wgmma_rows_64(const Stage1Params& p) {
   return !wgmma_runs_transposed(p) &&
-         (p.wgmma_schedule == WgmmaSchedule::serial_64 || p.wgmma_schedule == WgmmaSchedule::seesaw);
+         (p.wgmma_schedule == WgmmaSchedule::serial_64 || p.wgmma_schedule == WgmmaSchedule::seesaw ||
+          p.wgmma_schedule == WgmmaSchedule::pair);
+}
+// The row-major kernel with the pair schedule (kernels/stage1_wgmma_pair.cuh): 16-bit KV.
+inline bool wgmma_runs_pair(const Stage1Params& p) {
+  return !wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::pair && p.kv_type != ElemType::fp8;
 }
 // The wgmma kernels run 16-bit KV's P·V with P rounded once (Stage1Params::pv_precision;
 // kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial,
-// split_qk, serial_64 and seesaw schedules. (fp8 KV: the raw-code paths take P once in fp16
-// anyway; staged keeps two parts.)
+// split_qk, serial_64 and seesaw schedules; the pair schedule always (no room for two
+// parts). (fp8 KV: the raw-code paths take P once in fp16 anyway; staged keeps two parts.)
 inline bool wgmma_p_once(const Stage1Params& p) {
+  if (wgmma_runs_pair(p)) return true;
   return p.pv_precision == PvPrecision::once && p.kv_type != ElemType::fp8 &&
          (wgmma_runs_transposed(p) || p.wgmma_schedule != WgmmaSchedule::qk_ahead);
 }

@@ -68,18 +68,24 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             warpgroup, so the output may differ from serial_64's in the last bit.
 //             Slower than serial_64 on the H100 (step 41: with two stages the next
 //             tile's Q·Kᵀ cannot run under a softmax); an option.
+//   pair      64-token tiles taken two at a time: both warpgroups issue a Q·Kᵀ at once
+//             (warpgroup 0 tile A, warpgroup 1 tile B), warpgroup 1 softmaxes B from A's
+//             running max while warpgroup 0's P·V of A runs, and each warpgroup does
+//             its half of both P·Vs (FlashMLA's order; kernels/stage1_wgmma_pair.cuh,
+//             docs/bench_notes.md steps 46-47). P is rounded once (mla::wgmma_p_once):
+//             two parts have no room beside two stages and q.
 // serial_64 is the default (kDefaultWgmmaSchedule): on the H100 it took C1 from 464 to
 // 394 µs and M2 from 145 to 140 with P in two parts, 317 and 136 with P once
 // (docs/bench_notes.md step 39); qk_ahead was slower on the H200 (step 27: warpgroup 0
 // then holds two of the three stages, so each load has less time to land), split_qk
 // on the H100 (step 35).
-enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3, seesaw = 4 };
+enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3, seesaw = 4, pair = 5 };
 inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead,
                                                     WgmmaSchedule::split_qk, WgmmaSchedule::serial_64,
-                                                    WgmmaSchedule::seesaw};
+                                                    WgmmaSchedule::seesaw, WgmmaSchedule::pair};
 
 inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk",
-                                                      "serial-64", "seesaw"};  // in kWgmmaSchedules' order
+                                                      "serial-64", "seesaw", "pair"};  // in kWgmmaSchedules' order
 inline constexpr WgmmaSchedule kDefaultWgmmaSchedule = WgmmaSchedule::serial_64;
 inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.

@@ -84,9 +84,10 @@ struct Plan {
   int qr, stages, head_dim, nt;
   bool split_qk = false;
   bool p_once = false;  // wide only: P in one part
+  bool pair = false;    // WgmmaSchedule::pair (wide, P once): two P hand-off mbarriers, pair_p_slot
   __host__ __device__ constexpr bool wide() const { return nt == 64; }
-  // P hand-off buffers: double-buffered by tile parity, one when wide.
-  __host__ __device__ constexpr int p_bufs() const { return wide() ? 1 : 2; }
+  // P hand-off buffers: double-buffered by tile parity, one when wide (pair at head_dim 512: two).
+  __host__ __device__ constexpr int p_bufs() const { return wide() ? (pair && head_dim != 576 ? 2 : 1) : 2; }
   // Wide with P in two parts at head_dim 576: the hi part goes to the tile's rope block.
   __host__ __device__ constexpr bool p_hi_in_stage() const { return wide() && !p_once && head_dim == 576; }
   // P parts a buffer slot holds: hi and lo, or one (P once, or the lo part beside p_hi_in_stage).
@@ -106,7 +107,16 @@ struct Plan {
   __host__ __device__ constexpr size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
   __host__ __device__ constexpr size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
-  __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages * 8 + 1024; }
+  __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages * 8 + (pair ? 16 : 0) + 1024; }
+  // pair: the P_A hand-off mbarrier (P_B's follows it), after the stages' full and empty ones.
+  __device__ uint32_t pair_bar(uint32_t smem_addr) const { return smem_addr + uint32_t(bar_off()) + 2 * stages * 8; }
+  // pair: the P fragments of the tile in stage s: its rope block at head_dim 576 (the
+  // tile's Q·Kᵀ, the block's only reader, has completed), else P buffer s. Keyed by the
+  // stage, so a P is not rewritten before both warpgroups gave its stage back.
+  __device__ uint4* pair_p_slot(uint8_t* smem, const uint8_t* stage, int s, int ks) const {
+    if (head_dim == 576) return reinterpret_cast<uint4*>(const_cast<uint8_t*>(stage) + 8 * nt * kRowBytes) + ks * 128;
+    return reinterpret_cast<uint4*>(smem + p_off()) + (s * (nt / 16) + ks) * 128;
+  }
   // The 128 A fragments (one uint4 a consumer thread) of P part hl, k-step ks, in P buffer b
   // or, for the hi part beside p_hi_in_stage, in the tile's rope block (block 8 of `stage`).
   __device__ uint4* p_slot(uint8_t* smem, const uint8_t* stage, int b, int ks, int hl) const {
@@ -122,7 +132,9 @@ constexpr size_t kMaxDynamicSmem = 232448;
 static_assert(Plan{64, 3, 576, 32}.total() <= kMaxDynamicSmem && Plan{64, 3, 576, 32, true}.total() <= kMaxDynamicSmem &&
                   Plan{64, 2, 576, 64, false, false}.total() <= kMaxDynamicSmem &&
                   Plan{64, 2, 576, 64, false, true}.total() <= kMaxDynamicSmem &&
-                  Plan{64, 2, 512, 64, false, false}.total() <= kMaxDynamicSmem,
+                  Plan{64, 2, 512, 64, false, false}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 2, 576, 64, false, true, true}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 2, 512, 64, false, true, true}.total() <= kMaxDynamicSmem,
               "row-major shared-memory plan over 227 KB");
 
 __device__ inline uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }

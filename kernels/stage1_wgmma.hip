@@ -8,6 +8,7 @@
 #include "kernels/stage1_launch.hpp"
 #include "kernels/stage1_wgmma.cuh"
 #include "kernels/stage1_wgmma_seesaw.cuh"
+#include "kernels/stage1_wgmma_pair.cuh"
 
 #if !defined(MLACTL_GPU_CUDA)
 #error "stage1_wgmma.hip is NVIDIA-only (nvcc)"
@@ -33,9 +34,13 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   static_assert(QR == kRowMajorPairs, "wgmma_pair_tiles' chunk");
   Stage1Params p = p_in;
   p.pair_tiles = wgmma_pair_tiles(p);
-  const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1}.total();
+  const size_t smem =
+      wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1, SCHED == WgmmaSchedule::pair}.total();
   void (*kernel)(Stage1Params);
-  if constexpr (SCHED == WgmmaSchedule::seesaw) {
+  if constexpr (SCHED == WgmmaSchedule::pair) {
+    static_assert(!KV8 && S == 2 && NT == 64 && P1, "the pair kernel: 16-bit KV, two 64-token stages, P once");
+    kernel = p.head_dim == 576 ? wg::stage1_wgmma_pair_kernel<F16, 576> : wg::stage1_wgmma_pair_kernel<F16, 512>;
+  } else if constexpr (SCHED == WgmmaSchedule::seesaw) {
     static_assert(!KV8 && S == 2 && NT == 64, "the seesaw kernel: 16-bit KV, serial-64's two 64-token stages");
     kernel = p.head_dim == 576 ? wg::stage1_wgmma_seesaw_kernel<F16, 576, P1> : wg::stage1_wgmma_seesaw_kernel<F16, 512, P1>;
   } else {
@@ -68,7 +73,8 @@ bool launch_transposed(const Stage1Params& p, std::string* error) {
 // kernel on 16 pairs, with 16 q rows and 4 stages or with 64-token tiles, lost to
 // mma.sync: docs/bench_notes.md steps 11-12.) P once (wgmma_p_once) is built for the
 // transposed kernel and the row-major one's serial and split_qk schedules; qk_ahead keeps
-// P in two parts; serial_64 and seesaw (two stages of 64-token tiles, 216 KB) both.
+// P in two parts; serial_64 and seesaw (two stages of 64-token tiles, 216 KB) both; pair
+// only P once.
 template <bool F16>
 bool launch_typed(const Stage1Params& p, std::string* error) {
   if (wgmma_runs_transposed(p))
@@ -79,6 +85,7 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
   if (p.wgmma_schedule == WgmmaSchedule::split_qk) return launch_rows_pv<F16, 3, 32, WgmmaSchedule::split_qk>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::serial_64) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::serial_64>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::seesaw) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::seesaw>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::pair) return launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::pair, true>(p, error);
   return launch_rows_pv<F16, 3, 32, WgmmaSchedule::serial>(p, error);
 }
 

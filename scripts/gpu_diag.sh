@@ -13,7 +13,8 @@
 #   spread     --combine spread against separate on S1 at 4095 and 32767 and M3, with the
 #              phase marks (split tile complete, share combined: docs/bench_notes.md step 34)
 #   stalls     ncu's stall reasons a issued instruction, tensor pipe and issue activity on
-#              C1, C1 P once, M2 and M1 (docs/bench_notes.md step 44)
+#              C1, C1 P once, C1 and M2 with the pair schedule, M2 and M1 (docs/bench_notes.md
+#              steps 44, 47)
 #   source     with OUT_DIR: ncu's SASS source counters (stall reasons an instruction) of
 #              S1's stage 1 at 4095, separate and spread, as CSV in OUT_DIR (the next step
 #              of bench_notes steps 34-36: where a lone tile's 2.2 µs and a spread share's
@@ -68,7 +69,8 @@ if [ -n "$NCU" ]; then
   SM="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum"
   SM=$SM,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
   SM=$SM,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum
-  for args in "C1 $C1_ARGS" "C1-once $C1_ARGS --pv-precision once" "M2 $M2_ARGS" "M1 $M1_ARGS"; do
+  for args in "C1 $C1_ARGS" "C1-once $C1_ARGS --pv-precision once" "C1-pair $C1_ARGS --wgmma-schedule pair" \
+    "M2 $M2_ARGS" "M2-pair $M2_ARGS --wgmma-schedule pair" "M1 $M1_ARGS"; do
     echo "== stalls: ${args%% *}"
     timeout 120 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$SM" \
       "$B/mlactl" bench ${args#* } --block-size 16 --num-cu 132 --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" |

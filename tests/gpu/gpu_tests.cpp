@@ -416,7 +416,7 @@ struct Leg {
   int kreg_runs = 0;
   // Runs with P once (the --pv-precision once variant, on the leg's schedule), row-major and transposed kernel.
   int p_once_runs = 0, p_once_t_runs = 0;
-  // Row-major runs on 64-token tiles (the serial_64 and seesaw legs: mla::wgmma_rows_64).
+  // Row-major runs on 64-token tiles (the serial_64, seesaw and pair legs: mla::wgmma_rows_64).
   int rows64_runs = 0;
 };
 
@@ -503,7 +503,9 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   const bool ran_wgmma = d.result.stage1_kernel == mla::Stage1Kernel::wgmma;
   const mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma, leg.schedule);
   const bool fp8_mma = ran_wgmma && mla::wgmma_qk_e4m3(wshape), kreg = ran_wgmma && mla::wgmma_k_registers(wshape);
-  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : Arith::fp32;
+  // The pair schedule rounds P once without being asked (mla::wgmma_p_once).
+  const bool p_once = ran_wgmma && mla::wgmma_p_once(wshape);
+  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : p_once ? Arith::p_once : Arith::fp32;
   compare(p, d, reference(p), arith);
   if (c.result.ok) compare_with_cpu(p, d, c, arith);
   // Variants of the fp8 paths on the wgmma kernel, each with the option that selects
@@ -556,7 +558,7 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
     }
   }
   // 16-bit KV with P rounded once (mla::PvPrecision::once: the transposed kernel and the
-  // row-major one's serial, split_qk, serial_64 and seesaw schedules, mla::wgmma_p_once): select_stage1 must
+  // row-major one's serial, split_qk, serial_64, seesaw and pair schedules, mla::wgmma_p_once): select_stage1 must
   // say so, and the results stay within kPOnceTol of the reference and the CPU.
   if (ran_wgmma && leg.schedule != mla::WgmmaSchedule::qk_ahead && p.view.kv_dtype != DType::fp8) {
     const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
@@ -1308,7 +1310,8 @@ void summarize(const Leg& leg) {
     if (sm90) expect(leg.e4m3_pv_runs > 0, "leg " + leg_label(leg) + ": P·V on e4m3 wgmma never ran");
     std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
     if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
-    if (leg.schedule == mla::WgmmaSchedule::serial_64 || leg.schedule == mla::WgmmaSchedule::seesaw) {
+    if (leg.schedule == mla::WgmmaSchedule::serial_64 || leg.schedule == mla::WgmmaSchedule::seesaw ||
+        leg.schedule == mla::WgmmaSchedule::pair) {
       std::printf("  row-major runs on 64-token tiles: %d\n", leg.rows64_runs);
       if (sm90) expect(leg.rows64_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran on 64-token tiles");
     }

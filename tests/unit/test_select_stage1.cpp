@@ -372,6 +372,29 @@ TEST_CASE("select_stage1: seesaw runs the row-major kernel on 64-token tiles wit
   CHECK(mla::wgmma_schedule_from_name("seesaw") == mla::WgmmaSchedule::seesaw);
 }
 
+TEST_CASE("select_stage1: pair runs the row-major kernel on pairs of 64-token tiles with P rounded once, and says why",
+          "[unit][select_stage1]") {
+  Stage1Params p = params(A, bf16, bf16, 128, 576, 512, 0);  // C1: the row-major kernel
+  p.wgmma_schedule = mla::WgmmaSchedule::pair;
+  CHECK(mla::wgmma_rows_64(p));
+  CHECK(mla::wgmma_runs_pair(p));
+  CHECK(pick(p, kH200) == W);
+  // P once without --pv-precision once: the schedule has no room for two parts, and says so.
+  CHECK(p.pv_precision == mla::PvPrecision::split);
+  CHECK(mla::wgmma_p_once(p));
+  CHECK(why_has(p, kH200, "; 64-token tiles in pairs, Q·Kᵀ as m64n64 wgmmas, one tile of each pair a warpgroup "
+                          "(--wgmma-schedule pair); P·V with P rounded once to the operand type (the pair schedule "
+                          "always: two parts do not fit)"));
+  CHECK_FALSE(why_has(p, kH200, "--pv-precision once"));
+  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, which has no pair schedule
+  small.wgmma_schedule = mla::WgmmaSchedule::pair;
+  CHECK_FALSE(mla::wgmma_runs_pair(small));
+  CHECK_FALSE(mla::wgmma_p_once(small));  // nor P once unless asked
+  CHECK_FALSE(why_has(small, kH200, "--wgmma-schedule pair"));
+  CHECK(mla::to_string(mla::WgmmaSchedule::pair) == std::string("pair"));
+  CHECK(mla::wgmma_schedule_from_name("pair") == mla::WgmmaSchedule::pair);
+}
+
 TEST_CASE("wgmma_pair_tiles: one block per 64-pair chunk of the row-major kernel's works, 1 on the transposed kernel",
           "[unit][select_stage1]") {
   CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16)) == 1);                         // 16 pairs: transposed

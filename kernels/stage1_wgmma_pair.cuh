@@ -1,0 +1,240 @@
+// The row-major warpgroup stage 1 with the pair schedule (WgmmaSchedule::pair; NVIDIA
+// sm_90a; docs/bench_notes.md steps 46-47). FlashMLA's order
+// (deepseek-ai/FlashMLA csrc/sm90/decode/dense/splitkv_mla.cuh@9241ae3) on serial-64's
+// two 64-token stages: per pair of tiles (A = tile k in stage k % 2, B = tile k + 1 in
+// the other), both Q·Kᵀ are issued at once, one a warpgroup, so warpgroup 1 no longer
+// waits for a P it did not compute while the tensor pipe idles:
+//   warpgroup 0: Q·Kᵀ(A); softmax(A) from the running max m (new max m_A, P_A); P_A and
+//     m_A published (mbarrier pa); O_L = α_A·O_L + P_A·V_A,L; then, once P_B and m_B are
+//     published (pb), O_L = α_B·O_L + P_B·V_B,L;
+//   warpgroup 1: Q·Kᵀ(B); once m_A is published, softmax(B) from m_A (P_B, m_B), P_B and
+//     m_B published; O_R = α_A·O_R + P_A·V_A,R, then O_R = α_B·O_R + P_B·V_B,R.
+// P_A is applied before P_B in both halves, so no P is rescaled after the fact; the
+// running max is one chain (m → m_A → m_B), the same bits in both warpgroups
+// (adopt_max); each warpgroup keeps its own row sums, added at the chunk's end as the
+// seesaw does (so the output may differ from serial-64's in the last bits).
+//
+// P is rounded once (wgmma_p_once is true for this schedule): two parts have no room
+// beside two 72 KB stages and q. A tile's P goes to its stage's rope block at head_dim
+// 576 (Plan::pair_p_slot; the tile's Q·Kᵀ, the block's only reader, has completed), else
+// to the stage's P buffer: keyed by the stage, a P is not rewritten before both
+// warpgroups gave its stage back, and each reads the other's P before its release. The
+// published max is one float2 a thread (m_buf): warpgroup 0 writes m_A after reading
+// m_B of the pair before; warpgroup 1 writes m_B after reading m_A. The hand-offs are
+// mbarriers (128 arrivals, one phase a pair), so a protocol slip ends in kErrStall
+// (exit 4) rather than a hang.
+//
+// Why every path waits for its P·V before a branch joins (step 47): with a wgmma in
+// flight across a join, ptxas serialised every wgmma of the kernel (C7515: the join's
+// moves define accumulator registers under the wgmma; C7512 when it kept two copies).
+#pragma once
+
+namespace mla {
+namespace wg {
+
+template <bool F16, int HD>
+__global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Params p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int QR = kRows, S = 2, NT = 64, kKSteps = NT / 16;
+  constexpr Plan plan{QR, S, HD, NT, false, /*p_once=*/true, /*pair=*/true};
+  extern __shared__ __align__(16) uint8_t smem_dyn[];
+  uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
+  uint8_t* q_s = smem;
+  uint8_t* kv_s = smem + plan.kv_off();
+  float2* m_buf = reinterpret_cast<float2*>(smem + plan.alpha_off());  // [128]: m_A, then m_B
+  float2* l_swap = reinterpret_cast<float2*>(q_s);                     // [2][128] after the tile loop
+  const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
+  const uint32_t pa_bar = plan.pair_bar(saddr(smem)), pb_bar = pa_bar + 8;  // P_A, P_B published
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int heads = p.heads;
+
+  if (tid == 0) {  // fenced by pipeline_start's fence.mbarrier_init, ordered by its __syncthreads
+    mbar_init(pa_bar, kConsumers / 2);
+    mbar_init(pb_bar, kConsumers / 2);
+  }
+  int32_t w_begin, w_end;
+  if (!row_major_start<QR, NT, S, HD, false>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
+
+  const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;
+  const int r0 = wq * 16 + lane / 4, r1 = r0 + 8;  // this thread's two chunk rows
+  const int tq = lane % 4;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
+  uint32_t k = 0;              // tiles consumed by this block (stage and phase of the ring)
+  uint32_t na = 0, nb = 0;     // P_A and P_B hand-offs so far (their mbarriers' phases)
+  auto stage_at = [&](uint32_t t) { return kv_s + size_t(t % S) * plan.stage_bytes(); };
+  // Waits until tile t has landed, and makes the producer's writes visible to wgmma.
+  auto wait_full = [&](uint32_t t) {
+    mbar_wait(full_bar + 8 * (t % S), (t / S) & 1, p.error);
+    fence_async_smem();
+  };
+  // This warp's release of tile t's stage (after its last read of it completed).
+  auto release = [&](uint32_t t) {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty_bar + 8 * (t % S));
+  };
+  // P of a tile as bf16/fp16 fragments into its slot, packed a k-step at a time (no
+  // 16-register array beside a P·V in flight).
+  auto store_p = [&](const uint8_t* stage, int s, const float (&x)[NT / 2]) {
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+      uint32_t f[4];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int jb = 2 * ks + h;
+        f[2 * h + 0] = pack2<F16>(x[4 * jb + 0], x[4 * jb + 1]);
+        f[2 * h + 1] = pack2<F16>(x[4 * jb + 2], x[4 * jb + 3]);
+      }
+      plan.pair_p_slot(smem, stage, s, ks)[ct] = make_uint4(f[0], f[1], f[2], f[3]);
+    }
+  };
+  auto load_p = [&](const uint8_t* stage, int s, uint32_t (&f)[kKSteps][2][4]) {
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks) {
+      const uint4 v = plan.pair_p_slot(smem, stage, s, ks)[ct];
+      f[ks][0][0] = v.x;
+      f[ks][0][1] = v.y;
+      f[ks][0][2] = v.z;
+      f[ks][0][3] = v.w;
+    }
+  };
+  auto store_frags = [&](const uint8_t* stage, int s, const uint32_t (&f)[kKSteps][2][4]) {
+#pragma unroll
+    for (int ks = 0; ks < kKSteps; ++ks)
+      plan.pair_p_slot(smem, stage, s, ks)[ct] = make_uint4(f[ks][0][0], f[ks][0][1], f[ks][0][2], f[ks][0][3]);
+  };
+
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, tid == 0)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
+      const int cp = min(QR, pairs - chunk);
+      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
+      const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
+      const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
+
+      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
+      stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
+      bar_sync(kBarChunk, kConsumers);
+
+      float o[4][32];
+#pragma unroll
+      for (int nb_ = 0; nb_ < 4; ++nb_)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[nb_][i] = 0.0f;
+      float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
+      uint32_t a[kKSteps][2][4];                              // P fragments (hi only) of the P·V being issued
+      float sc[NT / 2];  // S of this warpgroup's tile of the pair
+#pragma unroll
+      for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+      // S = Q·Kᵀ of one tile into sc (the first wgmma does not read sc: scale-d 0).
+      auto issue_qk = [&](const uint8_t* st) {
+        wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+        wg_commit();
+      };
+
+      auto wait_pv = [&] {
+        wg_wait0();
+#pragma unroll
+        for (int i = 0; i < 4; ++i) pin(o[i]);
+      };
+
+      // Every path below waits for its P·V before any branch joins: a wgmma in flight
+      // across a join lets ptxas move its accumulators there (C7515) or keep two copies
+      // (C7512) (docs/bench_notes.md step 46).
+      if (g == 0) {
+        for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
+          const int sa = int(k % S), sb = int((k + 1) % S);
+          const uint8_t* stage_a = stage_at(k);
+          const uint8_t* stage_b = stage_at(k + 1);
+          float alpha0, alpha1;
+          wait_full(k);
+          issue_qk(stage_a);
+          wg_wait0();  // S_A
+          pin(sc);
+          online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+          pack_p<F16, true>(sc, a);
+          store_frags(stage_a, sa, a);
+          m_buf[ct] = make_float2(m0, m1);
+          mbar_arrive(pa_bar);  // release: P_A and m_A before it
+          rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_a, g);
+          if (tile + NT < max_end) {
+            mbar_wait(pb_bar, nb & 1, p.error);
+            wait_full(k + 1);  // V_B, read by this warpgroup's wgmma
+            wait_pv();         // P_A·V_A,L: stage A and the fragments are free
+            release(k);
+            load_p(stage_b, sb, a);
+            adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
+            rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
+            wait_pv();
+            release(k + 1);
+            nb += 1;
+            k += 2;
+          } else {
+            wait_pv();
+            release(k);
+            k += 1;  // a lone last tile takes one stage
+          }
+          na += 1;
+        }
+      } else {
+        for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
+          const int sa = int(k % S), sb = int((k + 1) % S);
+          const uint8_t* stage_a = stage_at(k);
+          const uint8_t* stage_b = stage_at(k + 1);
+          float alpha_a0, alpha_a1;
+          if (tile + NT < max_end) {
+            wait_full(k + 1);
+            issue_qk(stage_b);
+            mbar_wait(pa_bar, na & 1, p.error);
+            adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
+            wg_wait0();  // S_B
+            pin(sc);
+            // P_A·V_A,R under softmax(B): the tensor pipe works while this warpgroup
+            // softmaxes (softmax(B) defines no accumulator of it).
+            float alpha0, alpha1;
+            online_softmax<NT>(sc, tile + NT, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+            store_p(stage_b, sb, sc);
+            m_buf[ct] = make_float2(m0, m1);
+            mbar_arrive(pb_bar);
+            wait_full(k);
+            load_p(stage_a, sa, a);
+            rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
+            wait_pv();
+            release(k);
+            load_p(stage_b, sb, a);
+            rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
+            wait_pv();
+            release(k + 1);
+            nb += 1;
+            k += 2;
+          } else {
+            mbar_wait(pa_bar, na & 1, p.error);
+            adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
+            wait_full(k);
+            load_p(stage_a, sa, a);
+            rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
+            wait_pv();
+            release(k);
+            k += 1;
+          }
+          na += 1;
+        }
+      }
+
+      add_row_sums_across_warpgroups(l_swap, g, ct, l0, l1);
+      store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
+    }
+  }
+  block_clock_end(p);
+#else
+  (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
+#endif
+}
+
+}  // namespace wg
+}  // namespace mla
