@@ -71,6 +71,26 @@ __device__ inline int first_chunk(const Stage1Params& p, int chunk_pairs) {
   return int(blockIdx.x) % p.pair_tiles * chunk_pairs;
 }
 
+// A block's chunks in the order its producer and its consumers walk them: each work of
+// [w_begin, w_end) that work_ok accepts (`report`: this thread records a malformed one),
+// then the work's chunks of up to CHUNK_PAIRS (row, head) pairs from first_chunk,
+// pair_tiles chunks apart. body(w, work, qn, chunk, cp, max_end): qn the work's query
+// rows, cp the chunk's pairs, max_end the visible end of its last pair.
+template <int CHUNK_PAIRS, class Body>
+__device__ __forceinline__ void for_each_chunk(const Stage1Params& p, int32_t w_begin, int32_t w_end, bool report,
+                                               Body&& body) {
+  const int heads = p.heads;
+  for (int32_t w = w_begin; w < w_end; ++w) {
+    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
+    if (!work_ok(p, work, w, report)) continue;
+    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
+    for (int chunk = first_chunk(p, CHUNK_PAIRS); chunk < pairs; chunk += CHUNK_PAIRS * p.pair_tiles) {
+      const int cp = min(CHUNK_PAIRS, pairs - chunk);
+      body(w, work, qn, chunk, cp, visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs));
+    }
+  }
+}
+
 __device__ inline uint16_t encode_out(ElemType t, float x) { return t == ElemType::fp16 ? encode_fp16(x) : encode_bf16(x); }
 
 // 16-bit matrix operands: fp16 (F16) or bf16 bits.

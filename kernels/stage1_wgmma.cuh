@@ -620,79 +620,72 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
   constexpr int kColsPer = kRowChunks / kTpr;      // chunks per thread and row (9 or 8), but LINES
   constexpr int kLines = (kRowChunks + 2 * kTpr - 2) / kTpr;  // LINES: lines a row may touch at lead <= 7
   static_assert(NT % kRowsPerPass == 0 && (LINES || kRowChunks % kTpr == 0), "producer thread layout");
-  const int heads = p.heads;
   const uint8_t* kv = static_cast<const uint8_t*>(p.kv);
   const int64_t row_bytes = int64_t(HD) * kElemBytes;  // the kernel's own stride (seed 002)
   const int ptid = pw * 32 + lane, r0 = ptid / kTpr, c0 = ptid % kTpr;
   uint32_t issued = 0;
-  for (int32_t w = w_begin; w < w_end; ++w) {
-    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
-    if (!work_ok(p, work, w, false)) continue;
-    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
-      const int cp = min(QR, pairs - chunk);
-      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
-      // The slot indices of the next tile are loaded before waiting for a free
-      // stage, so their latency overlaps the wait instead of adding to every tile.
-      int32_t next[kRowsPer];
+  for_each_chunk<QR>(p, w_begin, w_end, false,
+                     [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
+    // The slot indices of the next tile are loaded before waiting for a free
+    // stage, so their latency overlaps the wait instead of adding to every tile.
+    int32_t next[kRowsPer];
+#pragma unroll
+    for (int u = 0; u < kRowsPer; ++u) {
+      const int t = work.kv_start + r0 + kRowsPerPass * u;
+      next[u] = t < max_end ? p.kv_indices[t] : -1;
+    }
+    for (int tile = work.kv_start; tile < max_end; tile += NT) {
+      const int s = int(issued % S);
+      int32_t cur[kRowsPer];
 #pragma unroll
       for (int u = 0; u < kRowsPer; ++u) {
-        const int t = work.kv_start + r0 + kRowsPerPass * u;
+        cur[u] = next[u];
+        const int t = tile + NT + r0 + kRowsPerPass * u;
         next[u] = t < max_end ? p.kv_indices[t] : -1;
       }
-      for (int tile = work.kv_start; tile < max_end; tile += NT) {
-        const int s = int(issued % S);
-        int32_t cur[kRowsPer];
+      mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
+      uint8_t* stage = kv_s + size_t(s) * stage_bytes;
+      {
 #pragma unroll
         for (int u = 0; u < kRowsPer; ++u) {
-          cur[u] = next[u];
-          const int t = tile + NT + r0 + kRowsPerPass * u;
-          next[u] = t < max_end ? p.kv_indices[t] : -1;
-        }
-        mbar_wait(empty_bar + 8 * s, ((issued / S) & 1) ^ 1, p.error);
-        uint8_t* stage = kv_s + size_t(s) * stage_bytes;
-        {
+          const int n = r0 + kRowsPerPass * u;
+          const int64_t slot = cur[u];
+          const bool in_tile = tile + n < max_end;
+          const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
+          if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
+          const uint8_t* row = ok ? kv + slot * row_bytes : kv;  // zero-filled rows read nothing
+          const uint8_t* src = ok ? row + 16 * c0 : kv;
+          if constexpr (LINES) {
+            // Rows outside the tile are zero-filled (lead 0), as every chunk of them.
+            const int lead = ok ? int((reinterpret_cast<uintptr_t>(row) & 127) >> 4) : 0;
 #pragma unroll
-          for (int u = 0; u < kRowsPer; ++u) {
-            const int n = r0 + kRowsPerPass * u;
-            const int64_t slot = cur[u];
-            const bool in_tile = tile + n < max_end;
-            const bool ok = in_tile && slot >= 0 && (slot + 1) * int64_t(HD) <= p.kv_elements;
-            if (in_tile && !ok) record_error(p.error, kErrKvSlot, w, int32_t(slot));
-            const uint8_t* row = ok ? kv + slot * row_bytes : kv;  // zero-filled rows read nothing
-            const uint8_t* src = ok ? row + 16 * c0 : kv;
-            if constexpr (LINES) {
-              // Rows outside the tile are zero-filled (lead 0), as every chunk of them.
-              const int lead = ok ? int((reinterpret_cast<uintptr_t>(row) & 127) >> 4) : 0;
-#pragma unroll
-              for (int j = 0; j < kLines; ++j) {
-                const int k = kTpr * j + c0 - lead;
-                if (k >= 0 && k < kRowChunks)
-                  frag::cp_async16(stage + raw_offset(k, n, NT), row + (ok ? 16 * k : 0), ok ? 16 : 0);
-              }
-            } else if constexpr (RAW8) {
-              // raw_offset(c0 + 4j, n, NT): k-block 2j + c0 / 2, a constant step per j.
-              uint8_t* dst = stage + raw_offset(c0, n, NT);
-#pragma unroll
-              for (int j = 0; j < kColsPer; ++j)
-                frag::cp_async16(dst + j * 2 * NT * kRawKBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
-            } else {
-              // swz(c0 + 8j, n, NT): column block j, row n, chunk c0 ^ (n & 7).
-              uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
-#pragma unroll
-              for (int j = 0; j < kColsPer; ++j)
-                frag::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+            for (int j = 0; j < kLines; ++j) {
+              const int k = kTpr * j + c0 - lead;
+              if (k >= 0 && k < kRowChunks)
+                frag::cp_async16(stage + raw_offset(k, n, NT), row + (ok ? 16 * k : 0), ok ? 16 : 0);
             }
+          } else if constexpr (RAW8) {
+            // raw_offset(c0 + 4j, n, NT): k-block 2j + c0 / 2, a constant step per j.
+            uint8_t* dst = stage + raw_offset(c0, n, NT);
+#pragma unroll
+            for (int j = 0; j < kColsPer; ++j)
+              frag::cp_async16(dst + j * 2 * NT * kRawKBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
+          } else {
+            // swz(c0 + 8j, n, NT): column block j, row n, chunk c0 ^ (n & 7).
+            uint8_t* dst = stage + n * kRowBytes + ((c0 ^ (n & 7)) << 4);
+#pragma unroll
+            for (int j = 0; j < kColsPer; ++j)
+              frag::cp_async16(dst + j * NT * kRowBytes, src + (ok ? 16 * kTpr * j : 0), ok ? 16 : 0);
           }
-          // full[s] completes when every producer thread's copies of the tile have
-          // landed (an asynchronous arrive per thread, counted in the barrier's 128).
-          asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
         }
-        if (issued == 0 && ptid == 0) block_clock_mark(p, kClockFirstIssue);
-        ++issued;
+        // full[s] completes when every producer thread's copies of the tile have
+        // landed (an asynchronous arrive per thread, counted in the barrier's 128).
+        asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full_bar + 8 * s) : "memory");
       }
+      if (issued == 0 && ptid == 0) block_clock_mark(p, kClockFirstIssue);
+      ++issued;
     }
-  }
+  });
   frag::cp_async_wait_all();
 }
 
@@ -946,221 +939,215 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   }
   uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring)
 
-  for (int32_t w = w_begin; w < w_end; ++w) {
-    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
-    if (!work_ok(p, work, w, tid == 0)) continue;
-    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
-      const int cp = min(QR, pairs - chunk);
-      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
-      const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
-      const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
+  for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
+                     [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
+    const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
+    const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
 
-      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s and stats
-      stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
-      bar_sync(kBarChunk, kConsumers);
+    bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s and stats
+    stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
+    bar_sync(kBarChunk, kConsumers);
 
-      float o[4][32];
+    float o[4][32];
 #pragma unroll
-      for (int nb = 0; nb < 4; ++nb)
+    for (int nb = 0; nb < 4; ++nb)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
-      float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
-      uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments (P1: hi only)
-      // qk_ahead: the next tile's S, in flight across the softmax. Zeroed here only:
-      // the first wgmma of each chain does not read its accumulators (scale-d 0).
-      float qk[16], qk2[16];
+      for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+    float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
+    uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments (P1: hi only)
+    // qk_ahead: the next tile's S, in flight across the softmax. Zeroed here only:
+    // the first wgmma of each chain does not read its accumulators (scale-d 0).
+    float qk[16], qk2[16];
 #pragma unroll
-      for (int x = 0; x < 16; ++x) qk[x] = qk2[x] = 0.0f;
+    for (int x = 0; x < 16; ++x) qk[x] = qk2[x] = 0.0f;
 
-      // S = Q·Kᵀ of one stage as one wgmma group, into two independent accumulator
-      // chains (even / odd k-steps): one chain of 36 dependent wgmmas was latency-bound.
-      auto issue_qk_uncommitted = [&](const uint8_t* st, float (&c0)[16], float (&c1)[16]) {
-        wg_fence();
+    // S = Q·Kᵀ of one stage as one wgmma group, into two independent accumulator
+    // chains (even / odd k-steps): one chain of 36 dependent wgmmas was latency-bound.
+    auto issue_qk_uncommitted = [&](const uint8_t* st, float (&c0)[16], float (&c1)[16]) {
+      wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) {
-          const uint64_t da = kstep_desc(q_s, QR, kk), db = kstep_desc(st, kN, kk);
-          if (kk % 2 == 0) mma_qk<F16>(c0, da, db, kk > 1);
-          else mma_qk<F16>(c1, da, db, kk > 1);
-        }
-      };
-      auto issue_qk = [&](const uint8_t* st, float (&c0)[16], float (&c1)[16]) {
-        issue_qk_uncommitted(st, c0, c1);
-        wg_commit();
-      };
-      // qk_ahead, warpgroup 0: the chunk's first Q·Kᵀ, peeled out of the tile loop
-      // (and an empty group: each tile then starts with two groups pending).
-      if (kQkAhead && g == 0 && work.kv_start < max_end) {
-        mbar_wait(full_bar + 8 * (k % S), (k / S) & 1, p.error);
-        fence_async_smem();
-        issue_qk(kv_s + size_t(k % S) * plan.stage_bytes(), qk, qk2);
-        wg_commit();
+      for (int kk = 0; kk < HD / 16; ++kk) {
+        const uint64_t da = kstep_desc(q_s, QR, kk), db = kstep_desc(st, kN, kk);
+        if (kk % 2 == 0) mma_qk<F16>(c0, da, db, kk > 1);
+        else mma_qk<F16>(c1, da, db, kk > 1);
       }
+    };
+    auto issue_qk = [&](const uint8_t* st, float (&c0)[16], float (&c1)[16]) {
+      issue_qk_uncommitted(st, c0, c1);
+      wg_commit();
+    };
+    // qk_ahead, warpgroup 0: the chunk's first Q·Kᵀ, peeled out of the tile loop
+    // (and an empty group: each tile then starts with two groups pending).
+    if (kQkAhead && g == 0 && work.kv_start < max_end) {
+      mbar_wait(full_bar + 8 * (k % S), (k / S) & 1, p.error);
+      fence_async_smem();
+      issue_qk(kv_s + size_t(k % S) * plan.stage_bytes(), qk, qk2);
+      wg_commit();
+    }
 
-      int i = 0;
-      // This warp's release of the previous tile's stage (none before the chunk's first
-      // tile; after the loop, the chunk's last).
-      auto release_previous = [&] {
-        if (i > 0) {
-          __syncwarp();
-          if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-        }
-      };
-      for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
-        const int s = int(k % S), b = kPBufs == 1 ? 0 : int(k & 1);
-        const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
-        // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
-        if (!kQkAhead || g != 0) {
-          mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
-          fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
-        }
-        float alpha0, alpha1;
-        if (kSplitQk || g == 0) {
-          float sc[NT / 2];
-          if constexpr (kSplitQk) {
-            // This warpgroup's chain of serial's two (k-steps g, g + 2, ...), then the
-            // other's through shared memory: sc = even + odd as serial adds them.
+    int i = 0;
+    // This warp's release of the previous tile's stage (none before the chunk's first
+    // tile; after the loop, the chunk's last).
+    auto release_previous = [&] {
+      if (i > 0) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+      }
+    };
+    for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
+      const int s = int(k % S), b = kPBufs == 1 ? 0 : int(k & 1);
+      const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
+      // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
+      if (!kQkAhead || g != 0) {
+        mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
+        fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
+      }
+      float alpha0, alpha1;
+      if (kSplitQk || g == 0) {
+        float sc[NT / 2];
+        if constexpr (kSplitQk) {
+          // This warpgroup's chain of serial's two (k-steps g, g + 2, ...), then the
+          // other's through shared memory: sc = even + odd as serial adds them.
 #pragma unroll
-            for (int x = 0; x < 16; ++x) sc[x] = 0.0f;
-            pin(sc);
-            wg_fence();
+          for (int x = 0; x < 16; ++x) sc[x] = 0.0f;
+          pin(sc);
+          wg_fence();
 #pragma unroll
-            for (int j = 0; j < HD / 32; ++j) {
-              const int kk = 2 * j + g;
-              mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), j > 0);
-            }
-            wg_commit();
-            wg_wait0();  // S, and this warpgroup's P·V of the previous tile
-            pin(sc);
-            release_previous();
-            // Buffer b of tile k: the other warpgroup read it two tiles ago, before it
-            // reached the previous tile's barrier, which this one has passed.
-#pragma unroll
-            for (int x = 0; x < 16; ++x) s_swap[((b * 2 + g) * 16 + x) * 128 + ct] = sc[x];
-            bar_sync(kBarPFull, kConsumers);
-#pragma unroll
-            for (int x = 0; x < 16; ++x) sc[x] += s_swap[((b * 2 + (1 - g)) * 16 + x) * 128 + ct];
-          } else if constexpr (kQkAhead) {
-            wg_wait0();  // S of this tile, and P·V of the previous tile
-            pin(qk);
-            pin(qk2);
-#pragma unroll
-            for (int x = 0; x < 16; ++x) sc[x] = qk[x] + qk2[x];
-            // The next tile's Q·Kᵀ; on the chunk's last tile a discarded one on this
-            // tile's stage (held until the chunk's final wait), so no wgmma sits
-            // under a branch and every tile commits the same groups.
-            const bool ahead = tile + kN < max_end;
-            const uint32_t k1 = ahead ? k + 1 : k;
-            if (ahead) {
-              mbar_wait(full_bar + 8 * (k1 % S), (k1 / S) & 1, p.error);
-              fence_async_smem();
-            }
-            issue_qk(kv_s + size_t(k1 % S) * plan.stage_bytes(), qk, qk2);
-          } else if constexpr (kWide) {
-            // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
-            // chain's dependent issue latency is half as exposed (two chains would add
-            // 32 registers to a warpgroup already at ~200).
-            // P·V of the previous tile first: its stage goes back to the producer before
-            // this Q·Kᵀ, not after it (with two stages the next tile's load would
-            // otherwise start a Q·Kᵀ later). A wait_group 1 after issuing Q·Kᵀ would
-            // keep the tensor pipe full, but ptxas then serialises the wgmmas (C7514).
-            wg_wait0();
-#pragma unroll
-            for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-            release_previous();
-#pragma unroll
-            for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
-            wg_fence();
-#pragma unroll
-            for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
-            wg_commit();
-            wg_wait0();  // S
-            pin(sc);
-          } else {
-            float sc2[16];
-#pragma unroll
-            for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
-            issue_qk(stage, sc, sc2);
-            wg_wait0();  // S, and P·V of the previous tile
-            pin(sc);
-            pin(sc2);
-#pragma unroll
-            for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
-            release_previous();
+          for (int j = 0; j < HD / 32; ++j) {
+            const int kk = 2 * j + g;
+            mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), j > 0);
           }
-          online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
-          if constexpr (kQkAhead) {
-            // Only the Q·Kᵀ just issued is pending (the top's wait_group 0 completed
-            // the rest): a no-op for the hardware, but without this wait, the pins
-            // and the release here, ptxas serialised the wgmmas.
-            wg_wait<1>();
-            pin(sc);
-#pragma unroll
-            for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-            release_previous();
-          }
-          pack_p<F16, P1>(sc, a);
-          if constexpr (!kSplitQk) {
-            bar_sync(kBarPFree + b, kConsumers);
-#pragma unroll
-            for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-              for (int hl = 0; hl < kPParts; ++hl)
-                plan.p_slot(smem, stage, b, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
-            alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
-            bar_arrive(kBarPFull + b, kConsumers);
-          }
-        } else {
-          // qk_ahead: the previous stage is released before waiting for P, not after:
-          // warpgroup 0 already holds this tile's and the next tile's stages, so the
-          // producer's one free stage must come back as early as it can.
-          // (serial_64 likewise: with two stages, every release counts.)
-          if (!kQkAhead && !kWide) bar_sync(kBarPFull + b, kConsumers);
-          wg_wait0();  // P·V of the previous tile: its registers and stage are free
+          wg_commit();
+          wg_wait0();  // S, and this warpgroup's P·V of the previous tile
+          pin(sc);
           release_previous();
-          if (kQkAhead || kWide) bar_sync(kBarPFull + b, kConsumers);
+          // Buffer b of tile k: the other warpgroup read it two tiles ago, before it
+          // reached the previous tile's barrier, which this one has passed.
+#pragma unroll
+          for (int x = 0; x < 16; ++x) s_swap[((b * 2 + g) * 16 + x) * 128 + ct] = sc[x];
+          bar_sync(kBarPFull, kConsumers);
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] += s_swap[((b * 2 + (1 - g)) * 16 + x) * 128 + ct];
+        } else if constexpr (kQkAhead) {
+          wg_wait0();  // S of this tile, and P·V of the previous tile
+          pin(qk);
+          pin(qk2);
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] = qk[x] + qk2[x];
+          // The next tile's Q·Kᵀ; on the chunk's last tile a discarded one on this
+          // tile's stage (held until the chunk's final wait), so no wgmma sits
+          // under a branch and every tile commits the same groups.
+          const bool ahead = tile + kN < max_end;
+          const uint32_t k1 = ahead ? k + 1 : k;
+          if (ahead) {
+            mbar_wait(full_bar + 8 * (k1 % S), (k1 / S) & 1, p.error);
+            fence_async_smem();
+          }
+          issue_qk(kv_s + size_t(k1 % S) * plan.stage_bytes(), qk, qk2);
+        } else if constexpr (kWide) {
+          // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
+          // chain's dependent issue latency is half as exposed (two chains would add
+          // 32 registers to a warpgroup already at ~200).
+          // P·V of the previous tile first: its stage goes back to the producer before
+          // this Q·Kᵀ, not after it (with two stages the next tile's load would
+          // otherwise start a Q·Kᵀ later). A wait_group 1 after issuing Q·Kᵀ would
+          // keep the tensor pipe full, but ptxas then serialises the wgmmas (C7514).
+          wg_wait0();
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+          release_previous();
+#pragma unroll
+          for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+          wg_fence();
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(stage, kN, kk), kk > 0);
+          wg_commit();
+          wg_wait0();  // S
+          pin(sc);
+        } else {
+          float sc2[16];
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] = sc2[x] = 0.0f;
+          issue_qk(stage, sc, sc2);
+          wg_wait0();  // S, and P·V of the previous tile
+          pin(sc);
+          pin(sc2);
+#pragma unroll
+          for (int x = 0; x < 16; ++x) sc[x] += sc2[x];
+          release_previous();
+        }
+        online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+        if constexpr (kQkAhead) {
+          // Only the Q·Kᵀ just issued is pending (the top's wait_group 0 completed
+          // the rest): a no-op for the hardware, but without this wait, the pins
+          // and the release here, ptxas serialised the wgmmas.
+          wg_wait<1>();
+          pin(sc);
+#pragma unroll
+          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+          release_previous();
+        }
+        pack_p<F16, P1>(sc, a);
+        if constexpr (!kSplitQk) {
+          bar_sync(kBarPFree + b, kConsumers);
 #pragma unroll
           for (int ks = 0; ks < kKSteps; ++ks)
 #pragma unroll
-            for (int hl = 0; hl < kPParts; ++hl) {
-              const uint4 v = plan.p_slot(smem, stage, b, ks, hl)[ct];
-              a[ks][hl][0] = v.x;
-              a[ks][hl][1] = v.y;
-              a[ks][hl][2] = v.z;
-              a[ks][hl][3] = v.w;
-            }
-          const float2 al = alpha_buf[b * 128 + ct];
-          alpha0 = al.x;
-          alpha1 = al.y;
-          bar_arrive(kBarPFree + b, kConsumers);
-        }
-        rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
-      }
-      wg_wait0();
-#pragma unroll
-      for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-      release_previous();
-
-      // Row statistics from warpgroup 0 to warpgroup 1 (split_qk: each has its own).
-      if (kSplitQk || g == 0) {
-#pragma unroll
-        for (int o_ = 1; o_ < 4; o_ <<= 1) {
-          l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
-          l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
-        }
-        if constexpr (!kSplitQk) {
-          stats[ct] = make_float4(m0, l0, m1, l1);
-          bar_arrive(kBarStats, kConsumers);
+            for (int hl = 0; hl < kPParts; ++hl)
+              plan.p_slot(smem, stage, b, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+          alpha_buf[b * 128 + ct] = make_float2(alpha0, alpha1);
+          bar_arrive(kBarPFull + b, kConsumers);
         }
       } else {
-        bar_sync(kBarStats, kConsumers);
-        const float4 st = stats[ct];
-        m0 = st.x, l0 = st.y, m1 = st.z, l1 = st.w;
+        // qk_ahead: the previous stage is released before waiting for P, not after:
+        // warpgroup 0 already holds this tile's and the next tile's stages, so the
+        // producer's one free stage must come back as early as it can.
+        // (serial_64 likewise: with two stages, every release counts.)
+        if (!kQkAhead && !kWide) bar_sync(kBarPFull + b, kConsumers);
+        wg_wait0();  // P·V of the previous tile: its registers and stage are free
+        release_previous();
+        if (kQkAhead || kWide) bar_sync(kBarPFull + b, kConsumers);
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+          for (int hl = 0; hl < kPParts; ++hl) {
+            const uint4 v = plan.p_slot(smem, stage, b, ks, hl)[ct];
+            a[ks][hl][0] = v.x;
+            a[ks][hl][1] = v.y;
+            a[ks][hl][2] = v.z;
+            a[ks][hl][3] = v.w;
+          }
+        const float2 al = alpha_buf[b * 128 + ct];
+        alpha0 = al.x;
+        alpha1 = al.y;
+        bar_arrive(kBarPFree + b, kConsumers);
       }
-
-      store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, kv_scale);
+      rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
     }
-  }
+    wg_wait0();
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+    release_previous();
+
+    // Row statistics from warpgroup 0 to warpgroup 1 (split_qk: each has its own).
+    if (kSplitQk || g == 0) {
+#pragma unroll
+      for (int o_ = 1; o_ < 4; o_ <<= 1) {
+        l0 += __shfl_xor_sync(0xffffffffu, l0, o_);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, o_);
+      }
+      if constexpr (!kSplitQk) {
+        stats[ct] = make_float4(m0, l0, m1, l1);
+        bar_arrive(kBarStats, kConsumers);
+      }
+    } else {
+      bar_sync(kBarStats, kConsumers);
+      const float4 st = stats[ct];
+      m0 = st.x, l0 = st.y, m1 = st.z, l1 = st.w;
+    }
+
+    store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, kv_scale);
+  });
   block_clock_end(p);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)

@@ -66,107 +66,101 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
     fence_async_smem();
   };
 
-  for (int32_t w = w_begin; w < w_end; ++w) {
-    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
-    if (!work_ok(p, work, w, tid == 0)) continue;
-    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
-      const int cp = min(QR, pairs - chunk);
-      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
-      const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
-      const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
+  for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
+                     [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
+    const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
+    const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
 
-      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
-      stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
-      bar_sync(kBarChunk, kConsumers);
+    bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
+    stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
+    bar_sync(kBarChunk, kConsumers);
 
-      float o[4][32];
+    float o[4][32];
 #pragma unroll
-      for (int nb = 0; nb < 4; ++nb)
+    for (int nb = 0; nb < 4; ++nb)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
-      float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
-      uint32_t a[kKSteps][2][4];                              // P fragments [k-step][hi, lo] (P1: hi only)
-      float sc[NT / 2];                                       // S of this warpgroup's next own tile
+      for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+    float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
+    uint32_t a[kKSteps][2][4];                              // P fragments [k-step][hi, lo] (P1: hi only)
+    float sc[NT / 2];                                       // S of this warpgroup's next own tile
 #pragma unroll
-      for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
-      // S = Q·Kᵀ of tile t (one chain of m64n64k16: serial-64's order of k-steps).
-      auto issue_qk = [&](uint32_t t) {
-        const uint8_t* st = stage_at(t);
-        wg_fence();
+    for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+    // S = Q·Kᵀ of tile t (one chain of m64n64k16: serial-64's order of k-steps).
+    auto issue_qk = [&](uint32_t t) {
+      const uint8_t* st = stage_at(t);
+      wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
-        wg_commit();
-      };
-      // The chunk's first tile: its owner issues Q·Kᵀ here; every later tile's owner
-      // issued it at the end of the step before.
-      if (work.kv_start < max_end && int(k % 2) == g) {
-        wait_full(k);
-        issue_qk(k);
-      }
-
-      int i = 0;
-      // This warp's release of the previous tile's stage (after its P·V of it completed).
-      auto release_previous = [&] {
-        if (i > 0) {
-          __syncwarp();
-          if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-        }
-      };
-      for (int tile = work.kv_start; tile < max_end; tile += NT, ++i, ++k) {
-        const uint8_t* stage = stage_at(k);
-        const int owner = int(k % 2);
-        float alpha0, alpha1;
-        if (owner == g) {
-          wg_wait0();  // S of this tile, and this warpgroup's P·V of the previous one
-          pin(sc);
-#pragma unroll
-          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-          release_previous();
-          online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
-          pack_p<F16, P1>(sc, a);
-#pragma unroll
-          for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-            for (int hl = 0; hl < kPParts; ++hl)
-              plan.p_slot(smem, stage, 0, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
-          m_buf[ct] = make_float2(m0, m1);
-          bar_arrive(kBarPFull + owner, kConsumers);
-        } else {
-          wg_wait0();  // this warpgroup's P·V of the previous tile (its own)
-#pragma unroll
-          for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-          release_previous();
-          wait_full(k);  // V of this tile, read by this warpgroup's P·V
-          bar_sync(kBarPFull + owner, kConsumers);
-#pragma unroll
-          for (int ks = 0; ks < kKSteps; ++ks)
-#pragma unroll
-            for (int hl = 0; hl < kPParts; ++hl) {
-              const uint4 v = plan.p_slot(smem, stage, 0, ks, hl)[ct];
-              a[ks][hl][0] = v.x;
-              a[ks][hl][1] = v.y;
-              a[ks][hl][2] = v.z;
-              a[ks][hl][3] = v.w;
-            }
-          adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
-        }
-        rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
-        // The next tile is this warpgroup's own: its Q·Kᵀ goes in behind this P·V.
-        if (owner != g && tile + NT < max_end) {
-          wait_full(k + 1);
-          issue_qk(k + 1);
-        }
-      }
-      wg_wait0();
-#pragma unroll
-      for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
-      release_previous();
-
-      add_row_sums_across_warpgroups(l_swap, g, ct, l0, l1);
-      store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
+      for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+      wg_commit();
+    };
+    // The chunk's first tile: its owner issues Q·Kᵀ here; every later tile's owner
+    // issued it at the end of the step before.
+    if (work.kv_start < max_end && int(k % 2) == g) {
+      wait_full(k);
+      issue_qk(k);
     }
-  }
+
+    int i = 0;
+    // This warp's release of the previous tile's stage (after its P·V of it completed).
+    auto release_previous = [&] {
+      if (i > 0) {
+        __syncwarp();
+        if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
+      }
+    };
+    for (int tile = work.kv_start; tile < max_end; tile += NT, ++i, ++k) {
+      const uint8_t* stage = stage_at(k);
+      const int owner = int(k % 2);
+      float alpha0, alpha1;
+      if (owner == g) {
+        wg_wait0();  // S of this tile, and this warpgroup's P·V of the previous one
+        pin(sc);
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+        release_previous();
+        online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+        pack_p<F16, P1>(sc, a);
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+          for (int hl = 0; hl < kPParts; ++hl)
+            plan.p_slot(smem, stage, 0, ks, hl)[ct] = make_uint4(a[ks][hl][0], a[ks][hl][1], a[ks][hl][2], a[ks][hl][3]);
+        m_buf[ct] = make_float2(m0, m1);
+        bar_arrive(kBarPFull + owner, kConsumers);
+      } else {
+        wg_wait0();  // this warpgroup's P·V of the previous tile (its own)
+#pragma unroll
+        for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+        release_previous();
+        wait_full(k);  // V of this tile, read by this warpgroup's P·V
+        bar_sync(kBarPFull + owner, kConsumers);
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks)
+#pragma unroll
+          for (int hl = 0; hl < kPParts; ++hl) {
+            const uint4 v = plan.p_slot(smem, stage, 0, ks, hl)[ct];
+            a[ks][hl][0] = v.x;
+            a[ks][hl][1] = v.y;
+            a[ks][hl][2] = v.z;
+            a[ks][hl][3] = v.w;
+          }
+        adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
+      }
+      rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
+      // The next tile is this warpgroup's own: its Q·Kᵀ goes in behind this P·V.
+      if (owner != g && tile + NT < max_end) {
+        wait_full(k + 1);
+        issue_qk(k + 1);
+      }
+    }
+    wg_wait0();
+#pragma unroll
+    for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
+    release_previous();
+
+    add_row_sums_across_warpgroups(l_swap, g, ct, l0, l1);
+    store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
+  });
   block_clock_end(p);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)
