@@ -683,7 +683,7 @@ void setup_bench(CLI::App& app, Context& ctx) {
                   "split-qk (the two warpgroups split each tile's Q·Kᵀ and both run the softmax: same bits as serial), "
                   "serial-64 (serial over 64-token tiles, Q·Kᵀ as m64n64 wgmmas), seesaw (64-token tiles, the two "
                   "warpgroups take turns at Q·Kᵀ and the softmax), pair (64-token tiles two at a time, one Q·Kᵀ a "
-                  "warpgroup; P rounded once)")
+                  "warpgroup; P rounded once), pair-32 (the same on 32-token tiles and four stages)")
       ->type_name("SCHEDULE")
       ->transform(enum_names(mla::kWgmmaSchedules, &mla::wgmma_schedule_from_name));
   sub->add_option("--fp8-qk", opt->fp8_qk,

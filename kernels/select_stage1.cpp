@@ -56,6 +56,8 @@ std::string wgmma_path_note(const Stage1Params& p) {
                 ? "; 64-token tiles in pairs, Q·Kᵀ as m64n64 wgmmas, one tile of each pair a warpgroup "
                   "(--wgmma-schedule pair)"
                 : "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
+  if (wgmma_runs_pair(p) && p.wgmma_schedule == WgmmaSchedule::pair_32)
+    note += "; 32-token tiles in pairs on four stages, one tile of each pair a warpgroup (--wgmma-schedule pair-32)";
   if (wgmma_runs_pair(p))
     note += "; P·V with P rounded once to the operand type (the pair schedule always: two parts do not fit)";
   else if (wgmma_p_once(p))

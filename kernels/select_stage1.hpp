@@ -103,9 +103,12 @@ inline bool wgmma_rows_64(const Stage1Params& p) {
          (p.wgmma_schedule == WgmmaSchedule::serial_64 || p.wgmma_schedule == WgmmaSchedule::seesaw ||
           p.wgmma_schedule == WgmmaSchedule::pair);
 }
-// The row-major kernel with the pair schedule (kernels/stage1_wgmma_pair.cuh): 16-bit KV.
+// The row-major kernel with the pair schedule (kernels/stage1_wgmma_pair.cuh; pair or
+// pair_32): 16-bit KV.
 inline bool wgmma_runs_pair(const Stage1Params& p) {
-  return !wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::pair && p.kv_type != ElemType::fp8;
+  return !wgmma_runs_transposed(p) &&
+         (p.wgmma_schedule == WgmmaSchedule::pair || p.wgmma_schedule == WgmmaSchedule::pair_32) &&
+         p.kv_type != ElemType::fp8;
 }
 // The wgmma kernels run 16-bit KV's P·V with P rounded once (Stage1Params::pv_precision;
 // kernels/stage1_wgmma.cuh, P1): the transposed kernel, and the row-major one's serial,

@@ -73,19 +73,24 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             running max while warpgroup 0's P·V of A runs, and each warpgroup does
 //             its half of both P·Vs (FlashMLA's order; kernels/stage1_wgmma_pair.cuh,
 //             docs/bench_notes.md steps 46-47). P is rounded once (mla::wgmma_p_once):
-//             two parts have no room beside two stages and q.
+//             two parts have no room beside two stages and q. Slower than serial_64 on
+//             the H100 (step 47: each stage is held for the whole pair, so the next
+//             pair waits for a whole load); an option.
+//   pair_32   the pair schedule on 32-token tiles and four stages, so the next pair's
+//             two tiles load while this pair's are read (step 48). P rounded once.
 // serial_64 is the default (kDefaultWgmmaSchedule): on the H100 it took C1 from 464 to
 // 394 µs and M2 from 145 to 140 with P in two parts, 317 and 136 with P once
 // (docs/bench_notes.md step 39); qk_ahead was slower on the H200 (step 27: warpgroup 0
 // then holds two of the three stages, so each load has less time to land), split_qk
 // on the H100 (step 35).
-enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3, seesaw = 4, pair = 5 };
+enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3, seesaw = 4, pair = 5, pair_32 = 6 };
 inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead,
                                                     WgmmaSchedule::split_qk, WgmmaSchedule::serial_64,
-                                                    WgmmaSchedule::seesaw, WgmmaSchedule::pair};
+                                                    WgmmaSchedule::seesaw, WgmmaSchedule::pair,
+                                                    WgmmaSchedule::pair_32};
 
 inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk",
-                                                      "serial-64", "seesaw", "pair"};  // in kWgmmaSchedules' order
+                                                      "serial-64", "seesaw", "pair", "pair-32"};  // in kWgmmaSchedules' order
 inline constexpr WgmmaSchedule kDefaultWgmmaSchedule = WgmmaSchedule::serial_64;
 inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
 // The schedule a name (as to_string prints it) stands for; nullopt for other names.

@@ -84,14 +84,19 @@ struct Plan {
   int qr, stages, head_dim, nt;
   bool split_qk = false;
   bool p_once = false;  // wide only: P in one part
-  bool pair = false;    // WgmmaSchedule::pair (wide, P once): two P hand-off mbarriers, pair_p_slot
+  bool pair = false;    // WgmmaSchedule::pair / pair_32 (P once): two P hand-off mbarriers, pair_p_slot
   __host__ __device__ constexpr bool wide() const { return nt == 64; }
-  // P hand-off buffers: double-buffered by tile parity, one when wide (pair at head_dim 512: two).
-  __host__ __device__ constexpr int p_bufs() const { return wide() ? (pair && head_dim != 576 ? 2 : 1) : 2; }
+  // P hand-off buffers: double-buffered by tile parity, one when wide; pair: one a stage
+  // at head_dim 512, none at 576 (P goes to the stage's rope block: pair_p_slot).
+  __host__ __device__ constexpr int p_bufs() const {
+    return pair ? (head_dim == 576 ? 0 : stages) : wide() ? 1 : 2;
+  }
   // Wide with P in two parts at head_dim 576: the hi part goes to the tile's rope block.
   __host__ __device__ constexpr bool p_hi_in_stage() const { return wide() && !p_once && head_dim == 576; }
   // P parts a buffer slot holds: hi and lo, or one (P once, or the lo part beside p_hi_in_stage).
-  __host__ __device__ constexpr int p_slot_parts() const { return wide() && (p_once || p_hi_in_stage()) ? 1 : 2; }
+  __host__ __device__ constexpr int p_slot_parts() const {
+    return pair || (wide() && (p_once || p_hi_in_stage())) ? 1 : 2;
+  }
   __host__ __device__ constexpr int blocks() const { return head_dim / 64; }
   __host__ __device__ constexpr size_t q_bytes() const { return size_t(blocks()) * qr * kRowBytes; }
   __host__ __device__ constexpr size_t stage_bytes() const { return size_t(blocks()) * nt * kRowBytes; }
@@ -103,9 +108,12 @@ struct Plan {
     return split_qk ? size_t(2 * 2 * 16 * 128 * 4) : p_bufs() * p_buf_bytes();
   }
   __host__ __device__ constexpr size_t alpha_off() const { return p_off() + p_region_bytes(); }
-  __host__ __device__ constexpr size_t alpha_bytes() const { return p_bufs() * 128 * 8; }
+  // pair: the published running max (one float2 a consumer thread of a warpgroup).
+  __host__ __device__ constexpr size_t alpha_bytes() const { return (pair ? 1 : p_bufs()) * 128 * 8; }
   __host__ __device__ constexpr size_t stats_off() const { return wide() ? 0 : alpha_off() + alpha_bytes(); }
-  __host__ __device__ constexpr size_t bar_off() const { return alpha_off() + alpha_bytes() + (wide() ? 0 : 128 * 16); }
+  __host__ __device__ constexpr size_t bar_off() const {
+    return alpha_off() + alpha_bytes() + (wide() || pair ? 0 : 128 * 16);
+  }
   // + 1024: the dynamic window is aligned up to the swizzle atom in the kernel.
   __host__ __device__ constexpr size_t total() const { return bar_off() + 2 * stages * 8 + (pair ? 16 : 0) + 1024; }
   // pair: the P_A hand-off mbarrier (P_B's follows it), after the stages' full and empty ones.
@@ -134,7 +142,9 @@ static_assert(Plan{64, 3, 576, 32}.total() <= kMaxDynamicSmem && Plan{64, 3, 576
                   Plan{64, 2, 576, 64, false, true}.total() <= kMaxDynamicSmem &&
                   Plan{64, 2, 512, 64, false, false}.total() <= kMaxDynamicSmem &&
                   Plan{64, 2, 576, 64, false, true, true}.total() <= kMaxDynamicSmem &&
-                  Plan{64, 2, 512, 64, false, true, true}.total() <= kMaxDynamicSmem,
+                  Plan{64, 2, 512, 64, false, true, true}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 4, 576, 32, false, true, true}.total() <= kMaxDynamicSmem &&
+                  Plan{64, 4, 512, 32, false, true, true}.total() <= kMaxDynamicSmem,
               "row-major shared-memory plan over 227 KB");
 
 __device__ inline uint32_t saddr(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }

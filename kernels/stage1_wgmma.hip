@@ -35,11 +35,14 @@ bool launch_rows(const Stage1Params& p_in, std::string* error) {
   Stage1Params p = p_in;
   p.pair_tiles = wgmma_pair_tiles(p);
   const size_t smem =
-      wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1, SCHED == WgmmaSchedule::pair}.total();
+      wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1,
+               SCHED == WgmmaSchedule::pair || SCHED == WgmmaSchedule::pair_32}
+          .total();
   void (*kernel)(Stage1Params);
-  if constexpr (SCHED == WgmmaSchedule::pair) {
-    static_assert(!KV8 && S == 2 && NT == 64 && P1, "the pair kernel: 16-bit KV, two 64-token stages, P once");
-    kernel = p.head_dim == 576 ? wg::stage1_wgmma_pair_kernel<F16, 576> : wg::stage1_wgmma_pair_kernel<F16, 512>;
+  if constexpr (SCHED == WgmmaSchedule::pair || SCHED == WgmmaSchedule::pair_32) {
+    static_assert(!KV8 && P1, "the pair kernel: 16-bit KV, P once");
+    kernel = p.head_dim == 576 ? wg::stage1_wgmma_pair_kernel<F16, 576, NT, S>
+                               : wg::stage1_wgmma_pair_kernel<F16, 512, NT, S>;
   } else if constexpr (SCHED == WgmmaSchedule::seesaw) {
     static_assert(!KV8 && S == 2 && NT == 64, "the seesaw kernel: 16-bit KV, serial-64's two 64-token stages");
     kernel = p.head_dim == 576 ? wg::stage1_wgmma_seesaw_kernel<F16, 576, P1> : wg::stage1_wgmma_seesaw_kernel<F16, 512, P1>;
@@ -86,6 +89,8 @@ bool launch_typed(const Stage1Params& p, std::string* error) {
   if (p.wgmma_schedule == WgmmaSchedule::serial_64) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::serial_64>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::seesaw) return launch_rows_pv<F16, 2, 64, WgmmaSchedule::seesaw>(p, error);
   if (p.wgmma_schedule == WgmmaSchedule::pair) return launch_rows<F16, false, 64, 2, 64, WgmmaSchedule::pair, true>(p, error);
+  if (p.wgmma_schedule == WgmmaSchedule::pair_32)
+    return launch_rows<F16, false, 64, 4, 32, WgmmaSchedule::pair_32, true>(p, error);
   return launch_rows_pv<F16, 3, 32, WgmmaSchedule::serial>(p, error);
 }
 

@@ -32,10 +32,13 @@
 namespace mla {
 namespace wg {
 
-template <bool F16, int HD>
+// NT-token tiles on S stages: 64 and 2 (WgmmaSchedule::pair), 32 and 4 (pair_32: the
+// next pair's two tiles load while this pair's are read).
+template <bool F16, int HD, int NT = 64, int S = 2>
 __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Params p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int QR = kRows, S = 2, NT = 64, kKSteps = NT / 16;
+  static_assert((NT == 64 && S == 2) || (NT == 32 && S == 4), "the pair kernel's tiles and stages");
+  constexpr int QR = kRows, kKSteps = NT / 16;
   constexpr Plan plan{QR, S, HD, NT, false, /*p_once=*/true, /*pair=*/true};
   extern __shared__ __align__(16) uint8_t smem_dyn[];
   uint8_t* smem = smem_dyn + ((1024 - (saddr(smem_dyn) & 1023)) & 1023);
@@ -105,131 +108,135 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
       plan.pair_p_slot(smem, stage, s, ks)[ct] = make_uint4(f[ks][0][0], f[ks][0][1], f[ks][0][2], f[ks][0][3]);
   };
 
-  for (int32_t w = w_begin; w < w_end; ++w) {
-    const WorkRow work = *reinterpret_cast<const WorkRow*>(p.work_info + int64_t(w) * 8);
-    if (!work_ok(p, work, w, tid == 0)) continue;
-    const int qn = work.qo_end - work.qo_start, pairs = qn * heads;
-    for (int chunk = first_chunk(p, QR); chunk < pairs; chunk += QR * p.pair_tiles) {
-      const int cp = min(QR, pairs - chunk);
-      const int max_end = visible_end(work, qn, heads, p.causal, chunk + cp - 1, pairs);
-      const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
-      const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
+  for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
+                     [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
+    const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
+    const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
 
-      bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
-      stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
-      bar_sync(kBarChunk, kConsumers);
+    bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
+    stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
+    bar_sync(kBarChunk, kConsumers);
 
-      float o[4][32];
+    float o[4][32];
 #pragma unroll
-      for (int nb_ = 0; nb_ < 4; ++nb_)
+    for (int nb_ = 0; nb_ < 4; ++nb_)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) o[nb_][i] = 0.0f;
-      float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
-      uint32_t a[kKSteps][2][4];                              // P fragments (hi only) of the P·V being issued
-      float sc[NT / 2];  // S of this warpgroup's tile of the pair
+      for (int i = 0; i < 32; ++i) o[nb_][i] = 0.0f;
+    float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
+    uint32_t a[kKSteps][2][4];                              // P fragments (hi only) of the P·V being issued
+    float sc[NT / 2];  // S of this warpgroup's tile of the pair
 #pragma unroll
-      for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
-      // S = Q·Kᵀ of one tile into sc (the first wgmma does not read sc: scale-d 0).
-      auto issue_qk = [&](const uint8_t* st) {
-        wg_fence();
+    for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
+    // S = Q·Kᵀ of one tile into sc (the first wgmma does not read sc: scale-d 0).
+    auto issue_qk = [&](const uint8_t* st) {
+      wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
-        wg_commit();
-      };
+      for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+      wg_commit();
+    };
 
-      auto wait_pv = [&] {
-        wg_wait0();
+    auto wait_pv = [&] {
+      wg_wait0();
 #pragma unroll
-        for (int i = 0; i < 4; ++i) pin(o[i]);
-      };
+      for (int i = 0; i < 4; ++i) pin(o[i]);
+    };
 
-      // Every path below waits for its P·V before any branch joins: a wgmma in flight
-      // across a join lets ptxas move its accumulators there (C7515) or keep two copies
-      // (C7512) (docs/bench_notes.md step 46).
-      if (g == 0) {
-        for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
-          const int sa = int(k % S), sb = int((k + 1) % S);
-          const uint8_t* stage_a = stage_at(k);
-          const uint8_t* stage_b = stage_at(k + 1);
-          float alpha0, alpha1;
-          wait_full(k);
-          issue_qk(stage_a);
-          wg_wait0();  // S_A
-          pin(sc);
-          online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
-          pack_p<F16, true>(sc, a);
-          store_frags(stage_a, sa, a);
-          m_buf[ct] = make_float2(m0, m1);
-          mbar_arrive(pa_bar);  // release: P_A and m_A before it
-          rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_a, g);
-          if (tile + NT < max_end) {
-            mbar_wait(pb_bar, nb & 1, p.error);
-            wait_full(k + 1);  // V_B, read by this warpgroup's wgmma
-            wait_pv();         // P_A·V_A,L: stage A and the fragments are free
-            release(k);
-            load_p(stage_b, sb, a);
-            adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
-            rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
-            wait_pv();
-            release(k + 1);
-            nb += 1;
-            k += 2;
-          } else {
-            wait_pv();
-            release(k);
-            k += 1;  // a lone last tile takes one stage
-          }
-          na += 1;
+    // Every path below waits for its P·V before any branch joins: a wgmma in flight
+    // across a join lets ptxas move its accumulators there (C7515) or keep two copies
+    // (C7512) (docs/bench_notes.md steps 46-47).
+    if (g == 0) {
+      for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
+        const int sa = int(k % S), sb = int((k + 1) % S);
+        const uint8_t* stage_a = stage_at(k);
+        const uint8_t* stage_b = stage_at(k + 1);
+        float alpha0, alpha1;
+        wait_full(k);
+        issue_qk(stage_a);
+        wg_wait0();  // S_A
+        pin(sc);
+        online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+        pack_p<F16, true>(sc, a);
+        store_frags(stage_a, sa, a);
+        m_buf[ct] = make_float2(m0, m1);
+        mbar_arrive(pa_bar);  // release: P_A and m_A before it
+        rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_a, g);
+        if (tile + NT < max_end) {
+          mbar_wait(pb_bar, nb & 1, p.error);
+          wait_full(k + 1);  // V_B, read by this warpgroup's wgmma
+          wait_pv();         // P_A·V_A,L: stage A and the fragments are free
+          release(k);
+          load_p(stage_b, sb, a);
+          adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
+          rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
+          wait_pv();
+          release(k + 1);
+          nb += 1;
+          k += 2;
+        } else {
+          wait_pv();
+          release(k);
+          k += 1;  // a lone last tile takes one stage
         }
-      } else {
-        for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
-          const int sa = int(k % S), sb = int((k + 1) % S);
-          const uint8_t* stage_a = stage_at(k);
-          const uint8_t* stage_b = stage_at(k + 1);
-          float alpha_a0, alpha_a1;
-          if (tile + NT < max_end) {
-            wait_full(k + 1);
-            issue_qk(stage_b);
-            mbar_wait(pa_bar, na & 1, p.error);
-            adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
-            wg_wait0();  // S_B
-            pin(sc);
-            // P_A·V_A,R under softmax(B): the tensor pipe works while this warpgroup
-            // softmaxes (softmax(B) defines no accumulator of it).
-            float alpha0, alpha1;
-            online_softmax<NT>(sc, tile + NT, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
-            store_p(stage_b, sb, sc);
-            m_buf[ct] = make_float2(m0, m1);
-            mbar_arrive(pb_bar);
-            wait_full(k);
-            load_p(stage_a, sa, a);
-            rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
-            wait_pv();
-            release(k);
-            load_p(stage_b, sb, a);
-            rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
-            wait_pv();
-            release(k + 1);
-            nb += 1;
-            k += 2;
-          } else {
-            mbar_wait(pa_bar, na & 1, p.error);
-            adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
-            wait_full(k);
-            load_p(stage_a, sa, a);
-            rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
-            wait_pv();
-            release(k);
-            k += 1;
-          }
-          na += 1;
-        }
+        na += 1;
       }
-
-      add_row_sums_across_warpgroups(l_swap, g, ct, l0, l1);
-      store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
+    } else {
+      for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
+        const int sa = int(k % S), sb = int((k + 1) % S);
+        const uint8_t* stage_a = stage_at(k);
+        const uint8_t* stage_b = stage_at(k + 1);
+        float alpha_a0, alpha_a1;
+        if (tile + NT < max_end) {
+          wait_full(k + 1);
+          issue_qk(stage_b);
+          mbar_wait(pa_bar, na & 1, p.error);
+          adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
+          wg_wait0();  // S_B
+          pin(sc);
+          // On 32-token tiles P_A·V_A,R runs under softmax(B) (which defines no
+          // accumulator of it): O 128 + P_A 8 + S_B 16 registers fit beside the softmax.
+          // On 64-token tiles (P_A 16, S_B 32) ptxas serialised the wgmmas (C7512) and
+          // spilled, so there it follows softmax(B) (docs/bench_notes.md step 47).
+          constexpr bool kPvUnderSoftmax = NT == 32;
+          if constexpr (kPvUnderSoftmax) {
+            wait_full(k);
+            load_p(stage_a, sa, a);
+            rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
+          }
+          float alpha0, alpha1;
+          online_softmax<NT>(sc, tile + NT, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
+          store_p(stage_b, sb, sc);
+          m_buf[ct] = make_float2(m0, m1);
+          mbar_arrive(pb_bar);
+          if constexpr (!kPvUnderSoftmax) {
+            wait_full(k);
+            load_p(stage_a, sa, a);
+            rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
+          }
+          wait_pv();
+          release(k);
+          load_p(stage_b, sb, a);
+          rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
+          wait_pv();
+          release(k + 1);
+          nb += 1;
+          k += 2;
+        } else {
+          mbar_wait(pa_bar, na & 1, p.error);
+          adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
+          wait_full(k);
+          load_p(stage_a, sa, a);
+          rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
+          wait_pv();
+          release(k);
+          k += 1;
+        }
+        na += 1;
+      }
     }
-  }
+
+    add_row_sums_across_warpgroups(l_swap, g, ct, l0, l1);
+    store_chunk_rows(p, work, chunk, cp, g, r0, r1, tq, o, m0, l0, m1, l1, 1.0f);
+  });
   block_clock_end(p);
 #else
   (void)p;  // compiled for an architecture without wgmma: never launched (select_stage1)

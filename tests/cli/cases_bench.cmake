@@ -18,7 +18,7 @@ mlactl_cli_test(bench-stage1-unknown RC 2 ARGS bench --heads 16 --context 10 --s
 mlactl_cli_test(bench-combine-unknown RC 2 ARGS bench --heads 16 --context 10 --combine both
                 STDERR "--combine: both not in {separate,fused,separate_early,spread}")
 mlactl_cli_test(bench-wgmma-schedule-unknown RC 2 ARGS bench --heads 16 --context 10 --wgmma-schedule bogus
-                STDERR "--wgmma-schedule: bogus not in {serial,qk-ahead,split-qk,serial-64,seesaw,pair}")
+                STDERR "--wgmma-schedule: bogus not in {serial,qk-ahead,split-qk,serial-64,seesaw,pair,pair-32}")
 mlactl_cli_test(bench-fp8-qk-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-qk bf16
                 STDERR "--fp8-qk: bf16 not in {e4m3,fp16}")
 mlactl_cli_test(bench-fp8-pv-unknown RC 2 ARGS bench --heads 16 --context 10 --fp8-pv fp8

@@ -395,6 +395,24 @@ TEST_CASE("select_stage1: pair runs the row-major kernel on pairs of 64-token ti
   CHECK(mla::wgmma_schedule_from_name("pair") == mla::WgmmaSchedule::pair);
 }
 
+TEST_CASE("select_stage1: pair-32 runs the pair schedule on 32-token tiles and four stages, P once, and says so",
+          "[unit][select_stage1]") {
+  Stage1Params p = params(A, bf16, bf16, 128, 576, 512, 0);  // C1: the row-major kernel
+  p.wgmma_schedule = mla::WgmmaSchedule::pair_32;
+  CHECK_FALSE(mla::wgmma_rows_64(p));
+  CHECK(mla::wgmma_runs_pair(p));
+  CHECK(mla::wgmma_p_once(p));
+  CHECK(pick(p, kH200) == W);
+  CHECK(why_has(p, kH200, "; 32-token tiles in pairs on four stages, one tile of each pair a warpgroup "
+                          "(--wgmma-schedule pair-32); P·V with P rounded once to the operand type (the pair schedule "
+                          "always: two parts do not fit)"));
+  Stage1Params fp8 = p;  // fp8 KV: the transposed kernel's raw-code paths, never the pair kernel
+  fp8.kv_type = mla::ElemType::fp8;
+  CHECK_FALSE(mla::wgmma_runs_pair(fp8));
+  CHECK(mla::to_string(mla::WgmmaSchedule::pair_32) == std::string("pair-32"));
+  CHECK(mla::wgmma_schedule_from_name("pair-32") == mla::WgmmaSchedule::pair_32);
+}
+
 TEST_CASE("wgmma_pair_tiles: one block per 64-pair chunk of the row-major kernel's works, 1 on the transposed kernel",
           "[unit][select_stage1]") {
   CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16)) == 1);                         // 16 pairs: transposed
