@@ -125,14 +125,38 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
     float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
     uint32_t a[kKSteps][2][4];                              // P fragments (hi only) of the P·V being issued
     float sc[NT / 2];  // S of this warpgroup's tile of the pair
+    // On 32-token tiles Q·Kᵀ runs as two chains (even and odd k-steps, summed after the
+    // wait, as the serial schedule does): one chain of 36 dependent m64n32k16 waits on
+    // its own issue latency (docs/bench_notes.md step 48).
+    constexpr int kChains = NT == 32 ? 2 : 1;
+    float sc2[kChains == 2 ? NT / 2 : 1];
 #pragma unroll
     for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
-    // S = Q·Kᵀ of one tile into sc (the first wgmma does not read sc: scale-d 0).
+#pragma unroll
+    for (int x = 0; x < int(sizeof(sc2) / sizeof(float)); ++x) sc2[x] = 0.0f;
+    // S = Q·Kᵀ of one tile into sc (the first wgmma of a chain does not read it: scale-d 0).
     auto issue_qk = [&](const uint8_t* st) {
       wg_fence();
+      if constexpr (kChains == 2) {
 #pragma unroll
-      for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+        for (int kk = 0; kk < HD / 16; kk += 2) {
+          mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+          mma_qk<F16>(sc2, kstep_desc(q_s, QR, kk + 1), kstep_desc(st, NT, kk + 1), kk > 0);
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
+      }
       wg_commit();
+    };
+    // After the wait for S: pins it (and adds the second chain).
+    auto take_s = [&] {
+      pin(sc);
+      if constexpr (kChains == 2) {
+        pin(sc2);
+#pragma unroll
+        for (int x = 0; x < NT / 2; ++x) sc[x] += sc2[x];
+      }
     };
 
     auto wait_pv = [&] {
@@ -153,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
         wait_full(k);
         issue_qk(stage_a);
         wg_wait0();  // S_A
-        pin(sc);
+        take_s();
         online_softmax<NT>(sc, tile, tq, end0, end1, score_scale, m0, m1, l0, l1, alpha0, alpha1);
         pack_p<F16, true>(sc, a);
         store_frags(stage_a, sa, a);
@@ -191,7 +215,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
           mbar_wait(pa_bar, na & 1, p.error);
           adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
           wg_wait0();  // S_B
-          pin(sc);
+          take_s();
           // On 32-token tiles P_A·V_A,R runs under softmax(B) (which defines no
           // accumulator of it): O 128 + P_A 8 + S_B 16 registers fit beside the softmax.
           // On 64-token tiles (P_A 16, S_B 32) ptxas serialised the wgmmas (C7512) and
