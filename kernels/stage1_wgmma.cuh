@@ -845,6 +845,24 @@ __device__ inline void add_row_sums_across_warpgroups(float2* l_swap, int g, int
   l1 += other.y;
 }
 
+// A row-major chunk's start (stage1_wgmma_kernel, the seesaw and the pair kernels):
+// the visible ends of this thread's rows r0 and r1, q staged between two consumer
+// barriers (the first: the previous chunk is done with q_s), O zeroed.
+template <bool F16, int QR, int HD>
+__device__ __forceinline__ void start_row_chunk(const Stage1Params& p, const WorkRow& work, int qn, int chunk, int cp,
+                                                uint8_t* q_s, int tid, int r0, int r1, int& end0, int& end1,
+                                                float (&o)[4][32]) {
+  end0 = visible_end(work, qn, p.heads, p.causal, chunk + r0, chunk + cp);
+  end1 = visible_end(work, qn, p.heads, p.causal, chunk + r1, chunk + cp);
+  bar_sync(kBarChunk, kConsumers);
+  stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
+  bar_sync(kBarChunk, kConsumers);
+#pragma unroll
+  for (int nb = 0; nb < 4; ++nb)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+}
+
 // A row-major chunk's output: warpgroup g's 256 columns of rows r0 and r1 (those below
 // cp), O / l times kv_scale, as the final output (work.ploc < 0) or the split's partial
 // rows; warpgroup 0's quad leader also writes the rows' LSE (natural log).
@@ -929,7 +947,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int heads = p.heads;
 
   static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
   int32_t w_begin, w_end;
@@ -951,18 +968,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
 
   for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
                      [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
-    const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
-    const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
-
-    bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s and stats
-    stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
-    bar_sync(kBarChunk, kConsumers);
-
+    int end0, end1;
     float o[4][32];
-#pragma unroll
-    for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-      for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+    start_row_chunk<F16, QR, HD>(p, work, qn, chunk, cp, q_s, tid, r0, r1, end0, end1, o);  // (and stats free)
     float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max, partial sums
     uint32_t a[kKSteps][2][4];                              // [k-step][hi, lo] P fragments (P1: hi only)
     // qk_ahead: the next tile's S, in flight across the softmax. Zeroed here only:

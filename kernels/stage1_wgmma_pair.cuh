@@ -50,7 +50,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
   const uint32_t pa_bar = plan.pair_bar(saddr(smem)), pb_bar = pa_bar + 8;  // P_A, P_B published
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int heads = p.heads;
 
   if (tid == 0) {  // fenced by pipeline_start's fence.mbarrier_init, ordered by its __syncthreads
     mbar_init(pa_bar, kConsumers / 2);
@@ -110,18 +109,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
 
   for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
                      [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
-    const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
-    const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
-
-    bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
-    stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
-    bar_sync(kBarChunk, kConsumers);
-
+    int end0, end1;
     float o[4][32];
-#pragma unroll
-    for (int nb_ = 0; nb_ < 4; ++nb_)
-#pragma unroll
-      for (int i = 0; i < 32; ++i) o[nb_][i] = 0.0f;
+    start_row_chunk<F16, QR, HD>(p, work, qn, chunk, cp, q_s, tid, r0, r1, end0, end1, o);
     float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
     uint32_t a[kKSteps][2][4];                              // P fragments (hi only) of the P·V being issued
     float sc[NT / 2];  // S of this warpgroup's tile of the pair
@@ -165,6 +155,19 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
       for (int i = 0; i < 4; ++i) pin(o[i]);
     };
 
+    // The pair's second P·V (P_B with B's alpha) once this warpgroup's first completed
+    // (stage A goes back), then stage B back: both warpgroups end a full pair with it.
+    auto pv_b = [&](const uint8_t* stage_b, int sb, float alpha0, float alpha1) {
+      wait_pv();
+      release(k);
+      load_p(stage_b, sb, a);
+      rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
+      wait_pv();
+      release(k + 1);
+      nb += 1;
+      k += 2;
+    };
+
     // Every path below waits for its P·V before any branch joins: a wgmma in flight
     // across a join lets ptxas move its accumulators there (C7515) or keep two copies
     // (C7512) (docs/bench_notes.md steps 46-47).
@@ -186,16 +189,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
         rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_a, g);
         if (tile + NT < max_end) {
           mbar_wait(pb_bar, nb & 1, p.error);
-          wait_full(k + 1);  // V_B, read by this warpgroup's wgmma
-          wait_pv();         // P_A·V_A,L: stage A and the fragments are free
-          release(k);
-          load_p(stage_b, sb, a);
           adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
-          rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
-          wait_pv();
-          release(k + 1);
-          nb += 1;
-          k += 2;
+          wait_full(k + 1);  // V_B, read by this warpgroup's wgmma
+          pv_b(stage_b, sb, alpha0, alpha1);
         } else {
           wait_pv();
           release(k);
@@ -236,14 +232,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
             load_p(stage_a, sa, a);
             rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
           }
-          wait_pv();
-          release(k);
-          load_p(stage_b, sb, a);
-          rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
-          wait_pv();
-          release(k + 1);
-          nb += 1;
-          k += 2;
+          pv_b(stage_b, sb, alpha0, alpha1);
         } else {
           mbar_wait(pa_bar, na & 1, p.error);
           adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);

@@ -48,7 +48,6 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
   const uint32_t full_bar = saddr(smem + plan.bar_off()), empty_bar = full_bar + 8 * S;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int heads = p.heads;
 
   int32_t w_begin, w_end;
   if (!row_major_start<QR, NT, S, HD, false>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
@@ -68,18 +67,9 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
 
   for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
                      [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
-    const int end0 = visible_end(work, qn, heads, p.causal, chunk + r0, chunk + cp);
-    const int end1 = visible_end(work, qn, heads, p.causal, chunk + r1, chunk + cp);
-
-    bar_sync(kBarChunk, kConsumers);  // the previous chunk is done with q_s
-    stage_q<F16, QR, HD>(p, work, chunk, cp, q_s, tid);
-    bar_sync(kBarChunk, kConsumers);
-
+    int end0, end1;
     float o[4][32];
-#pragma unroll
-    for (int nb = 0; nb < 4; ++nb)
-#pragma unroll
-      for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+    start_row_chunk<F16, QR, HD>(p, work, qn, chunk, cp, q_s, tid, r0, r1, end0, end1, o);
     float m0 = kNegInf, m1 = kNegInf, l0 = 0.0f, l1 = 0.0f;  // log2-domain running max; this warpgroup's sums
     uint32_t a[kKSteps][2][4];                              // P fragments [k-step][hi, lo] (P1: hi only)
     float sc[NT / 2];                                       // S of this warpgroup's next own tile
