@@ -77,7 +77,9 @@ inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
 //             the H100 (step 47: each stage is held for the whole pair, so the next
 //             pair waits for a whole load); an option.
 //   pair_32   the pair schedule on 32-token tiles and four stages, so the next pair's
-//             two tiles load while this pair's are read (step 48). P rounded once.
+//             two tiles load while this pair's are read, Q·Kᵀ as two chains and
+//             warpgroup 1's P_A·V under softmax(B) (step 48). P rounded once. Slower than
+//             serial_64 on the H100 (the running max's hand-offs are its wait); an option.
 // serial_64 is the default (kDefaultWgmmaSchedule): on the H100 it took C1 from 464 to
 // 394 µs and M2 from 145 to 140 with P in two parts, 317 and 136 with P once
 // (docs/bench_notes.md step 39); qk_ahead was slower on the H200 (step 27: warpgroup 0
