@@ -18,7 +18,7 @@
 #   source     with OUT_DIR: ncu's SASS source counters (stall reasons an instruction) of
 #              S1's stage 1 at 4095, separate and spread, as CSV in OUT_DIR (the next step
 #              of bench_notes steps 34-36: where a lone tile's 2.2 µs and a spread share's
-#              ~6 µs go)
+#              ~6 µs go), each summarised by scripts/stall_sites.py
 # Needs ncu (else only the bench lines); exit 2 without BIN_DIR or when mlactl is missing.
 set -u
 [ $# -ge 1 ] || { echo "usage: gpu_diag.sh BIN_DIR [OUT_DIR]" >&2; exit 2; }
@@ -85,5 +85,6 @@ if [ -n "$O" ] && [ -n "$NCU" ]; then
       --page source --print-source sass --csv "$B/mlactl" bench $S4 --combine $c --iters 3 --warmup 1 \
       > "$O/s4_${c}_source.csv" 2>&1
     echo "rc $? ($(wc -l < "$O/s4_${c}_source.csv") lines)"
+    python3 scripts/stall_sites.py "$O/s4_${c}_source.csv" --top 8  # by instruction, mbarrier waits named
   done
 fi
