@@ -706,11 +706,14 @@ std::vector<Case> contract_table() {
   // work): several requests, each split in 256-token works (1 to 6 splits, ragged
   // ends, works of 1, 2 and many 32-token tiles, several works per workgroup, so
   // the KV ring and the qk_ahead schedule cross chunk and work boundaries).
-  auto split_batch = [](Problem& p, Rng& r, int heads, int q_len, std::vector<int> lens, int workgroups) {
+  // (dtype, head_dim: q and KV's type and the KV row; 512 is rope-free.)
+  auto split_batch = [](Problem& p, Rng& r, int heads, int q_len, std::vector<int> lens, int workgroups,
+                        DType dtype = DType::bf16, int head_dim = 576) {
     const int B = int(lens.size());
     int total = 0;
     for (int n : lens) total += n;
-    setup(p, r, make_view(heads, DType::bf16, DType::bf16, true), int64_t(B) * q_len, total + 64, total);
+    setup(p, r, make_view(heads, dtype, dtype, true, head_dim), int64_t(B) * q_len, total + 64, total);
+    p.kv_row_stride = head_dim;
     int kv = 0, ploc = 0, wg = 0;
     for (int b = 0; b < B; ++b) {
       const int qs = b * q_len, qe = qs + q_len, ks = kv, ke = kv + lens[b];
@@ -883,6 +886,16 @@ std::vector<Case> contract_table() {
        }},
   };
   t.insert(t.end(), more.begin(), more.end());
+  // The row-major kernel's other instantiations (every schedule's leg runs them): fp16
+  // operands, and head_dim 512 (no rope block: the P buffers of Plan instead of the
+  // stage's rope columns). Appended, so the cases above keep their random inputs.
+  t.push_back({"row-major fp16 q and KV: 16 heads, causal q_len 4 (64 pairs), 4 requests in 1..5 splits, fp16 out",
+               45, [split_batch](Problem& p, Rng& r) {
+                 split_batch(p, r, 16, 4, {200, 1100, 70, 513}, 3, DType::fp16);
+                 p.out_dtype = DType::fp16;
+               }});
+  t.push_back({"row-major head_dim 512: 16 heads, causal q_len 4 (64 pairs), 4 requests in 1..5 splits", 46,
+               [split_batch](Problem& p, Rng& r) { split_batch(p, r, 16, 4, {130, 64, 1200, 333}, 4, DType::bf16, 512); }});
   return t;
 }
 
