@@ -1,9 +1,10 @@
-// The row-major warpgroup stage 1 with the pair schedule (WgmmaSchedule::pair; NVIDIA
-// sm_90a; docs/bench_notes.md steps 46-47). FlashMLA's order
+// The row-major warpgroup stage 1 with the pair schedules (WgmmaSchedule::pair and
+// pair_32; NVIDIA sm_90a; docs/bench_notes.md steps 46-48). FlashMLA's order
 // (deepseek-ai/FlashMLA csrc/sm90/decode/dense/splitkv_mla.cuh@9241ae3) on serial-64's
-// two 64-token stages: per pair of tiles (A = tile k in stage k % 2, B = tile k + 1 in
-// the other), both Q·Kᵀ are issued at once, one a warpgroup, so warpgroup 1 no longer
-// waits for a P it did not compute while the tensor pipe idles:
+// two 64-token stages (pair) or on four 32-token ones (pair_32): per pair of tiles (A =
+// tile k in stage k % S, B = tile k + 1 in the next), both Q·Kᵀ are issued at once, one
+// a warpgroup, so warpgroup 1 no longer waits for a P it did not compute while the
+// tensor pipe idles:
 //   warpgroup 0: Q·Kᵀ(A); softmax(A) from the running max m (new max m_A, P_A); P_A and
 //     m_A published (mbarrier pa); O_L = α_A·O_L + P_A·V_A,L; then, once P_B and m_B are
 //     published (pb), O_L = α_B·O_L + P_B·V_B,L;
