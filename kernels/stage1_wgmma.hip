@@ -32,14 +32,12 @@ static_assert(wg::kRows == kRowMajorPairs, "wgmma_pair_tiles' chunk");
 template <bool F16, bool KV8, int QR, int S, int NT, WgmmaSchedule SCHED, bool P1 = false>
 bool launch_rows(const Stage1Params& p_in, std::string* error) {
   static_assert(QR == kRowMajorPairs, "wgmma_pair_tiles' chunk");
+  constexpr bool kPair = SCHED == WgmmaSchedule::pair || SCHED == WgmmaSchedule::pair_32;
   Stage1Params p = p_in;
   p.pair_tiles = wgmma_pair_tiles(p);
-  const size_t smem =
-      wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1,
-               SCHED == WgmmaSchedule::pair || SCHED == WgmmaSchedule::pair_32}
-          .total();
+  const size_t smem = wg::Plan{QR, S, p.head_dim, NT, SCHED == WgmmaSchedule::split_qk, P1, kPair}.total();
   void (*kernel)(Stage1Params);
-  if constexpr (SCHED == WgmmaSchedule::pair || SCHED == WgmmaSchedule::pair_32) {
+  if constexpr (kPair) {
     static_assert(!KV8 && P1, "the pair kernel: 16-bit KV, P once");
     kernel = p.head_dim == 576 ? wg::stage1_wgmma_pair_kernel<F16, 576, NT, S>
                                : wg::stage1_wgmma_pair_kernel<F16, 512, NT, S>;

@@ -6,11 +6,7 @@ set -u
 SRC=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"  # check NAME CONDITION...; $fails
 # A fake mlactl: µs by option (P once 300, else 400) plus the build's offset; 77 when
 # FAKE_NO_GPU is set, as bench says when there is no card.
 fake() {  # fake DIR OFFSET GPU_TESTS_RC

@@ -8,11 +8,7 @@ SRC=$1
 PY=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-check() {  # check NAME CONDITION...
-  local name=$1; shift
-  if "$@"; then echo "ok   $name"; else echo "FAIL $name"; fails=$((fails + 1)); fi
-}
+. "$(dirname "$0")/check.sh"  # check NAME CONDITION...; $fails
 # 100 samples: the try-wait's branch 60 (long scoreboard), a wgmma wait 30 (barrier), an
 # FMUL 10 (selected). ncu prints lines of its own before the table.
 H='"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","stall_barrier","stall_long_sb","stall_selected","stall_long_sb (Not Issued)"'
