@@ -375,10 +375,25 @@ __device__ inline uint32_t q_word16(const Stage1Params& p, uint32_t raw) {
 // q of a chunk (pairs [chunk, chunk + cp) of the work) into the swizzled
 // [64-element block][QR rows][128 B] tile, 16-bit (fp8 q decoded exactly), rows
 // past cp zero; by the kConsumers consumer threads, fenced for the async proxy.
+// 16-bit q that needs no conversion goes straight to shared memory by cp.async (rows
+// past cp zero-filled), all of a thread's copies in flight at once: through
+// registers each copy's global load stalled its shared store, one round trip after
+// another (docs/bench_notes.md, "S1 by instruction": 13 % of S1's stage-1 stalls).
 template <bool F16, int QR, int HD>
 __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int chunk, int cp, uint8_t* q_s, int tid) {
   constexpr int kRowChunks = HD / 8;
   const int64_t q_base = (int64_t(work.qo_start) * p.heads + chunk) * HD;
+  if (p.q_type != ElemType::fp8 && !(F16 && p.q_type == ElemType::bf16)) {
+    const uint16_t* q = static_cast<const uint16_t*>(p.q) + q_base;
+    for (int i = tid; i < QR * kRowChunks; i += kConsumers) {
+      const int r = i / kRowChunks, ch = i % kRowChunks;
+      const bool in = r < cp;
+      frag::cp_async16(q_s + swz(ch, r, QR), q + (in ? int64_t(r) * HD + ch * 8 : 0), in ? 16 : 0);
+    }
+    frag::cp_async_wait_all();
+    fence_async_smem();
+    return;
+  }
   for (int i = tid; i < QR * kRowChunks; i += kConsumers) {
     const int r = i / kRowChunks, ch = i % kRowChunks;
     uint4 v = make_uint4(0, 0, 0, 0);
@@ -405,12 +420,12 @@ __device__ inline void stage_q_codes(const Stage1Params& p, const WorkRow& work,
                                      int tid) {
   constexpr int kRowChunks = HD / 16;
   const uint8_t* q = static_cast<const uint8_t*>(p.q) + (int64_t(work.qo_start) * p.heads + chunk) * HD;
-  for (int i = tid; i < QR * kRowChunks; i += kConsumers) {
+  for (int i = tid; i < QR * kRowChunks; i += kConsumers) {  // by cp.async, as stage_q's 16-bit q
     const int r = i / kRowChunks, ch = i % kRowChunks;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r < cp) v = *reinterpret_cast<const uint4*>(q + int64_t(r) * HD + ch * 16);
-    *reinterpret_cast<uint4*>(q_s + raw_offset(ch, r, QR)) = v;
+    const bool in = r < cp;
+    frag::cp_async16(q_s + raw_offset(ch, r, QR), q + (in ? int64_t(r) * HD + ch * 16 : 0), in ? 16 : 0);
   }
+  frag::cp_async_wait_all();
   fence_async_smem();
 }
 
