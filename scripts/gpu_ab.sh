@@ -8,6 +8,9 @@
 # the default C1 and M2 rows; AB_FORMS: "|--pv-precision once|..." the options each shape
 # runs with ('|'-separated, an empty field is the default; default: none, P once, seesaw);
 # AB_TESTS: the gpu_tests arguments (default --wgmma; "all" runs every leg).
+# Every run gets `--block-size 16 --num-cu 132` (issue 19's table) unless its shape or form
+# names that option itself (F2: --block-size 64); a run that fails prints bench's first
+# error line beside its "error".
 # Steps, each named in the output:
 #   correctness  NEW_DIR/gpu_tests (a failure is reported; the timings still run)
 #   ab           per round, shape and option: old then new, `bench --format json`,
@@ -45,7 +48,8 @@ else
   echo "== correctness: $NEW/gpu_tests missing, skipped"
 fi
 RES=$(mktemp)
-trap 'rm -f "$RES"' EXIT
+ERR=$(mktemp)
+trap 'rm -f "$RES" "$ERR"' EXIT
 IFS=';' read -r -a shape_list <<< "$SHAPES"
 IFS='|' read -r -a form_list <<< "$FORMS"
 [ ${#form_list[@]} -gt 0 ] || form_list=("")
@@ -58,8 +62,11 @@ for r in $(seq "$ROUNDS"); do
     for form in "${form_list[@]}"; do
       for side in old new; do
         [ $side = old ] && b=$OLD || b=$NEW
-        # shellcheck disable=SC2086  # opts and form are word lists
-        out=$("$b/mlactl" --format json bench $opts --block-size 16 --num-cu 132 $form 2>/dev/null); rc=$?
+        defaults=""
+        [[ " $opts $form " == *" --block-size "* ]] || defaults="--block-size 16"
+        [[ " $opts $form " == *" --num-cu "* ]] || defaults="$defaults --num-cu 132"
+        # shellcheck disable=SC2086  # opts, defaults and form are word lists
+        out=$("$b/mlactl" --format json bench $opts $defaults $form 2>"$ERR"); rc=$?
         [ $rc -eq 77 ] && { echo "gpu_ab.sh: no GPU"; exit 77; }
         us=$(printf '%s' "$out" | python3 -c 'import json,sys
 try:
@@ -67,7 +74,9 @@ try:
     print("%.1f" % r["kernels_us"]["median"])
 except Exception:
     print("error")')
-        echo "$r $side $name ${form:-default}: $us"
+        why=""
+        [ "$us" = error ] && why=" (exit $rc: $(grep -m1 . "$ERR"))"
+        echo "$r $side $name ${form:-default}: $us$why"
         printf '%s\t%s\t%s\t%s\n' "$name" "${form:-default}" "$side" "$us" >> "$RES"
       done
     done

@@ -7,15 +7,18 @@ SRC=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/check.sh"  # check NAME CONDITION...; $fails
-# A fake mlactl: µs by option (P once 300, else 400) plus the build's offset; 77 when
-# FAKE_NO_GPU is set, as bench says when there is no card.
+# A fake mlactl: µs by option (P once 300, block size 64 500, else 400) plus the build's
+# offset; 77 when FAKE_NO_GPU is set, as bench says when there is no card; a repeated
+# --block-size and --heads 0 fail with a message on stderr, as bench's parser does.
 fake() {  # fake DIR OFFSET GPU_TESTS_RC
   mkdir -p "$1"
   cat > "$1/mlactl" <<EOS
 #!/bin/sh
 if [ "\$1" = --version ]; then echo mlactl; echo "commit: fake"; exit 0; fi
 [ -n "\${FAKE_NO_GPU:-}" ] && exit 77
-case "\$*" in *once*) v=300;; *) v=400;; esac
+[ "\$(printf '%s\\n' "\$@" | grep -c -- '^--block-size\$')" -gt 1 ] && { echo "--block-size: given twice" >&2; exit 106; }
+case "\$*" in *"--heads 0"*) echo "bench: --heads: must be at least 1" >&2; exit 2;; esac
+case "\$*" in *once*) v=300;; *"--block-size 64"*) v=500;; *) v=400;; esac
 echo "{\"results\":[{\"kernels_us\":{\"median\":\$((v + $2)).0}}]}"
 EOS
   printf '#!/bin/sh\necho "gpu_tests: 10 checks"\nexit %s\n' "$3" > "$1/gpu_tests"
@@ -41,6 +44,12 @@ check "  and the summary is printed" grep -q "^C1   default " <<< "$out"
 out=$(AB_SHAPES="X|--heads 16" AB_FORMS="--pv-precision once|" bash "$SRC/scripts/gpu_ab.sh" "$T/old" "$T/new" 1); rc=$?
 check "AB_SHAPES / AB_FORMS: two rows of shape X" [ "$(grep -c '^X  ' <<< "$out")" -eq 2 ]
 check "  a trailing empty form is the default" grep -q "^X    default " <<< "$out"
+
+out=$(AB_SHAPES="F2|--block-size 64 --arch sm90" AB_FORMS="" bash "$SRC/scripts/gpu_ab.sh" "$T/old" "$T/new" 1); rc=$?
+check "a shape's own --block-size replaces the default 16" grep -q "^F2   default  *old 500.0  *new 504.0 " <<< "$out"
+out=$(AB_SHAPES="Z|--heads 0" AB_FORMS="" bash "$SRC/scripts/gpu_ab.sh" "$T/old" "$T/new" 1); rc=$?
+check "a failed run names bench's error" grep -q "^1 old Z default: error (exit 2: bench: --heads: must be at least 1)" <<< "$out"
+check "  and its summary row has no ratio" grep -q "^Z    default  *old error  *new error  *new/old n/a" <<< "$out"
 
 out=$(FAKE_NO_GPU=1 bash "$SRC/scripts/gpu_ab.sh" "$T/old" "$T/new" 1); rc=$?
 check "exit 77 without a card" [ $rc -eq 77 ]
