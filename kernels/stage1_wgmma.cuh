@@ -714,6 +714,28 @@ __device__ inline void produce_kv_tiles(const Stage1Params& p, int32_t w_begin, 
   frag::cp_async_wait_all();
 }
 
+// The row-major kernels' KV ring (stage1_wgmma_kernel, seesaw, pair: S stages of
+// plan.stage_bytes() from kv_s; stage s's `full` and `empty` mbarriers at full_bar + 8s
+// and empty_bar + 8s): where tile t lies, the wait for it to land, and a warp's release.
+template <int S>
+struct StageRing {
+  uint8_t* kv_s;
+  size_t stage_bytes;
+  uint32_t full_bar, empty_bar;
+  __device__ const uint8_t* at(uint32_t t) const { return kv_s + size_t(t % S) * stage_bytes; }
+  // Until tile t has landed; then the producer's cp.async writes (generic proxy) are
+  // made visible to the wgmma reads (async proxy).
+  __device__ void wait_full(uint32_t t, int32_t* error) const {
+    mbar_wait(full_bar + 8 * (t % S), (t / S) & 1, error);
+    fence_async_smem();
+  }
+  // This warp's release of tile t's stage (after its last read of it completed).
+  __device__ void release(uint32_t t, int lane) const {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty_bar + 8 * (t % S));
+  }
+};
+
 // The row-major kernels' block start (stage1_wgmma_kernel, stage1_wgmma_seesaw_kernel):
 // the pipeline's barriers and work range, then the producer warpgroup's registers
 // lowered and its loop run. True in the consumer threads, their registers raised;
@@ -966,6 +988,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
   static_assert(!KV8, "fp8 KV runs on the transposed kernel only (select_stage1)");
   int32_t w_begin, w_end;
   if (!row_major_start<QR, NT, S, HD, KV8>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
+  const StageRing<S> ring{kv_s, plan.stage_bytes(), full_bar, empty_bar};
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
   const int g = __shfl_sync(0xffffffffu, warp / 4, 0), ct = tid % 128, wq = (tid % 128) / 32;  // g: see the transposed kernel
@@ -1012,9 +1035,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
     // qk_ahead, warpgroup 0: the chunk's first Q·Kᵀ, peeled out of the tile loop
     // (and an empty group: each tile then starts with two groups pending).
     if (kQkAhead && g == 0 && work.kv_start < max_end) {
-      mbar_wait(full_bar + 8 * (k % S), (k / S) & 1, p.error);
-      fence_async_smem();
-      issue_qk(kv_s + size_t(k % S) * plan.stage_bytes(), qk, qk2);
+      ring.wait_full(k, p.error);
+      issue_qk(ring.at(k), qk, qk2);
       wg_commit();
     }
 
@@ -1022,19 +1044,13 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
     // This warp's release of the previous tile's stage (none before the chunk's first
     // tile; after the loop, the chunk's last).
     auto release_previous = [&] {
-      if (i > 0) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-      }
+      if (i > 0) ring.release(k - 1, lane);
     };
     for (int tile = work.kv_start; tile < max_end; tile += kN, ++i, ++k) {
-      const int s = int(k % S), b = kPBufs == 1 ? 0 : int(k & 1);
-      const uint8_t* stage = kv_s + size_t(s) * plan.stage_bytes();
+      const int b = kPBufs == 1 ? 0 : int(k & 1);
+      const uint8_t* stage = ring.at(k);
       // (qk_ahead: warpgroup 0 waited for this tile before it issued its Q·Kᵀ.)
-      if (!kQkAhead || g != 0) {
-        mbar_wait(full_bar + 8 * s, (k / S) & 1, p.error);
-        fence_async_smem();  // the tile's cp.async (generic proxy) writes, before the wgmma reads (async proxy)
-      }
+      if (!kQkAhead || g != 0) ring.wait_full(k, p.error);
       float alpha0, alpha1;
       if (kSplitQk || g == 0) {
         float sc[NT / 2];
@@ -1072,11 +1088,8 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_kernel(Stage1Params 
           // under a branch and every tile commits the same groups.
           const bool ahead = tile + kN < max_end;
           const uint32_t k1 = ahead ? k + 1 : k;
-          if (ahead) {
-            mbar_wait(full_bar + 8 * (k1 % S), (k1 / S) & 1, p.error);
-            fence_async_smem();
-          }
-          issue_qk(kv_s + size_t(k1 % S) * plan.stage_bytes(), qk, qk2);
+          if (ahead) ring.wait_full(k1, p.error);
+          issue_qk(ring.at(k1), qk, qk2);
         } else if constexpr (kWide) {
           // One chain: an m64n64k16 takes twice an m64n32k16's tensor time, so the
           // chain's dependent issue latency is half as exposed (two chains would add

@@ -66,17 +66,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
   const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
   uint32_t k = 0;              // tiles consumed by this block (stage and phase of the ring)
   uint32_t na = 0, nb = 0;     // P_A and P_B hand-offs so far (their mbarriers' phases)
-  auto stage_at = [&](uint32_t t) { return kv_s + size_t(t % S) * plan.stage_bytes(); };
-  // Waits until tile t has landed, and makes the producer's writes visible to wgmma.
-  auto wait_full = [&](uint32_t t) {
-    mbar_wait(full_bar + 8 * (t % S), (t / S) & 1, p.error);
-    fence_async_smem();
-  };
-  // This warp's release of tile t's stage (after its last read of it completed).
-  auto release = [&](uint32_t t) {
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty_bar + 8 * (t % S));
-  };
+  const StageRing<S> ring{kv_s, plan.stage_bytes(), full_bar, empty_bar};
   // P of a tile as bf16/fp16 fragments into its slot, packed a k-step at a time (no
   // 16-register array beside a P·V in flight).
   auto store_p = [&](const uint8_t* stage, int s, const float (&x)[NT / 2]) {
@@ -160,11 +150,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
     // (stage A goes back), then stage B back: both warpgroups end a full pair with it.
     auto pv_b = [&](const uint8_t* stage_b, int sb, float alpha0, float alpha1) {
       wait_pv();
-      release(k);
+      ring.release(k, lane);
       load_p(stage_b, sb, a);
       rescale_and_issue_pv<F16, true, NT>(o, a, alpha0, alpha1, stage_b, g);
       wait_pv();
-      release(k + 1);
+      ring.release(k + 1, lane);
       nb += 1;
       k += 2;
     };
@@ -175,10 +165,10 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
     if (g == 0) {
       for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
         const int sa = int(k % S), sb = int((k + 1) % S);
-        const uint8_t* stage_a = stage_at(k);
-        const uint8_t* stage_b = stage_at(k + 1);
+        const uint8_t* stage_a = ring.at(k);
+        const uint8_t* stage_b = ring.at(k + 1);
         float alpha0, alpha1;
-        wait_full(k);
+        ring.wait_full(k, p.error);
         issue_qk(stage_a);
         wg_wait0();  // S_A
         take_s();
@@ -191,11 +181,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
         if (tile + NT < max_end) {
           mbar_wait(pb_bar, nb & 1, p.error);
           adopt_max(m_buf[ct], m0, m1, l0, l1, alpha0, alpha1);
-          wait_full(k + 1);  // V_B, read by this warpgroup's wgmma
+          ring.wait_full(k + 1, p.error);  // V_B, read by this warpgroup's wgmma
           pv_b(stage_b, sb, alpha0, alpha1);
         } else {
           wait_pv();
-          release(k);
+          ring.release(k, lane);
           k += 1;  // a lone last tile takes one stage
         }
         na += 1;
@@ -203,11 +193,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
     } else {
       for (int tile = work.kv_start; tile < max_end; tile += 2 * NT) {
         const int sa = int(k % S), sb = int((k + 1) % S);
-        const uint8_t* stage_a = stage_at(k);
-        const uint8_t* stage_b = stage_at(k + 1);
+        const uint8_t* stage_a = ring.at(k);
+        const uint8_t* stage_b = ring.at(k + 1);
         float alpha_a0, alpha_a1;
         if (tile + NT < max_end) {
-          wait_full(k + 1);
+          ring.wait_full(k + 1, p.error);
           issue_qk(stage_b);
           mbar_wait(pa_bar, na & 1, p.error);
           adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
@@ -219,7 +209,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
           // spilled, so there it follows softmax(B) (docs/bench_notes.md step 47).
           constexpr bool kPvUnderSoftmax = NT == 32;
           if constexpr (kPvUnderSoftmax) {
-            wait_full(k);
+            ring.wait_full(k, p.error);
             load_p(stage_a, sa, a);
             rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
           }
@@ -229,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
           m_buf[ct] = make_float2(m0, m1);
           mbar_arrive(pb_bar);
           if constexpr (!kPvUnderSoftmax) {
-            wait_full(k);
+            ring.wait_full(k, p.error);
             load_p(stage_a, sa, a);
             rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
           }
@@ -237,11 +227,11 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_pair_kernel(Stage1Pa
         } else {
           mbar_wait(pa_bar, na & 1, p.error);
           adopt_max(m_buf[ct], m0, m1, l0, l1, alpha_a0, alpha_a1);
-          wait_full(k);
+          ring.wait_full(k, p.error);
           load_p(stage_a, sa, a);
           rescale_and_issue_pv<F16, true, NT>(o, a, alpha_a0, alpha_a1, stage_a, g);
           wait_pv();
-          release(k);
+          ring.release(k, lane);
           k += 1;
         }
         na += 1;

@@ -58,12 +58,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
   constexpr float kLog2e = 1.4426950408889634f;
   const float score_scale = p.softmax_scale * (p.q_type == ElemType::fp8 ? p.q_scale : 1.0f) * kLog2e;  // log2 domain
   uint32_t k = 0;  // tiles consumed by this block (stage and phase of the ring, and the tile's owner)
-  auto stage_at = [&](uint32_t t) { return kv_s + size_t(t % S) * plan.stage_bytes(); };
-  // Waits until tile t has landed, and makes the producer's writes visible to wgmma.
-  auto wait_full = [&](uint32_t t) {
-    mbar_wait(full_bar + 8 * (t % S), (t / S) & 1, p.error);
-    fence_async_smem();
-  };
+  const StageRing<S> ring{kv_s, plan.stage_bytes(), full_bar, empty_bar};
 
   for_each_chunk<QR>(p, w_begin, w_end, tid == 0,
                      [&](int32_t w, const WorkRow& work, int qn, int chunk, int cp, int max_end) {
@@ -77,7 +72,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
     for (int x = 0; x < NT / 2; ++x) sc[x] = 0.0f;
     // S = Q·Kᵀ of tile t (one chain of m64n64k16: serial-64's order of k-steps).
     auto issue_qk = [&](uint32_t t) {
-      const uint8_t* st = stage_at(t);
+      const uint8_t* st = ring.at(t);
       wg_fence();
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) mma_qk<F16>(sc, kstep_desc(q_s, QR, kk), kstep_desc(st, NT, kk), kk > 0);
@@ -86,20 +81,17 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
     // The chunk's first tile: its owner issues Q·Kᵀ here; every later tile's owner
     // issued it at the end of the step before.
     if (work.kv_start < max_end && int(k % 2) == g) {
-      wait_full(k);
+      ring.wait_full(k, p.error);
       issue_qk(k);
     }
 
     int i = 0;
     // This warp's release of the previous tile's stage (after its P·V of it completed).
     auto release_previous = [&] {
-      if (i > 0) {
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty_bar + 8 * ((k - 1) % S));
-      }
+      if (i > 0) ring.release(k - 1, lane);
     };
     for (int tile = work.kv_start; tile < max_end; tile += NT, ++i, ++k) {
-      const uint8_t* stage = stage_at(k);
+      const uint8_t* stage = ring.at(k);
       const int owner = int(k % 2);
       float alpha0, alpha1;
       if (owner == g) {
@@ -122,7 +114,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
 #pragma unroll
         for (int nb = 0; nb < 4; ++nb) pin(o[nb]);
         release_previous();
-        wait_full(k);  // V of this tile, read by this warpgroup's P·V
+        ring.wait_full(k, p.error);  // V of this tile, read by this warpgroup's P·V
         bar_sync(kBarPFull + owner, kConsumers);
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks)
@@ -139,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_seesaw_kernel(Stage1
       rescale_and_issue_pv<F16, P1, NT>(o, a, alpha0, alpha1, stage, g);
       // The next tile is this warpgroup's own: its Q·Kᵀ goes in behind this P·V.
       if (owner != g && tile + NT < max_end) {
-        wait_full(k + 1);
+        ring.wait_full(k + 1, p.error);
         issue_qk(k + 1);
       }
     }
