@@ -49,13 +49,11 @@ constexpr double kH200PeakTflops = 989.0;
 struct BenchOptions {
   std::string kernel;
   std::string stage1 = "automatic";  // which stage-1 kernel implementation (mla::Stage1Kernel)
-  mla::CombineMode combine = mla::CombineMode::separate;  // --combine (kernels/combine_mode.hpp)
-  mla::WgmmaSchedule wgmma_schedule = mla::kDefaultWgmmaSchedule;  // --wgmma-schedule (kernels/stage1_kernel.hpp)
-  mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::e4m3;                       // --fp8-qk (kernels/stage1_kernel.hpp)
-  mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::automatic;                  // --fp8-pv (kernels/stage1_kernel.hpp)
-  mla::Fp8Copy fp8_copy = mla::Fp8Copy::lines;                      // --fp8-copy (kernels/stage1_kernel.hpp)
-  mla::Fp8Convert fp8_convert = mla::Fp8Convert::registers;         // --fp8-convert (kernels/stage1_kernel.hpp)
-  mla::PvPrecision pv_precision = mla::PvPrecision::split;          // --pv-precision (kernels/stage1_kernel.hpp)
+  // The precision modes (kernels/stage1_kernel.hpp); automatic: the path's own.
+  mla::Fp8QkMma fp8_qk = mla::Fp8QkMma::automatic;           // --fp8-qk
+  mla::Fp8PvMma fp8_pv = mla::Fp8PvMma::automatic;           // --fp8-pv
+  mla::Fp8Convert fp8_convert = mla::Fp8Convert::automatic;  // --fp8-convert
+  mla::PvPrecision pv_precision = mla::PvPrecision::automatic;  // --pv-precision
   bool block_times = false;  // --block-times: one more stage-1 launch that clocks each block
   std::string compare;
   std::string planner;
@@ -102,8 +100,29 @@ nlohmann::ordered_json stats_json(const Stats& s) {
   return {{"median", s.median}, {"min", s.min}, {"p10", s.p10}, {"p90", s.p90}, {"max", s.max}, {"n", s.n}};
 }
 
-// The stage-1 kernel that ran, as bench prints it.
-std::string stage1_text(const BenchResult& r) { return mla::to_string(r.stage1_kernel); }
+// The stage-1 kernel that ran (its launch site's report), as bench prints it:
+// family, schedule, precision.
+std::string stage1_text(const BenchResult& r) {
+  if (!r.stage1) return "none";
+  return std::string(mla::to_string(r.stage1->kernel)) + " " + mla::to_string(r.stage1->schedule) + " " +
+         mla::to_string(r.stage1->precision);
+}
+nlohmann::ordered_json stage1_ran_json(const mla::Stage1Ran& s) {
+  return {{"kernel", mla::to_string(s.kernel)},     {"schedule", mla::to_string(s.schedule)},
+          {"precision", mla::to_string(s.precision)}, {"instance", s.instance},
+          {"grid_blocks", s.grid_blocks},             {"block_threads", s.block_threads},
+          {"smem_bytes", s.smem_bytes}};
+}
+nlohmann::ordered_json reduce_ran_json(const mla::ReduceRan& r) {
+  return {{"kind", mla::to_string(r.kind)}, {"instance", r.instance}, {"grid_blocks", r.grid_blocks},
+          {"block_threads", r.block_threads}};
+}
+// The reduce that ran, as bench prints it.
+std::string reduce_text(const BenchResult& r) {
+  if (r.reduce.kind == mla::ReduceKind::none) return "none (no split tile: stage 1 wrote every output)";
+  return r.reduce.instance + ", " + std::to_string(r.reduce.grid_blocks) + " blocks of " +
+         std::to_string(r.reduce.block_threads);
+}
 
 // What a request must move and compute, independent of the route.
 struct ShapeCost {
@@ -256,10 +275,9 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
-  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1), opt.combine, opt.wgmma_schedule);
+  GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1).value_or(mla::Stage1Kernel::automatic));
   ex.set_fp8_qk(opt.fp8_qk);
   ex.set_fp8_pv(opt.fp8_pv);
-  ex.set_fp8_copy(opt.fp8_copy);
   ex.set_fp8_convert(opt.fp8_convert);
   ex.set_pv_precision(opt.pv_precision);
   ex.set_block_clock(opt.block_times);
@@ -514,10 +532,10 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
       o["works"] = rr.works;
       o["partial_rows"] = rr.partial_rows;
       o["position_audit_ok"] = rr.audit_ok;
-      o["stage1_kernel"] = stage1_text(rr.bench);
+      o["stage1_kernel"] = rr.bench.stage1 ? mla::to_string(rr.bench.stage1->kernel) : "none";
       o["stage1_why"] = rr.bench.stage1_why;
-      o["combine"] = mla::to_string(rr.bench.combine);
-      if (!rr.bench.combine_note.empty()) o["combine_note"] = rr.bench.combine_note;
+      if (rr.bench.stage1) o["stage1"] = stage1_ran_json(*rr.bench.stage1);
+      o["reduce"] = reduce_ran_json(rr.bench.reduce);
       o["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
       o["kernel_us"] = stats_json(rr.stage1);
       o["kernels_us"] = stats_json(rr.total);
@@ -541,14 +559,14 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
 
 void print_bench_csv(std::ostream& out, const BenchReport& r, double peak) {
   Table c;
-  c.header = {"route", "planner", "stage1_kernel", "combine", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
+  c.header = {"route", "planner", "stage1_kernel", "reduce", "workgroups", "kernel_us_median", "kernel_us_p10", "kernel_us_p90",
               "kernels_us_median", "kernels_us_min", "kernels_us_p10", "kernels_us_p90", "kernels_us_max", "host_plan_us",
               "gbps", "pct_copy_roofline", "tflops", "pct_peak_tflops", "copy_roofline_gbps", "status"};
   for (const auto& rr : r.results) {
     const bool ran = rr.ran();
     auto num = [&](double v, int p) { return ran ? fx(v, p) : std::string(); };
     c.add({rr.shown(), ran ? to_string(rr.planner) : "", ran ? stage1_text(rr.bench) : "",
-           ran ? std::string(mla::to_string(rr.bench.combine)) : "",
+           ran ? std::string(mla::to_string(rr.bench.reduce.kind)) : "",
            ran ? std::to_string(rr.workgroups) : "", num(rr.stage1.median, 2), num(rr.stage1.p10, 2), num(rr.stage1.p90, 2),
            num(rr.total.median, 2), num(rr.total.min, 2), num(rr.total.p10, 2), num(rr.total.p90, 2), num(rr.total.max, 2),
            num(rr.plan_us, 1), num(r.gbps(rr.total.median), 1), num(r.pct_bw(rr.total.median), 2), num(r.tflops(rr.total.median), 2),
@@ -598,21 +616,18 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     kv.push_back({"timing", "median of " + std::to_string(opt.iters) + " event-timed runs after " + std::to_string(opt.warmup) +
                                 " warm-up, KV rotated over " + std::to_string(r.kv_copies) + " copies"});
   }
-  // Why that stage-1 kernel, and how the partials were combined, once per run route
+  // Why that stage-1 kernel, what the launches enqueued, and how the partials were combined, once per run route
   // (both can differ by route).
   for (const auto& rr : r.results) {
     if (!rr.ran()) continue;
     const std::string route = r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string();
     if (!rr.bench.stage1_why.empty()) kv.push_back({"stage 1" + route, stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
-    std::string text = mla::to_string(rr.bench.combine);
-    if (mla::combines_in_stage1(rr.bench.combine))
-      text += std::string(rr.bench.combine == mla::CombineMode::spread
-                              ? ": the workgroups of each split tile combine it together at the end of stage 1"
-                              : ": stage 1 combines the split tiles") +
-              ", no reduce launch (+reduce µs times the same launch as kernel µs)";
-    else if (!rr.bench.combine_note.empty())
-      text += " (" + rr.bench.combine_note + ")";
-    kv.push_back({"combine" + route, text});
+    if (rr.bench.stage1)
+      kv.push_back({"launch" + route, rr.bench.stage1->instance + ", " + std::to_string(rr.bench.stage1->grid_blocks) +
+                                          " blocks of " + std::to_string(rr.bench.stage1->block_threads) + ", " +
+                                          std::to_string(rr.bench.stage1->smem_bytes) + " B shared"});
+    kv.push_back({"reduce" + route, reduce_text(rr.bench)});
+
     if (!opt.block_times) continue;
     if (rr.blocks.empty()) {
       kv.push_back({"block times" + route, "not recorded: only the wgmma stage-1 kernels clock their blocks"});
@@ -663,55 +678,31 @@ void setup_bench(CLI::App& app, Context& ctx) {
   sub->add_option("--compare", opt->compare, "routes side by side, comma-separated (e.g. gluon_decode,asm_persistent); the first is the baseline");
   sub->add_option("--stage1", opt->stage1,
                   "stage-1 kernel: automatic (the fastest that applies), wgmma (sm_90a on Hopper), mma, cuda_core; "
-                  "one that does not apply to the view falls back in that order")
-      ->check(CLI::IsMember(std::vector<std::string>{
-          mla::stage1_kernel_name(mla::Stage1Kernel::automatic), mla::stage1_kernel_name(mla::Stage1Kernel::wgmma),
-          mla::stage1_kernel_name(mla::Stage1Kernel::mma), mla::stage1_kernel_name(mla::Stage1Kernel::cuda_core)}))
+                  "a named kernel that does not apply to the view is an error (never a substitute)")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(mla::kStage1KernelNames), std::end(mla::kStage1KernelNames))))
       ->capture_default_str();
-  sub->add_option("--combine", opt->combine,
-                  "how split-KV partials become the output [separate]: separate (a reduce launch after stage 1), fused "
-                  "(the last stage-1 workgroup to finish a tile combines it, no reduce launch), separate_early (the "
-                  "reduce launch released as stage 1 starts) or spread (each workgroup that wrote a split of a tile "
-                  "combines a share of it once the tile is complete, no reduce launch); all but separate need the "
-                  "transposed wgmma kernel, spread also every workgroup resident, elsewhere they run separate and the "
-                  "output says why")
-      ->type_name("MODE")
-      ->transform(enum_names(mla::kCombineModes, &mla::combine_mode_from_name));
-  sub->add_option("--wgmma-schedule", opt->wgmma_schedule,
-                  "consumer schedule of the row-major wgmma stage 1 (works of more than 16 (row, head) pairs) [serial-64]: "
-                  "serial (softmax after each tile's Q·Kᵀ), qk-ahead (the next tile's Q·Kᵀ runs during the softmax), "
-                  "split-qk (the two warpgroups split each tile's Q·Kᵀ and both run the softmax: same bits as serial), "
-                  "serial-64 (serial over 64-token tiles, Q·Kᵀ as m64n64 wgmmas), seesaw (64-token tiles, the two "
-                  "warpgroups take turns at Q·Kᵀ and the softmax), pair (64-token tiles two at a time, one Q·Kᵀ a "
-                  "warpgroup; P rounded once), pair-32 (the same on 32-token tiles and four stages)")
-      ->type_name("SCHEDULE")
-      ->transform(enum_names(mla::kWgmmaSchedules, &mla::wgmma_schedule_from_name));
   sub->add_option("--fp8-qk", opt->fp8_qk,
-                  "Q·Kᵀ of fp8 q with e4m3fn KV on the wgmma stage 1 [e4m3]: e4m3 (fp8 wgmma on the codes, ~14-bit "
-                  "accumulation), fp16 (codes converted to fp16 first, fp32-exact scores)")
+                  "precision mode: Q·Kᵀ of fp8 q with e4m3fn KV on the wgmma stage 1 [automatic = e4m3]: e4m3 (fp8 "
+                  "wgmma on the codes, ~14-bit accumulation), fp16 (codes converted to fp16 first, fp32-exact scores); "
+                  "an error elsewhere")
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8QkMmas, &mla::fp8_qk_mma_from_name));
   sub->add_option("--fp8-pv", opt->fp8_pv,
-                  "P·V of the raw-code paths [automatic]: automatic (e4m3 with e4m3 Q·Kᵀ, fp16 with K in "
-                  "registers), e4m3 (fp8 wgmma on the V codes, P in two e4m3 parts), fp16 (V converted to fp16, P "
-                  "once in fp16)")
+                  "precision mode: P·V of the wgmma raw-code fp8 paths [automatic]: automatic (e4m3 with e4m3 Q·Kᵀ, "
+                  "fp16 with K in registers), e4m3 (fp8 wgmma on the V codes, P in two e4m3 parts), fp16 (V converted "
+                  "to fp16, P once in fp16); an error elsewhere")
       ->type_name("MMA")
       ->transform(enum_names(mla::kFp8PvMmas, &mla::fp8_pv_mma_from_name));
-  sub->add_option("--fp8-copy", opt->fp8_copy,
-                  "how the raw-code producer (e4m3 Q·Kᵀ, or K in registers) copies KV rows [lines]: lines (8 threads a row, "
-                  "whole 128-byte lines), half-lines (4 threads a row, 64 bytes an instruction; docs/bench_notes.md step 29)")
-      ->type_name("COPY")
-      ->transform(enum_names(mla::kFp8Copies, &mla::fp8_copy_from_name));
   sub->add_option("--fp8-convert", opt->fp8_convert,
-                  "where e4m3fn KV codes become fp16 operands when Q·Kᵀ is not on e4m3 wgmma (bf16 q, or --fp8-qk fp16) "
-                  "[registers]: registers (the consumers, K and V, P once in fp16), staged (the producer, into 16-bit "
-                  "stages, P in two parts)")
+                  "precision mode: where e4m3fn KV codes become fp16 operands when Q·Kᵀ is not on e4m3 wgmma (bf16 q, "
+                  "or --fp8-qk fp16) [automatic = registers]: registers (the consumers, K and V, P once in fp16), "
+                  "staged (the producer, into 16-bit stages, P in two parts); an error elsewhere")
       ->type_name("WHERE")
       ->transform(enum_names(mla::kFp8Converts, &mla::fp8_convert_from_name));
   sub->add_option("--pv-precision", opt->pv_precision,
-                  "P in the P·V of the wgmma stage 1 on 16-bit KV (the row-major kernel with the serial, split-qk, serial-64 or seesaw "
-                  "schedule, and the transposed one; the pair schedule always rounds once) [split]: split (hi + lo parts, fp32-level), once (rounded once to bf16/fp16 as "
-                  "FlashMLA does: half the P·V wgmmas)")
+                  "precision mode: P in the P·V of the wgmma stage 1 on 16-bit KV [automatic = split]: split (hi + lo "
+                  "parts, fp32-level), once (rounded once to bf16/fp16 as FlashMLA does: half the P·V wgmmas); an "
+                  "error where the path cannot")
       ->type_name("PRECISION")
       ->transform(enum_names(mla::kPvPrecisions, &mla::pv_precision_from_name));
   sub->add_flag("--block-times", opt->block_times,

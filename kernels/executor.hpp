@@ -9,7 +9,6 @@
 
 #include "core/types.hpp"
 #include "core/worklist.hpp"
-#include "kernels/combine_mode.hpp"
 #include "kernels/stage1_kernel.hpp"
 
 namespace mlactl {
@@ -46,15 +45,12 @@ struct ExecResult {
   bool ok = true;
   std::string error;                       // device/runtime error text (exit 4)
   double stage1_ms = 0, reduce_ms = 0;
-  // The stage-1 kernel that ran (GpuExecutor: select_stage1's choice, as
-  // launched; never automatic). Empty when none ran: the CPU executor, or a run
-  // refused before its launch.
-  std::optional<mla::Stage1Kernel> stage1_kernel;
-  // How the split partials were combined (GpuExecutor; empty as stage1_kernel):
-  // fused only where it was asked and applied; combine_note says why an asked
-  // fused combine fell back to separate ("" otherwise).
-  std::optional<mla::CombineMode> combine;
-  std::string combine_note;
+  // What ran, as the launch sites reported it (GpuExecutor; never a prediction): the
+  // stage-1 kernel, its schedule, precision and launch shape, and the reduce. Empty
+  // when no kernel ran: the CPU executor (its arithmetic is the contract's, fp32), or
+  // a run refused before its launch.
+  std::optional<mla::Stage1Ran> stage1;
+  std::optional<mla::ReduceRan> reduce;
 };
 
 class Executor {

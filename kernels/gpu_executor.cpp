@@ -15,7 +15,6 @@
 #if defined(MLACTL_HAVE_GPU) && MLACTL_HAVE_GPU
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
-#include "kernels/fused_combine.hpp"
 #include "kernels/select_stage1.hpp"
 #endif
 
@@ -150,7 +149,6 @@ std::string unsupported_reason(const ExecArgs& a) {
 struct GpuExecutor::DeviceState {
   DeviceBuffer work_indptr, work_info, kv_indices, q, kv, out, lse, partial_out, partial_lse;
   DeviceBuffer reduce_indptr, reduce_final_map, reduce_partial_map, error;
-  DeviceBuffer combine_work_tile, combine_work_split, combine_counters;  // CombineMode::fused, spread (FusedCombine)
   Events events;  // run(): before stage 1, between, after the reduce
 };
 
@@ -173,8 +171,8 @@ int gpu_device_warp_size() { return gpu_available() ? mla::gpu_device_warp_size(
 int gpu_device_multiprocessors() { return gpu_available() ? mla::gpu_device_multiprocessors(0) : 0; }
 mla::Stage1Device gpu_stage1_device() { return gpu_available() ? mla::current_stage1_device() : mla::Stage1Device{}; }
 
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine, mla::WgmmaSchedule schedule)
-    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel), combine_(combine), schedule_(schedule) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel)
+    : state_(new DeviceState), device_name_(gpu_device_name()), kernel_(kernel) {}
 GpuExecutor::~GpuExecutor() = default;
 
 std::string GpuExecutor::name() const { return "gpu:" + (device_name_.empty() ? std::string("none") : device_name_); }
@@ -184,63 +182,10 @@ struct Sizes {
   size_t q = 0, kv = 0, out = 0, lse = 0, partial = 0, partial_lse = 0;
 };
 
-// How the partials are combined (Combine::mode), and why an asked combine mode fell
-// back to separate (`note`).
-struct Combine {
-  mla::CombineMode mode = mla::CombineMode::separate;
-  std::string note;
-};
-
-// CombineMode::fused or spread (`want`) for s1 when the stage-1 kernel that runs
-// does it and plan_fused_combine accepts the plan (spread: and every workgroup is
-// resident, one block per multiprocessor, since its workgroups wait for each other):
-// the per-work tile (and split) maps uploaded, the tile counters allocated and
-// zeroed (the kernel leaves them zero after a clean launch; zeroed on every call so
-// a failed earlier launch cannot leave counts behind). Otherwise s1 is left as it
-// is and `note` says why.
-bool prepare_fused_combine(const ExecArgs& a, GpuExecutor::DeviceState& d, mla::Stage1Params& s1, const mla::ReduceParams& rd,
-                           mla::CombineMode want, Combine* combine, std::string* err) {
-  const bool spread = want == mla::CombineMode::spread;
-  const std::string label = spread ? "spread combine not applied: " : "fused combine not applied: ";
-  if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
-    combine->note = label + why;
-    return true;
-  }
-  const int sms = gpu_device_multiprocessors();
-  if (spread && s1.num_workgroups > sms) {
-    combine->note = label + std::to_string(s1.num_workgroups) + " workgroups, more than the " + std::to_string(sms) +
-                    " multiprocessors that can hold them all at once (its workgroups wait for each other)";
-    return true;
-  }
-  std::string why;
-  const std::optional<FusedCombinePlan> plan = plan_fused_combine(*a.work, a.num_q_rows, a.num_kv_indices, &why);
-  if (!plan) {
-    combine->note = label + why;
-    return true;
-  }
-  const size_t counter_bytes = (spread ? 2 : 1) * std::max<size_t>(1, size_t(plan->num_tiles)) * sizeof(int32_t);
-  if (!d.combine_work_tile.upload(plan->work_tile.data(), plan->work_tile.size() * 4, "upload combine work tiles", err) ||
-      (spread &&
-       !d.combine_work_split.upload(plan->work_split.data(), plan->work_split.size() * 4, "upload combine work splits", err)) ||
-      !d.combine_counters.reserve(counter_bytes, "allocate combine counters", err) ||
-      !mla::check(mla::gpu_memset(d.combine_counters.ptr, 0, counter_bytes), "zero combine counters", err))
-    return false;
-  s1.combine.reduce = rd;
-  // A plan of no works still gets valid (never read) pointers: work_tile marks the mode,
-  // work_split spread.
-  const bool none = plan->work_tile.empty();
-  s1.combine.work_tile = none ? d.combine_counters.as<int32_t>() : d.combine_work_tile.as<int32_t>();
-  if (spread) s1.combine.work_split = none ? d.combine_counters.as<int32_t>() : d.combine_work_split.as<int32_t>();
-  s1.combine.counters = d.combine_counters.as<int32_t>();
-  s1.combine.few_order = mla::reduce_uses_few_kernel(rd);
-  combine->mode = want;
-  return true;
-}
-
 // Uploads everything a launch reads (the KV cache unless `upload_kv` is false) and
-// fills the launch parameters; with `want` fused, the fused combine where it applies.
-bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla::Stage1Kernel kernel, mla::CombineMode want,
-             mla::Stage1Params& s1, mla::ReduceParams& rd, Sizes& sz, Combine* combine, std::string* errp) {
+// fills the launch parameters.
+bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla::Stage1Kernel kernel,
+             mla::Stage1Params& s1, mla::ReduceParams& rd, Sizes& sz, std::string* errp) {
   std::string& err = *errp;
   const WorkList& w = *a.work;
   const KernelView& v = a.view;
@@ -336,18 +281,6 @@ bool prepare(const ExecArgs& a, GpuExecutor::DeviceState& d, bool upload_kv, mla
   rd.lse = s1.lse;
   rd.num_q_rows = a.num_q_rows;
   rd.error = s1.error;
-  *combine = Combine{};
-  if (mla::combines_in_stage1(want))
-    return prepare_fused_combine(a, d, s1, rd, want, combine, errp);
-  if (want == mla::CombineMode::separate_early) {
-    // The same kernel family as the fused combine issues the early release.
-    if (std::string why = mla::fused_combine_rejects(s1, mla::current_stage1_device()); !why.empty()) {
-      combine->note = "separate_early not applied: " + why;
-    } else {
-      s1.release_dependents = true;
-      combine->mode = mla::CombineMode::separate_early;
-    }
-  }
   return true;
 }
 
@@ -386,23 +319,20 @@ ExecResult GpuExecutor::run(const ExecArgs& a) {
   mla::Stage1Params s1;
   mla::ReduceParams rd;
   Sizes sz;
-  Combine combine;
-  if (!prepare(a, d, /*upload_kv=*/true, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
+  if (!prepare(a, d, /*upload_kv=*/true, kernel_, s1, rd, sz, &err)) return fail(err);
   apply_stage1_options(s1);
 
-  mla::Stage1Kernel ran = mla::Stage1Kernel::automatic;
-  bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &err, &ran);
-  if (ran != mla::Stage1Kernel::automatic) {  // enqueued (none for no workgroups)
-    result.stage1_kernel = ran;
-    result.combine = combine.mode;
-  }
-  result.combine_note = combine.note;
-  // Fused or spread: stage 1 combined the split tiles; the reduce interval is empty.
+  // What ran comes from the launch sites (launch_stage1, launch_reduce).
+  std::optional<mla::Stage1Ran> ran;
+  mla::ReduceRan reduced;
+  bool ok = mla::check(mla::gpu_event_record(d.events[0]), "record event", &err) && mla::launch_stage1(s1, &ran, &err);
+  result.stage1 = ran;
   ok = ok && mla::check(mla::gpu_event_record(d.events[1]), "record event", &err) &&
-            (mla::combines_in_stage1(combine.mode) || mla::launch_reduce(rd, &err)) &&
-            mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
-            mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
-            mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
+       mla::launch_reduce(rd, &reduced, &err) &&
+       mla::check(mla::gpu_event_record(d.events[2]), "record event", &err) &&
+       mla::check(mla::gpu_event_synchronize(d.events[2]), "stage-1/reduce execution", &err) &&
+       mla::check(mla::gpu_last_error(), "stage-1/reduce execution", &err);
+  if (ran) result.reduce = reduced;
   if (!ok) return fail(err);
   float stage1_ms = 0, reduce_ms = 0;
   if (!mla::check(mla::gpu_event_elapsed_ms(&stage1_ms, d.events[0], d.events[1]), "event time", &err) ||
@@ -437,7 +367,8 @@ bool record_block_clock(mla::Stage1Params s1, void* kv, BenchResult& r, std::str
     return false;
   s1.kv = kv;
   s1.block_clock = clock.as<uint64_t>();
-  if (!mla::launch_stage1(s1, err) || !mla::check(mla::gpu_device_synchronize(), "block-clock launch", err))
+  std::optional<mla::Stage1Ran> ran;
+  if (!mla::launch_stage1(s1, &ran, err) || !mla::check(mla::gpu_device_synchronize(), "block-clock launch", err))
     return false;
   std::vector<uint64_t> host(kWords * size_t(blocks));
   if (!clock.download(host.data(), bytes, "download block clock", err)) return false;
@@ -473,14 +404,9 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
   mla::Stage1Params s1;
   mla::ReduceParams rd;
   Sizes sz;
-  Combine combine;
-  if (!prepare(a, d, /*upload_kv=*/false, kernel_, combine_, s1, rd, sz, &combine, &err)) return fail(err);
+  if (!prepare(a, d, /*upload_kv=*/false, kernel_, s1, rd, sz, &err)) return fail(err);
   apply_stage1_options(s1);
-  const mla::Stage1Choice choice = mla::select_stage1(s1, mla::current_stage1_device());  // what launch_stage1 enqueues
-  r.stage1_kernel = choice.kernel;
-  r.stage1_why = choice.why;
-  r.combine = combine.mode;
-  r.combine_note = combine.note;
+  r.stage1_why = mla::select_stage1(s1, mla::current_stage1_device()).why;
 
   // KV copies, each 256-byte aligned: upload once, replicate on the device.
   const size_t stride = (std::max<size_t>(sz.kv, 1) + 255) / 256 * 256;
@@ -495,9 +421,8 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
 
   // Timed runs come in two kinds, r.iters each: stage 1 + reduce with no event
   // between the two kernels (an event there would keep the reduce from starting
-  // as stage-1 blocks retire: gpu_launch_dependent), then stage 1 alone. With the
-  // fused combine there is no reduce launch: both kinds time stage 1, which
-  // combines (so the reduce share is ~0 by construction, not by measurement).
+  // as stage-1 blocks retire: gpu_launch_dependent), then stage 1 alone. Every
+  // launch reports what it enqueued; they must all agree.
   const int total = r.warmup + 2 * r.iters;
   Events ev;
   if (!ev.create(size_t(4) * r.iters, &err)) return fail(err);
@@ -507,9 +432,18 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
     const bool timed = t >= 0, whole = t < r.iters;  // events [2t, 2t+2): [0, 2 iters) both kernels, then stage 1
     const size_t e = timed ? size_t(2) * t : 0;
     bool ok = !timed || mla::check(mla::gpu_event_record(ev[e]), "record event", &err);
-    ok = ok && mla::launch_stage1(s1, &err);
+    std::optional<mla::Stage1Ran> ran;
+    mla::ReduceRan reduced;
+    ok = ok && mla::launch_stage1(s1, &ran, &err);
     if (timed && !whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
-    ok = ok && (mla::combines_in_stage1(combine.mode) || mla::launch_reduce(rd, &err));
+    ok = ok && mla::launch_reduce(rd, &reduced, &err);
+    if (ok && i == 0) {
+      r.stage1 = ran;
+      r.reduce = reduced;
+    } else if (ok && (ran.has_value() != r.stage1.has_value() || (ran && ran->instance != r.stage1->instance) ||
+                      reduced.instance != r.reduce.instance)) {
+      return fail("launch " + std::to_string(i) + " enqueued another kernel than the first");
+    }
     if (timed && whole) ok = ok && mla::check(mla::gpu_event_record(ev[e + 1]), "record event", &err);
     if (!ok) return fail(err);
   }
@@ -525,7 +459,7 @@ BenchResult GpuExecutor::bench(const ExecArgs& a, int warmup, int iters, int kv_
       return fail(err);
   }
 
-  if (block_clock_ && r.stage1_kernel == mla::Stage1Kernel::wgmma && !record_block_clock(s1, base, r, &err))
+  if (block_clock_ && r.stage1 && r.stage1->kernel == mla::Stage1Kernel::wgmma && !record_block_clock(s1, base, r, &err))
     return fail(err);
 
   int32_t error_words[mla::kDeviceErrorWords] = {};
@@ -589,8 +523,7 @@ int gpu_device_multiprocessors() { return 0; }
 mla::Stage1Device gpu_stage1_device() { return {}; }
 
 struct GpuExecutor::DeviceState {};
-GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel, mla::CombineMode combine, mla::WgmmaSchedule schedule)
-    : state_(new DeviceState), kernel_(kernel), combine_(combine), schedule_(schedule) {}
+GpuExecutor::GpuExecutor(mla::Stage1Kernel kernel) : state_(new DeviceState), kernel_(kernel) {}
 GpuExecutor::~GpuExecutor() = default;
 std::string GpuExecutor::name() const { return "gpu:none"; }
 ExecResult GpuExecutor::run(const ExecArgs&) {

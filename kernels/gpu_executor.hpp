@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "kernels/combine_mode.hpp"
 #include "kernels/executor.hpp"
 #include "kernels/mla_decode.hpp"
 #include "kernels/select_stage1.hpp"
@@ -41,19 +40,15 @@ struct BenchResult {
   int warmup = 0, iters = 0;
   int kv_copies = 1;             // KV buffer copies rotated (one per iteration, round robin)
   size_t kv_copy_bytes = 0;      // bytes of one copy
-  // The stage-1 kernel that ran (select_stage1's choice): wgmma | mma | cuda_core;
-  // automatic only when the bench failed before choosing.
-  mla::Stage1Kernel stage1_kernel = mla::Stage1Kernel::automatic;
-  // select_stage1's one line on that choice: what was asked, what applies, and on the
+  // What the launches enqueued, as their launch sites reported it (every timed launch
+  // the same: bench fails otherwise); empty when the bench failed before launching.
+  std::optional<mla::Stage1Ran> stage1;
+  mla::ReduceRan reduce;
+  // select_stage1's one line on the choice: what was asked, what applies, and on the
   // transposed wgmma kernel's fp8 paths which operands run on e4m3 wgmma.
   std::string stage1_why;
-  // How the partials were combined: fused (in stage 1: no reduce launch, so
-  // total_ms times the same launch as stage1_ms) only where asked and applicable;
-  // combine_note says why an asked fused combine fell back to separate.
-  mla::CombineMode combine = mla::CombineMode::separate;
-  std::string combine_note;
   std::vector<float> stage1_ms;  // stage 1 alone, per timed iteration
-  std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration (fused: stage 1, which combines)
+  std::vector<float> total_ms;   // stage 1 + reduce, per timed iteration
   // set_block_clock: one more stage-1 launch after the timed ones, each block's SM and
   // its entry and end on the device clock (µs after the first block's entry), by block
   // index; empty where not asked or the kernel that ran does not record (only wgmma).
@@ -62,18 +57,17 @@ struct BenchResult {
     int64_t workgroup = 0;  // the workgroup the block ran (mla::wgmma_pair_tiles' mapping)
     int sm = 0;
     double start_us = 0, end_us = 0;
-    // The transposed wgmma kernel's phase marks of its first chunk (mla::BlockClockWord
-    // kClockFirstIssue .. kClockOutputs, in that order) and of its first spread combine
-    // (kClockTileComplete, kClockShareDone), µs after this block's entry; empty where
-    // the kernel does not mark that phase.
+    // The wgmma kernels' phase marks of their first chunk (mla::BlockClockWord
+    // kClockFirstIssue .. kClockOutputs, in that order), µs after this block's entry;
+    // empty where the kernel does not mark that phase.
     std::array<std::optional<double>, mla::kBlockClockMarks> marks_us;
   };
   // marks_us' phases as bench names them: JSON keys and the text's words (in order).
   static constexpr const char* kMarkKeys[mla::kBlockClockMarks] = {
-      "first_issue", "q_staged", "first_tile", "tiles_done", "met", "combined", "outputs", "tile_complete", "share_done"};
+      "first_issue", "q_staged", "first_tile", "tiles_done", "met", "combined", "outputs"};
   static constexpr const char* kMarkNames[mla::kBlockClockMarks] = {
       "first KV copy issued", "q staged", "first tile landed", "tiles done", "warpgroups met", "combined",
-      "outputs written", "split tile complete (spread)", "share combined (spread)"};
+      "outputs written"};
   std::vector<BlockClock> block_clock;
 };
 
@@ -91,17 +85,10 @@ CopyRoofline gpu_copy_roofline(size_t bytes, int iters = 10);
 
 class GpuExecutor : public Executor {
  public:
-  // kernel: which stage-1 kernel to ask for (automatic: the fastest that applies;
-  // tests run each of them; mla::select_stage1 says which runs, and
-  // ExecResult::stage1_kernel which ran).
-  // combine: how split partials become the output (mla::CombineMode); fused
-  // applies to the transposed wgmma kernel on plans plan_fused_combine accepts
-  // (kernels/fused_combine.hpp), else the run falls back to separate and says so
-  // (ExecResult::combine, combine_note).
-  // schedule: the row-major wgmma kernel's consumer schedule (mla::WgmmaSchedule).
-  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic,
-                       mla::CombineMode combine = mla::CombineMode::separate,
-                       mla::WgmmaSchedule schedule = mla::kDefaultWgmmaSchedule);
+  // kernel: which stage-1 kernel to ask for (automatic: the fastest that applies; a
+  // named kernel that cannot serve a view is refused, never substituted:
+  // mla::select_stage1). ExecResult::stage1 says what ran.
+  explicit GpuExecutor(mla::Stage1Kernel kernel = mla::Stage1Kernel::automatic);
   ~GpuExecutor() override;
   GpuExecutor(const GpuExecutor&) = delete;
   GpuExecutor& operator=(const GpuExecutor&) = delete;
@@ -120,17 +107,11 @@ class GpuExecutor : public Executor {
   // copied back into args.out / lse; a device error word gives ok = false.
   BenchResult bench(const ExecArgs& args, int warmup, int iters, int kv_copies);
 
-  // fp8 q with e4m3fn KV on the transposed wgmma kernel: Q·Kᵀ on e4m3 wgmma (default)
-  // or on fp16 operands converted by the producer (mla::Fp8QkMma).
+  // The precision modes (kernels/stage1_kernel.hpp); automatic: the path's own. A named
+  // mode the chosen path cannot run makes the launch fail with the reason.
   void set_fp8_qk(mla::Fp8QkMma mode) { fp8_qk_ = mode; }
-  // On the raw-code paths, P·V on e4m3 wgmma or on fp16 (mla::Fp8PvMma; automatic: by path).
   void set_fp8_pv(mla::Fp8PvMma mode) { fp8_pv_ = mode; }
-  // On that path, how the producer copies the raw KV rows (mla::Fp8Copy).
-  void set_fp8_copy(mla::Fp8Copy copy) { fp8_copy_ = copy; }
-  // e4m3fn KV with Q·Kᵀ on fp16 wgmma: the codes converted by the consumers in
-  // registers (default) or by the producer into 16-bit stages (mla::Fp8Convert).
   void set_fp8_convert(mla::Fp8Convert convert) { fp8_convert_ = convert; }
-  // The row-major wgmma kernel's P in P·V: two 16-bit parts or rounded once (mla::PvPrecision).
   void set_pv_precision(mla::PvPrecision precision) { pv_precision_ = precision; }
   // bench only: after the timed runs, one stage-1 launch that records each block's SM
   // and its start and end (BenchResult::block_clock; the wgmma kernels record).
@@ -141,23 +122,18 @@ class GpuExecutor : public Executor {
  private:
   // The options above that stage 1 reads, onto a launch's params (run and bench alike).
   void apply_stage1_options(mla::Stage1Params& s1) const {
-    s1.wgmma_schedule = schedule_;
     s1.fp8_qk = fp8_qk_;
     s1.fp8_pv = fp8_pv_;
-    s1.fp8_copy = fp8_copy_;
     s1.fp8_convert = fp8_convert_;
     s1.pv_precision = pv_precision_;
   }
   std::unique_ptr<DeviceState> state_;
   std::string device_name_;
   [[maybe_unused]] mla::Stage1Kernel kernel_ = mla::Stage1Kernel::automatic;  // unused without a GPU backend
-  [[maybe_unused]] mla::CombineMode combine_ = mla::CombineMode::separate;    // unused without a GPU backend
-  mla::WgmmaSchedule schedule_ = mla::kDefaultWgmmaSchedule;  // the stage-1 options (apply_stage1_options)
-  mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::e4m3;
+  mla::Fp8QkMma fp8_qk_ = mla::Fp8QkMma::automatic;  // the precision modes (apply_stage1_options)
   mla::Fp8PvMma fp8_pv_ = mla::Fp8PvMma::automatic;
-  mla::Fp8Copy fp8_copy_ = mla::Fp8Copy::lines;
-  mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::registers;
-  mla::PvPrecision pv_precision_ = mla::PvPrecision::split;
+  mla::Fp8Convert fp8_convert_ = mla::Fp8Convert::automatic;
+  mla::PvPrecision pv_precision_ = mla::PvPrecision::automatic;
   bool block_clock_ = false;
 };
 

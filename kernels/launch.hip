@@ -1,5 +1,5 @@
 // The stage-1 launch: select_stage1 (kernels/select_stage1.hpp) picks the kernel
-// family for this build and device, this table enqueues it. The families'
+// family for this build and device (or refuses what was asked), this switch enqueues it. The families'
 // launches: kernels/stage1_launch.hpp.
 #include "kernels/gpu.hpp"
 #include "kernels/mla_decode.hpp"
@@ -23,33 +23,31 @@ Stage1Device current_stage1_device() {
   return d;
 }
 
-bool launch_stage1(const Stage1Params& p, std::string* error, Stage1Kernel* ran) {
+bool launch_stage1(const Stage1Params& p, std::optional<Stage1Ran>* ran, std::string* error) {
   if (p.num_workgroups <= 0) return true;
-  const Stage1Kernel k = select_stage1(p, current_stage1_device()).kernel;
-  // A fused combine the kernel would not do leaves the split tiles uncombined: refused.
-  if (p.combine.work_tile) {
-    if (const std::string why = fused_combine_rejects(p, current_stage1_device()); !why.empty()) {
-      if (error) *error = "stage-1: " + why;
-      return false;
-    }
+  const Stage1Choice choice = select_stage1(p, current_stage1_device());
+  if (choice.refusal) {
+    if (error) *error = "stage-1: " + *choice.refusal;
+    return false;
   }
+  Stage1Ran enqueued;
   bool ok = false;
-  switch (k) {
+  switch (choice.kernel) {
     case Stage1Kernel::wgmma:
 #if defined(MLACTL_GPU_CUDA) && defined(MLACTL_CUDA_WGMMA)
-      ok = launch_stage1_wgmma(p, error);
+      ok = launch_stage1_wgmma(p, &enqueued, error);
       break;
 #else
       if (error) *error = "stage-1: wgmma selected in a build without the sm_90a kernels";
       return false;
 #endif
-    case Stage1Kernel::mma: ok = launch_stage1_mma(p, error); break;
-    case Stage1Kernel::cuda_core: ok = launch_stage1_cuda_core(p, error); break;
+    case Stage1Kernel::mma: ok = launch_stage1_mma(p, &enqueued, error); break;
+    case Stage1Kernel::cuda_core: ok = launch_stage1_cuda_core(p, &enqueued, error); break;
     case Stage1Kernel::automatic:
       if (error) *error = "stage-1: select_stage1 returned automatic";
       return false;
   }
-  if (ok && ran) *ran = k;
+  if (ok && ran) *ran = enqueued;
   return ok;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernels/stage1_kernel.hpp"
@@ -57,40 +58,18 @@ struct ReduceParams {
 
 // Reduce launches: mla_reduce_few_kernel<NMAX> (one pair per 128 threads, float4
 // columns) for plans whose tiles have at most kReduceFewSplits splits, v_dim 512
-// and int32 partial indices; mla_reduce_kernel otherwise. The fused combine
-// (FusedCombine) sums in the order of the kernel this picks, so both modes give
-// the same bits.
+// and int32 partial indices; mla_reduce_kernel otherwise.
 constexpr int kReduceFewSplits = 32;
 inline bool reduce_uses_few_kernel(const ReduceParams& p) {
   return p.max_splits <= kReduceFewSplits && p.v_dim == 512 && p.num_partial_rows * p.heads < (int64_t(1) << 31);
 }
 
-// The fused combine (CombineMode::fused, kernels/combine_mode.hpp; transposed wgmma
-// kernel only): work_tile null means the separate reduce runs after stage 1.
-struct FusedCombine {
-  ReduceParams reduce;                 // the tiles and maps, as the reduce launch would get them
-  const int32_t* work_tile = nullptr;  // [num_works]: the tile whose split the work writes, -1 none
-  // CombineMode::spread when set: [num_works], the work's split index in its tile
-  // (k - s of reduce_partial_map[k]), which picks its share of the combine.
-  const int32_t* work_split = nullptr;
-  // [reduce.num_tiles] arrivals so far (spread: then [num_tiles] workgroups done
-  // combining, whose last resets both); zero between launches
-  int32_t* counters = nullptr;
-  bool few_order = false;              // reduce_uses_few_kernel(reduce)
-};
-// Split works (work_tile >= 0) one workgroup may run in fused mode: the kernel
-// keeps which of them completed a tile in one 32-bit mask (plan_fused_combine).
-constexpr int kFusedMaxSplitWorks = 32;
-
 // Stage1Params::block_clock's words per block: kSm, kEntry, kEnd, then the phase marks
-// of the transposed wgmma kernel's first chunk, then (CombineMode::spread) of its first
-// split tile's combine: seen complete, this block's share written (0 where a kernel
-// does not mark).
+// of the wgmma kernels' first chunk (0 where a kernel does not mark).
 enum BlockClockWord : int { kClockSm = 0, kClockEntry = 1, kClockEnd = 2, kClockFirstIssue = 3, kClockQStaged = 4,
                             kClockFirstTile = 5, kClockTilesDone = 6, kClockMet = 7, kClockCombined = 8,
-                            kClockOutputs = 9, kClockTileComplete = 10, kClockShareDone = 11 };
-constexpr int kBlockClockWords = 12;
-constexpr int kBlockClockChunkMarks = kClockOutputs + 1 - kClockFirstIssue;  // the first chunk's marks
+                            kClockOutputs = 9 };
+constexpr int kBlockClockWords = 10;
 constexpr int kBlockClockMarks = kBlockClockWords - kClockFirstIssue;
 
 struct Stage1Params {
@@ -126,19 +105,15 @@ struct Stage1Params {
   int64_t num_partial_rows = 0;
   int32_t* error = nullptr;              // kDeviceErrorWords
   Stage1Kernel kernel = Stage1Kernel::automatic;  // which stage-1 kernel (tests run each)
-  // The row-major wgmma kernel's consumer schedule (kernels/stage1_kernel.hpp);
-  // the other kernels ignore it.
-  WgmmaSchedule wgmma_schedule = kDefaultWgmmaSchedule;
-  // fp8 q with e4m3fn KV on the transposed wgmma kernel: e4m3 or fp16 Q·Kᵀ (kernels/stage1_kernel.hpp).
-  Fp8QkMma fp8_qk = Fp8QkMma::e4m3;
-  // ...and, on the raw-code paths, e4m3 or fp16 P·V (kernels/stage1_kernel.hpp).
+  // The precision modes asked (kernels/stage1_kernel.hpp; automatic: the path's own).
+  // fp8 q with e4m3fn KV on the transposed wgmma kernel: e4m3 or fp16 Q·Kᵀ;
+  Fp8QkMma fp8_qk = Fp8QkMma::automatic;
+  // on the raw-code fp8 paths, e4m3 or fp16 P·V;
   Fp8PvMma fp8_pv = Fp8PvMma::automatic;
-  // ...and how that path's producer copies the raw rows (kernels/stage1_kernel.hpp).
-  Fp8Copy fp8_copy = Fp8Copy::lines;
-  // e4m3fn KV with Q·Kᵀ on fp16 wgmma: codes converted in registers or staged (kernels/stage1_kernel.hpp).
-  Fp8Convert fp8_convert = Fp8Convert::registers;
-  // How P enters P·V in the row-major wgmma kernel: hi + lo parts or once (kernels/stage1_kernel.hpp).
-  PvPrecision pv_precision = PvPrecision::split;
+  // e4m3fn KV with Q·Kᵀ on fp16 wgmma: codes converted in registers or staged;
+  Fp8Convert fp8_convert = Fp8Convert::automatic;
+  // how P enters P·V on the 16-bit-KV wgmma kernels: hi + lo parts or once.
+  PvPrecision pv_precision = PvPrecision::automatic;
   int64_t max_pairs = 0;                 // max over works of (qo_end - qo_start) * heads;
                                          // picks how many m16 tiles share a KV tile (0: by heads)
   // Blocks per workgroup (set by the row-major wgmma launch only, to
@@ -148,12 +123,8 @@ struct Stage1Params {
   // 64-head tile). The work list is unchanged: the blocks of one workgroup write
   // disjoint (row, head) pairs of the same works.
   int32_t pair_tiles = 1;
-  FusedCombine combine;                  // fused combine (transposed wgmma kernel); off by default
-  // CombineMode::separate_early (transposed wgmma kernel): every block issues
-  // griddepcontrol.launch_dependents at its start, releasing the reduce launch.
-  bool release_dependents = false;
   // bench --block-times: [grid][kBlockClockWords] = SM id, globaltimer (ns) at this
-  // block's entry and end, then the transposed wgmma kernel's phase marks (BlockPhase);
+  // block's entry and end, then the wgmma kernels' phase marks (BlockClockWord);
   // written by the wgmma kernels only, nullptr: not recorded.
   uint64_t* block_clock = nullptr;
 };
@@ -181,10 +152,13 @@ struct Stage1Device;  // kernels/select_stage1.hpp
 Stage1Device current_stage1_device();
 
 // Enqueue on the default stream the stage-1 kernel select_stage1(p,
-// current_stage1_device()) picks; *ran (when given) says which kernel was
-// enqueued. False (with text) when the launch is refused.
-bool launch_stage1(const Stage1Params& p, std::string* error, Stage1Kernel* ran = nullptr);
-bool launch_reduce(const ReduceParams& p, std::string* error);
+// current_stage1_device()) picks; *ran says what the launch site enqueued (unset when
+// no workgroup: nothing is launched) (kernel,
+// schedule, precision, instance, launch shape). False (with text) when the launch is
+// refused (select_stage1's refusal included) or fails.
+bool launch_stage1(const Stage1Params& p, std::optional<Stage1Ran>* ran, std::string* error);
+// *ran: which reduce kernel was enqueued, and its grid (ReduceKind::none: no split tile).
+bool launch_reduce(const ReduceParams& p, ReduceRan* ran, std::string* error);
 // Device-to-device copy of `bytes` (16-byte vector loads/stores; a tail is copied
 // bytewise), enqueued on the default stream: the bandwidth roofline of `bench` and
 // the replication of its KV copies.

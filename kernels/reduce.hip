@@ -65,12 +65,12 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
   for (int item = blockIdx.y; item < items; item += gridDim.y) {
     const int slice = item % slices, pair = item / slices;
     const int r = pair / heads, h = pair % heads;
-    const float lse = combine_lse_wave<false>(p, s, e, r, h, lane);
+    const float lse = combine_lse_wave(p, s, e, r, h, lane);
     const int64_t out_row = (int64_t(q0) + r) * heads + h;
     if (tid == 0 && slice == 0 && p.lse) p.lse[out_row] = lse;
 
     const int c = slice * cols + tid % cols;
-    float acc = c < v_dim ? combine_chain<false>(p, s + group, e, groups, r, h, lse, c) : 0.0f;
+    float acc = c < v_dim ? combine_chain(p, s + group, e, groups, r, h, lse, c) : 0.0f;
     if (groups > 1) {
       __syncthreads();  // the previous item is done with scratch
       scratch[tid] = acc;
@@ -105,30 +105,41 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReducePa
   const int half = tid / kPairThreads, c4 = (tid % kPairThreads) * 4;
   const int pairs = rows * heads;
   for (int pair = blockIdx.y * 2 + half; pair < pairs; pair += gridDim.y * 2)
-    combine_pair_few<NMAX, false>(p, s, n, q0, pair / heads, pair % heads, c4);
+    combine_pair_few<NMAX>(p, s, n, q0, pair / heads, pair % heads, c4);
 }
 
 }  // namespace
 
-bool launch_reduce(const ReduceParams& p, std::string* error) {
-  if (p.num_tiles <= 0) return true;
-  if (p.max_items <= 0) return true;
+bool launch_reduce(const ReduceParams& p, ReduceRan* ran, std::string* error) {
+  *ran = ReduceRan{};
+  if (p.num_tiles <= 0 || p.max_items <= 0) return true;  // no split tile: nothing to combine
   if (reduce_uses_few_kernel(p)) {
     // two pairs per block per pass; ~2048 blocks in all (the kernel strides)
     const int64_t pairs = int64_t(p.max_rows) * p.heads;
     const int64_t want = std::max<int64_t>(1, 2048 / std::max<int32_t>(1, p.num_tiles));
     const unsigned by = unsigned(std::max<int64_t>(1, std::min<int64_t>({(pairs + 1) / 2, want, 65535})));
     const dim3 grid(unsigned(p.num_tiles), by), block(kReduceThreads);
-    auto kernel = p.max_splits <= 2    ? mla_reduce_few_kernel<2>
-                  : p.max_splits <= 4  ? mla_reduce_few_kernel<4>
-                  : p.max_splits <= 8  ? mla_reduce_few_kernel<8>
-                  : p.max_splits <= 16 ? mla_reduce_few_kernel<16>
-                                       : mla_reduce_few_kernel<kFewSplits>;
-    return check(gpu_launch_dependent(kernel, grid, block, p), "reduce launch", error);
+    const int nmax = p.max_splits <= 2    ? 2
+                     : p.max_splits <= 4  ? 4
+                     : p.max_splits <= 8  ? 8
+                     : p.max_splits <= 16 ? 16
+                                          : kFewSplits;
+    auto kernel = nmax == 2    ? mla_reduce_few_kernel<2>
+                  : nmax == 4  ? mla_reduce_few_kernel<4>
+                  : nmax == 8  ? mla_reduce_few_kernel<8>
+                  : nmax == 16 ? mla_reduce_few_kernel<16>
+                               : mla_reduce_few_kernel<kFewSplits>;
+    if (!check(gpu_launch_dependent(kernel, grid, block, p), "reduce launch", error)) return false;
+    *ran = ReduceRan{ReduceKind::few_splits, "mla_reduce_few_kernel<" + std::to_string(nmax) + ">",
+                     int64_t(grid.x) * grid.y, kReduceThreads};
+    return true;
   }
   const unsigned blocks_y = unsigned(std::min<int64_t>(p.max_items, 65535));  // grid y limit; the kernel strides
-  return check(gpu_launch_dependent(mla_reduce_kernel, dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), p),
-               "reduce launch", error);
+  if (!check(gpu_launch_dependent(mla_reduce_kernel, dim3(unsigned(p.num_tiles), blocks_y), dim3(kReduceThreads), p),
+             "reduce launch", error))
+    return false;
+  *ran = ReduceRan{ReduceKind::general, "mla_reduce_kernel", int64_t(p.num_tiles) * blocks_y, kReduceThreads};
+  return true;
 }
 
 }  // namespace mla

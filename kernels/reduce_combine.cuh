@@ -1,9 +1,6 @@
-// The arithmetic of the reduce (docs/stacks/vllm-rocm-aiter.md §A7.1 stage 2), one
-// copy for the two places that combine split partials: the reduce kernels of
-// kernels/reduce.hip and the fused combine of the transposed wgmma stage 1
-// (kernels/stage1_wgmma.cuh, CombineMode::fused). Both call these functions with
-// the same split order, so the fused combine gives the separate reduce's bits.
-// Written once for hipcc and nvcc against kernels/gpu.hpp.
+// The arithmetic of the reduce (docs/stacks/vllm-rocm-aiter.md §A7.1 stage 2), used by
+// the reduce kernels of kernels/reduce.hip. Written once for hipcc and nvcc against
+// kernels/gpu.hpp.
 #pragma once
 
 #include <cmath>
@@ -23,14 +20,8 @@ __device__ inline float wave_sum(float v) {
   return v;
 }
 
-// Partials written by other workgroups of the same launch (the fused combine,
-// L2_COHERENT) are read past L1 (ld.global.cg), after the acquire fence of
-// fused_combine_arrive; the reduce launch reads them as plain loads.
-template <bool L2_COHERENT, typename T>
+template <typename T>
 __device__ inline T load_partial(const T* at) {
-#if defined(MLACTL_GPU_CUDA)
-  if constexpr (L2_COHERENT) return __ldcg(at);
-#endif
   return *at;
 }
 
@@ -51,7 +42,6 @@ __device__ inline void fma_quad(float4& acc, float w, const float4& x) {
 // the combine's time: docs/bench_notes.md step 34). Same operations in the same
 // order either way.
 constexpr int kLseHeld = 8;
-template <bool L2_COHERENT>
 __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32_t e, int r, int h, int lane) {
   auto row_of = [&](int32_t k) { return (int64_t(p.reduce_partial_map[k]) + r) * p.heads + h; };
   float m = kNegInf, sum = 0.0f;
@@ -66,7 +56,7 @@ __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32
 #pragma unroll
     for (int j = 0; j < kLseHeld; ++j) {
       const int32_t k = s + lane + j * warp_size();
-      v[j] = k < e ? load_partial<L2_COHERENT>(p.partial_lse + row[j]) : kNegInf;
+      v[j] = k < e ? load_partial(p.partial_lse + row[j]) : kNegInf;
       m = fmaxf(m, v[j]);
     }
     m = wave_max(m);
@@ -74,9 +64,9 @@ __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32
     for (int j = 0; j < kLseHeld; ++j)
       if (s + lane + j * warp_size() < e) sum += expf(v[j] - m);
   } else {
-    for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, load_partial<L2_COHERENT>(p.partial_lse + row_of(k)));
+    for (int32_t k = s + lane; k < e; k += warp_size()) m = fmaxf(m, load_partial(p.partial_lse + row_of(k)));
     m = wave_max(m);
-    for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(load_partial<L2_COHERENT>(p.partial_lse + row_of(k)) - m);
+    for (int32_t k = s + lane; k < e; k += warp_size()) sum += expf(load_partial(p.partial_lse + row_of(k)) - m);
   }
   sum = wave_sum(sum);
   return (sum == 0.0f || sum != sum) ? INFINITY : m + logf(sum);
@@ -97,7 +87,6 @@ __device__ inline void batch_rows(const ReduceParams& p, int32_t k, int32_t e, i
     prow[b] = kb < e ? (int64_t(p.reduce_partial_map[kb]) + r) * p.heads + h : 0;
   }
 }
-template <bool L2_COHERENT>
 __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
                                       float lse, int c) {
   float acc = 0.0f;
@@ -108,8 +97,8 @@ __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t
 #pragma unroll
     for (int b = 0; b < kChainBatch; ++b) {
       if (k + b * step < e) {
-        l[b] = load_partial<L2_COHERENT>(p.partial_lse + prow[b]);
-        x[b] = load_partial<L2_COHERENT>(p.partial_out + prow[b] * p.v_dim + c);
+        l[b] = load_partial(p.partial_lse + prow[b]);
+        x[b] = load_partial(p.partial_out + prow[b] * p.v_dim + c);
       }
     }
 #pragma unroll
@@ -122,7 +111,7 @@ __device__ inline float combine_chain(const ReduceParams& p, int32_t k0, int32_t
 // The LSE of pair (r, h) over a tile's n <= NMAX splits from s, every caller thread
 // on its own (sequential over the splits); fills each split's lse (lk) and
 // partial row x heads + head (prow: < 2^31, reduce_uses_few_kernel).
-template <int NMAX, bool L2_COHERENT>
+template <int NMAX>
 __device__ inline float pair_lse_few(const ReduceParams& p, int32_t s, int n, int r, int h, float (&lk)[NMAX],
                                      int32_t (&prow)[NMAX]) {
   float m = kNegInf;
@@ -130,7 +119,7 @@ __device__ inline float pair_lse_few(const ReduceParams& p, int32_t s, int n, in
   for (int k = 0; k < NMAX; ++k) {
     if (k < n) {
       prow[k] = (p.reduce_partial_map[s + k] + r) * p.heads + h;
-      lk[k] = load_partial<L2_COHERENT>(p.partial_lse + prow[k]);
+      lk[k] = load_partial(p.partial_lse + prow[k]);
       m = fmaxf(m, lk[k]);
     }
   }
@@ -148,7 +137,7 @@ __device__ inline float pair_lse_few(const ReduceParams& p, int32_t s, int n, in
 // one split's load, exp and fmafs under one `if` compiled to a branch around each
 // split, so every split's L2 load waited for the one before (SASS of the spread
 // combine; docs/bench_notes.md step 36). Same operations in the same order.
-template <int NMAX, bool L2_COHERENT, int NQ, typename ColOf>
+template <int NMAX, int NQ, typename ColOf>
 __device__ inline void few_chain_quads(const ReduceParams& p, int n, const float (&lk)[NMAX],
                                        const int32_t (&prow)[NMAX], float lse, int64_t stride, ColOf col,
                                        float4 (&acc)[NQ]) {
@@ -164,7 +153,7 @@ __device__ inline void few_chain_quads(const ReduceParams& p, int n, const float
       if (k0 + b < n)
 #pragma unroll
         for (int j = 0; j < NQ; ++j)
-          x[b][j] = load_partial<L2_COHERENT>(
+          x[b][j] = load_partial(
               reinterpret_cast<const float4*>(p.partial_out + int64_t(prow[k0 + b]) * stride + col(j)));
 #pragma unroll
     for (int b = 0; b < kB; ++b)
@@ -183,91 +172,22 @@ __device__ inline void few_chain_quads(const ReduceParams& p, int n, const float
 // thread computes the LSE and weights itself (sequential over the splits); the
 // thread with c4 == 0 writes the lse. NMAX only bounds the unrolled arrays: the
 // operations on splits k < n, and so the bits, do not depend on it.
-template <int NMAX, bool L2_COHERENT>
+template <int NMAX>
 __device__ inline void combine_pair_few(const ReduceParams& p, int32_t s, int n, int32_t q0, int r, int h, int c4) {
   const int heads = p.heads, v_dim = p.v_dim;
   float lk[NMAX];
   int32_t prow[NMAX];
-  const float lse = pair_lse_few<NMAX, L2_COHERENT>(p, s, n, r, h, lk, prow);
+  const float lse = pair_lse_few<NMAX>(p, s, n, r, h, lk, prow);
   const int64_t out_row = (int64_t(q0) + r) * heads + h;
   if (c4 == 0 && p.lse) p.lse[out_row] = lse;
   if (c4 < v_dim) {
     float4 quad[1];
-    few_chain_quads<NMAX, L2_COHERENT, 1>(p, n, lk, prow, lse, v_dim, [&](int) { return c4; }, quad);
+    few_chain_quads<NMAX, 1>(p, n, lk, prow, lse, v_dim, [&](int) { return c4; }, quad);
     const float4 acc = quad[0];
     // one 8-byte store (out rows are 1024-byte aligned: v_dim 512 x 16 bits)
     *reinterpret_cast<uint2*>(p.out + out_row * v_dim + c4) =
         make_uint2(uint32_t(encode_out(p.out_type, acc.x)) | (uint32_t(encode_out(p.out_type, acc.y)) << 16),
                    uint32_t(encode_out(p.out_type, acc.z)) | (uint32_t(encode_out(p.out_type, acc.w)) << 16));
-  }
-}
-
-// combine_pair_few's arithmetic for pair (r, h) by one wave (the fused combine):
-// lane l takes the column quads c_base + 4l + 4·warp_size·j (j < NQ) of v_dim 512
-// (NQ 4: all of them; the spread combine gives a wave one 128-column quarter, NQ 1),
-// so a warpgroup combines several pairs at once where the few kernel gives each pair
-// 128 threads. Each lane computes the LSE and each weight exactly as every thread of
-// the few kernel does (sequential over the splits), and each column is the same
-// fmaf chain in split order: the same bits. The lse is written with column 0.
-template <int NMAX, bool L2_COHERENT, int NQ = 4>
-__device__ inline void combine_pair_few_wave(const ReduceParams& p, int32_t s, int n, int32_t q0, int r, int h,
-                                             int lane, int c_base = 0) {
-  constexpr int kVDimFew = 512, kQuads = NQ;
-  const int heads = p.heads;
-  float lk[NMAX];
-  int32_t prow[NMAX];
-  const float lse = pair_lse_few<NMAX, L2_COHERENT>(p, s, n, r, h, lk, prow);
-  const int64_t out_row = (int64_t(q0) + r) * heads + h;
-  if (lane == 0 && c_base == 0 && p.lse) p.lse[out_row] = lse;
-  float4 acc[kQuads];
-  few_chain_quads<NMAX, L2_COHERENT, kQuads>(p, n, lk, prow, lse, kVDimFew,
-                                             [&](int j) { return c_base + 4 * lane + 4 * warp_size() * j; }, acc);
-#pragma unroll
-  for (int j = 0; j < kQuads; ++j) {
-    const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
-    *reinterpret_cast<uint2*>(p.out + out_row * kVDimFew + c4) =
-        make_uint2(uint32_t(encode_out(p.out_type, acc[j].x)) | (uint32_t(encode_out(p.out_type, acc[j].y)) << 16),
-                   uint32_t(encode_out(p.out_type, acc[j].z)) | (uint32_t(encode_out(p.out_type, acc[j].w)) << 16));
-  }
-}
-
-// combine_chain for the NQ column quads c4 = c_base + 4·lane + 4·warp_size·j (j < NQ)
-// of pair (r, h) at once (the fused combine: one wave per pair, float4 loads, NQ
-// independent quads in flight): acc[j] gets, per column, exactly combine_chain's
-// fmaf chain over k = k0, k0 + step, ... < e (same weights, same order).
-template <int NQ, bool L2_COHERENT>
-__device__ inline void combine_chain_quads(const ReduceParams& p, int32_t k0, int32_t e, int32_t step, int r, int h,
-                                           float lse, int lane, float4 (&acc)[NQ], int c_base = 0) {
-#pragma unroll
-  for (int j = 0; j < NQ; ++j) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  // NQ quads of kBatch splits in flight (combine_chain's batching), then the fmaf chains.
-  constexpr int kBatch = NQ == 1 ? 2 * kChainBatch : 2;
-  for (int32_t k = k0; k < e; k += kBatch * step) {
-    int64_t prow[kBatch];
-    float l[kBatch];
-    float4 x[kBatch][NQ];
-    batch_rows(p, k, e, step, r, h, prow);
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (k + b * step < e) {
-        l[b] = load_partial<L2_COHERENT>(p.partial_lse + prow[b]);
-#pragma unroll
-        for (int j = 0; j < NQ; ++j) {
-          const int c4 = c_base + 4 * lane + 4 * warp_size() * j;
-          x[b][j] = load_partial<L2_COHERENT>(reinterpret_cast<const float4*>(p.partial_out + prow[b] * p.v_dim + c4));
-        }
-      }
-    }
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (k + b * step < e) {
-        const float wk = expf(l[b] - lse);
-#pragma unroll
-        for (int j = 0; j < NQ; ++j) {
-          fma_quad(acc[j], wk, x[b][j]);
-        }
-      }
-    }
   }
 }
 

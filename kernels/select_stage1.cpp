@@ -48,23 +48,15 @@ std::string wgmma_path_note(const Stage1Params& p) {
   std::string note;
   if (const int blocks = wgmma_pair_tiles(p); blocks > 1)
     note += "; " + std::to_string(blocks) + " blocks a workgroup, one per 64-pair chunk of its works, side by side";
-  if (wgmma_rows_64(p))
-    note += p.wgmma_schedule == WgmmaSchedule::seesaw
-                ? "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas, the warpgroups taking alternate tiles' Q·Kᵀ and softmax "
-                  "(--wgmma-schedule seesaw)"
-            : p.wgmma_schedule == WgmmaSchedule::pair
-                ? "; 64-token tiles in pairs, Q·Kᵀ as m64n64 wgmmas, one tile of each pair a warpgroup "
-                  "(--wgmma-schedule pair)"
-                : "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)";
-  if (wgmma_runs_pair(p) && p.wgmma_schedule == WgmmaSchedule::pair_32)
-    note += "; 32-token tiles in pairs on four stages, one tile of each pair a warpgroup (--wgmma-schedule pair-32)";
-  if (wgmma_runs_pair(p))
-    note += "; P·V with P rounded once to the operand type (the pair schedule always: two parts do not fit)";
-  else if (wgmma_p_once(p))
-    note += "; P·V with P rounded once to the operand type (--pv-precision once)";
-  if (!wgmma_runs_transposed(p) && p.wgmma_schedule == WgmmaSchedule::split_qk)
-    note += "; the warpgroups split each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)";
+  if (wgmma_p_once(p)) note += "; P·V with P rounded once to the operand type (--pv-precision once)";
   return note;
+}
+
+// The kernel asked for cannot serve p: refused with the reason.
+Stage1Choice refuse(const char* kernel, const std::string& why) {
+  Stage1Choice c;
+  c.refusal = std::string("stage-1 kernel ") + kernel + " was asked but " + explain(kernel, why);
+  return c;
 }
 
 }  // namespace
@@ -109,60 +101,91 @@ std::string mma_rejects(const Stage1Params& p, const Stage1Device& d) {
   return {};
 }
 
-Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
+namespace {
+Stage1Choice choose_kernel(const Stage1Params& p, const Stage1Device& d) {
   const Stage1Kernel want = p.kernel;
-  if (want == Stage1Kernel::cuda_core) return {Stage1Kernel::cuda_core, "asked"};
-  if (d.vendor == GpuVendor::none) return {Stage1Kernel::cuda_core, "no GPU backend in this build (nothing runs)"};
-
+  if (want == Stage1Kernel::cuda_core) return {Stage1Kernel::cuda_core, "asked", std::nullopt};
+  if (d.vendor == GpuVendor::none) {
+    if (want != Stage1Kernel::automatic) return refuse(to_string(want), "no GPU backend in this build");
+    return {Stage1Kernel::cuda_core, "no GPU backend in this build (nothing runs)", std::nullopt};
+  }
   if (d.vendor == GpuVendor::amd) {
-    // The MFMA build of the tensor-core kernel is compile-checked (gfx90a, gfx940)
-    // but has never run on AMD hardware: only an explicit mma selects it.
+    // The MFMA build of the tensor-core kernel is compile-checked but has never run on
+    // AMD hardware: only an explicit mma selects it.
     if (want == Stage1Kernel::automatic)
       return {Stage1Kernel::cuda_core,
-              "automatic keeps AMD on the CUDA-core kernel (the MFMA kernel has not run on AMD hardware; ask for mma)"};
-    if (want == Stage1Kernel::wgmma)
-      return {Stage1Kernel::cuda_core, explain("wgmma", wgmma_rejects(p, d)) +
-                                           "; on AMD only an explicit mma selects the MFMA kernel: cuda_core"};
-    if (std::string why = mma_rejects(p, d); !why.empty())
-      return {Stage1Kernel::cuda_core, explain("mma", why) + ": cuda_core"};
-    return {Stage1Kernel::mma, "asked (the MFMA kernel: compile-checked only, never run on AMD hardware)"};
+              "automatic keeps AMD on the CUDA-core kernel (the MFMA kernel has not run on AMD hardware; ask for mma)",
+              std::nullopt};
+    if (want == Stage1Kernel::wgmma) return refuse("wgmma", wgmma_rejects(p, d));
+    if (std::string why = mma_rejects(p, d); !why.empty()) return refuse("mma", why);
+    return {Stage1Kernel::mma, "asked (the MFMA kernel: compile-checked only, never run on AMD hardware)", std::nullopt};
   }
+  // NVIDIA. automatic runs the warpgroup kernels wherever they apply: they beat
+  // mma.sync on every docs/design.md §8 shape, fp8 KV included (docs/bench_notes.md).
+  if (want == Stage1Kernel::wgmma) {
+    if (std::string why = wgmma_rejects(p, d); !why.empty()) return refuse("wgmma", why);
+    return {Stage1Kernel::wgmma, "asked, and it applies" + wgmma_path_note(p), std::nullopt};
+  }
+  if (want == Stage1Kernel::mma) {
+    if (std::string why = mma_rejects(p, d); !why.empty()) return refuse("mma", why);
+    return {Stage1Kernel::mma, "asked, and it applies", std::nullopt};
+  }
+  const std::string wgmma_why = wgmma_rejects(p, d);
+  if (wgmma_why.empty())
+    return {Stage1Kernel::wgmma, "automatic: the warpgroup kernel applies (sm_90a build on 9.0)" + wgmma_path_note(p),
+            std::nullopt};
+  std::string path = "automatic: " + explain("wgmma", wgmma_why);
+  if (std::string why = mma_rejects(p, d); !why.empty())
+    return {Stage1Kernel::cuda_core, path + "; " + explain("mma", why) + ": cuda_core", std::nullopt};
+  return {Stage1Kernel::mma, path + ": mma", std::nullopt};
+}
+}  // namespace
 
-  // NVIDIA. Automatic runs the warpgroup kernels wherever they apply: they beat
-  // mma.sync on every docs/design.md §8 shape (docs/bench_notes.md steps 16-17),
-  // fp8 KV included since its codes are staged with cp.async and converted
-  // shared -> shared (step 22).
-  std::string path;  // the kernels passed over, in order
-  if (want == Stage1Kernel::wgmma || want == Stage1Kernel::automatic) {
-    if (std::string why = wgmma_rejects(p, d); !why.empty()) {
-      path = (want == Stage1Kernel::automatic ? std::string("automatic: ") : std::string()) + explain("wgmma", why);
-    } else {
-      const std::string path_note = wgmma_path_note(p);
-      const std::string copy_note =
-          wgmma_raw_ring(p) && p.fp8_copy == Fp8Copy::half_lines ? "; the producer copies half-lines (64 bytes)" : "";
-      return {Stage1Kernel::wgmma, (want == Stage1Kernel::automatic
-                                        ? std::string("automatic: the warpgroup kernel applies (sm_90a build on 9.0)")
-                                        : std::string("asked, and it applies")) +
-                                       path_note + copy_note};
-    }
+Stage1Choice select_stage1(const Stage1Params& p, const Stage1Device& d) {
+  Stage1Choice c = choose_kernel(p, d);
+  if (!c.refusal) {
+    if (std::string why = precision_rejects(p, c.kernel); !why.empty()) c.refusal = why;
   }
-  if (std::string why = mma_rejects(p, d); !why.empty()) {
-    path += (path.empty() ? "" : "; ") + explain("mma", why);
-    return {Stage1Kernel::cuda_core, path + ": cuda_core"};
-  }
-  if (path.empty()) return {Stage1Kernel::mma, "asked, and it applies"};
-  return {Stage1Kernel::mma, path + ": mma"};
+  return c;
 }
 
-std::string fused_combine_rejects(const Stage1Params& p, const Stage1Device& device) {
-  const Stage1Kernel k = select_stage1(p, device).kernel;
-  if (k != Stage1Kernel::wgmma)
-    return std::string("needs the transposed wgmma stage-1 kernel; ") + to_string(k) + " runs";
-  if (!wgmma_runs_transposed(p))
-    return "needs the transposed wgmma stage-1 kernel (works of <= " +
-           std::to_string(kSmallWorkPairs) + " pairs); the row-major one runs (" + std::to_string(stage1_pairs(p)) +
-           " pairs)";
+std::string precision_rejects(const Stage1Params& p, Stage1Kernel kernel) {
+  const bool wgmma = kernel == Stage1Kernel::wgmma;
+  const std::string on = std::string(" (the ") + to_string(kernel) + " kernel runs";
+  if (p.pv_precision == PvPrecision::once && !(wgmma && p.kv_type != ElemType::fp8))
+    return "--pv-precision once was asked but only the wgmma kernels on 16-bit KV round P once" + on + ", KV " +
+           name(p.kv_type) + ")";
+  if (p.pv_precision == PvPrecision::split && wgmma && wgmma_raw_ring(p))
+    return "--pv-precision split was asked but this fp8 path takes P once in fp16 (use --fp8-convert staged for "
+           "P in two parts)";
+  const bool e4m3fn_kv = p.kv_type == ElemType::fp8 && !p.fp8_fnuz;
+  if (p.fp8_qk != Fp8QkMma::automatic && !(wgmma && e4m3fn_kv && p.q_type == ElemType::fp8))
+    return std::string("--fp8-qk ") + to_string(p.fp8_qk) +
+           " was asked but only the wgmma kernel on fp8 q with e4m3fn KV has that choice" + on + ")";
+  if (p.fp8_pv != Fp8PvMma::automatic && !(wgmma && wgmma_raw_ring(p)))
+    return std::string("--fp8-pv ") + to_string(p.fp8_pv) +
+           " was asked but only the wgmma kernel's raw-code fp8 paths (e4m3fn KV: Q·Kᵀ on e4m3, or K in registers) "
+           "have that choice" + on + ")";
+  if (p.fp8_convert != Fp8Convert::automatic && !(wgmma && e4m3fn_kv && !wgmma_qk_e4m3(p)))
+    return std::string("--fp8-convert ") + to_string(p.fp8_convert) +
+           " was asked but only the wgmma kernel on e4m3fn KV with Q·Kᵀ on fp16 has that choice" + on + ")";
+  if (p.fp8_convert == Fp8Convert::registers && !wgmma_k_registers(p))
+    return "--fp8-convert registers was asked but q is not exact in fp16 (the codes must be staged)";
   return {};
+}
+
+WgmmaKey wgmma_key(const Stage1Params& p) {
+  const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
+  WgmmaKey k;
+  k.head_dim = p.head_dim;
+  k.p_once = wgmma_p_once(p);
+  k.pv_e4m3 = wgmma_pv_e4m3(p);
+  if (wgmma_qk_e4m3(p)) k.path = WgmmaPath::t_e4m3;
+  else if (wgmma_k_registers(p)) k.path = WgmmaPath::t_kreg;
+  else if (p.kv_type == ElemType::fp8) k.path = p.q_f16_exact ? WgmmaPath::t_fp8_staged_fp16 : WgmmaPath::t_fp8_staged_bf16;
+  else if (wgmma_runs_transposed(p)) k.path = f16 ? WgmmaPath::t_fp16 : WgmmaPath::t_bf16;
+  else k.path = f16 ? WgmmaPath::rows_fp16 : WgmmaPath::rows_bf16;
+  return k;
 }
 
 }  // namespace mla

@@ -325,20 +325,25 @@ __global__ void __launch_bounds__(kThreads) mla_stage1_kernel(Stage1Params p) {
 }
 
 template <ElemType KV>
-bool launch_typed(const Stage1Params& p, std::string* error) {
+bool launch_typed(const Stage1Params& p, Stage1Ran* ran, std::string* error) {
   const size_t smem = stage1_smem_bytes(p.head_dim, Elem<KV>::bytes);
   if (!check(gpu_set_max_dynamic_shared(mla_stage1_kernel<KV>, int(smem)), "set stage-1 shared memory", error)) return false;
   mla_stage1_kernel<KV><<<dim3(p.num_workgroups), dim3(kThreads), smem, 0>>>(p);
-  return check_launch("stage-1 launch", error);
+  if (!check_launch("stage-1 launch", error)) return false;
+  static const char* const kKvNames[] = {"bf16", "fp16", "fp8"};  // ElemType's order
+  *ran = Stage1Ran{Stage1Kernel::cuda_core, Stage1Schedule::cuda_core, Stage1Precision::fp32,
+                   std::string("mla_stage1_kernel<") + kKvNames[int(KV)] + " KV>", int64_t(p.num_workgroups),
+                   kThreads, int64_t(smem)};
+  return true;
 }
 
 }  // namespace
 
-bool launch_stage1_cuda_core(const Stage1Params& p, std::string* error) {
+bool launch_stage1_cuda_core(const Stage1Params& p, Stage1Ran* ran, std::string* error) {
   switch (p.kv_type) {
-    case ElemType::bf16: return launch_typed<ElemType::bf16>(p, error);
-    case ElemType::fp16: return launch_typed<ElemType::fp16>(p, error);
-    case ElemType::fp8: return launch_typed<ElemType::fp8>(p, error);
+    case ElemType::bf16: return launch_typed<ElemType::bf16>(p, ran, error);
+    case ElemType::fp16: return launch_typed<ElemType::fp16>(p, ran, error);
+    case ElemType::fp8: return launch_typed<ElemType::fp8>(p, ran, error);
   }
   if (error) *error = "stage-1: unknown KV element type";
   return false;

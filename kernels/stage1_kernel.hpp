@@ -1,6 +1,7 @@
-// The stage-1 kernels by name: plain C++, no GPU include, so the executor
-// contract (kernels/executor.hpp), the CLI and host tests can name them in any
-// build. Which one runs for a launch: kernels/select_stage1.hpp.
+// The stage-1 kernels by name, the precision modes a caller may ask of them, and
+// what a launch reports it ran: plain C++, no GPU include, so the executor contract
+// (kernels/executor.hpp), the CLI and host tests can name them in any build. Which
+// kernel serves a launch: kernels/select_stage1.hpp.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -10,187 +11,138 @@
 
 namespace mla {
 
-// The stage-1 kernels: all implement the same contract (kernels/README.md).
-//   wgmma     NVIDIA sm_90a builds on a compute-9.0 device: warpgroup MMA, producer warpgroup
-//             (kernels/stage1_wgmma.hip);
+// The stage-1 kernel families: all implement the same contract (kernels/README.md).
+//   wgmma     NVIDIA sm_90a builds on a compute-9.0 device: warpgroup MMA with a producer
+//             warpgroup (kernels/wgmma/);
 //   mma       matrix cores through kernels/fragment.hpp: mma.sync on NVIDIA, MFMA on AMD
 //             (kernels/stage1_mma.hip);
 //   cuda_core every view and every vendor (kernels/stage1_cuda_core.hip).
 // `automatic` asks select_stage1 for the fastest that applies; a named kernel that
-// does not apply to a view falls back (select_stage1 says to which, and why).
+// does not apply to a view is refused (select_stage1 says why), never substituted.
 enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core = 3 };
-
-inline const char* to_string(Stage1Kernel k) {
-  switch (k) {
-    case Stage1Kernel::automatic: return "automatic";
-    case Stage1Kernel::wgmma: return "wgmma";
-    case Stage1Kernel::mma: return "mma";
-    case Stage1Kernel::cuda_core: return "cuda_core";
-  }
-  return "unknown";
-}
-// to_string under the name cli/cmd_bench.cpp spells it.
-inline const char* stage1_kernel_name(Stage1Kernel k) { return to_string(k); }
-
-// The kernel a name (as to_string prints it) stands for; unknown names are
-// automatic (the CLI validates names first).
-inline Stage1Kernel stage1_kernel_from_name(const std::string& name) {
-  for (Stage1Kernel k : {Stage1Kernel::wgmma, Stage1Kernel::mma, Stage1Kernel::cuda_core})
-    if (name == to_string(k)) return k;
-  return Stage1Kernel::automatic;
+inline constexpr Stage1Kernel kStage1Kernels[] = {Stage1Kernel::automatic, Stage1Kernel::wgmma, Stage1Kernel::mma,
+                                                  Stage1Kernel::cuda_core};
+inline constexpr const char* kStage1KernelNames[] = {"automatic", "wgmma", "mma", "cuda_core"};
+inline const char* to_string(Stage1Kernel v) { return enum_name(kStage1Kernels, kStage1KernelNames, v); }
+inline std::optional<Stage1Kernel> stage1_kernel_from_name(const std::string& name) {
+  return enum_from_name(kStage1Kernels, name);
 }
 
-// The schedule of the row-major wgmma kernel's consumer warpgroups (works of more
-// than 16 (row, head) pairs: M2, C1; kernels/stage1_wgmma.cuh). serial and qk_ahead
-// keep the same split of the work: warpgroup 0 runs Q·Kᵀ, the softmax and P·V for
-// columns 0-255, warpgroup 1 takes P through shared memory for columns 256-511.
-//   serial    warpgroup 0 waits for tile t's Q·Kᵀ, then runs its softmax, so the
-//             tensor cores idle through every softmax (docs/bench_notes.md step 27);
-//   qk_ahead  warpgroup 0 issues tile t+1's Q·Kᵀ (asynchronous wgmma) before the
-//             softmax of tile t, so the softmax runs while the tensor cores work.
-//   split_qk  the warpgroups share Q·Kᵀ: warpgroup 0 runs the even k-steps' chain,
-//             warpgroup 1 the odd one (serial's two chains), they swap the partial
-//             scores through shared memory and add them (even + odd: serial's bits),
-//             and each runs the softmax and packs P itself for its own columns: no P
-//             hand-off, 18 + 16 wgmmas a warpgroup and tile instead of warpgroup 0's
-//             36 + 16 (docs/bench_notes.md step 35). Same outputs as serial, bit for bit.
-//   serial_64 serial over 64-token tiles: Q·Kᵀ as 36 m64n64k16 (one chain) where serial
-//             issues 72 m64n32k16 per 64 tokens, two 64-token stages, P handed over
-//             through a single buffer (with P in two parts, the hi part in the tile's
-//             own rope columns: kernels/stage1_wgmma.cuh, Plan; docs/bench_notes.md
-//             steps 37-39). Same arithmetic as serial but the order of Q·Kᵀ's k-steps
-//             and the tile boundaries of the online softmax.
-//   seesaw    64-token tiles as serial_64, but the warpgroups take turns: each runs Q·Kᵀ
-//             and the softmax of alternate tiles, hands P and the running max to the
-//             other, and issues its next tile's Q·Kᵀ right after its P·V of the other's
-//             tile (FlashMLA's seesaw; kernels/stage1_wgmma_seesaw.cuh, docs/bench_notes.md
-//             step 41). serial_64's P and alpha bits; the row sums are added per
-//             warpgroup, so the output may differ from serial_64's in the last bit.
-//             Slower than serial_64 on the H100 (step 41: with two stages the next
-//             tile's Q·Kᵀ cannot run under a softmax); an option.
-//   pair      64-token tiles taken two at a time: both warpgroups issue a Q·Kᵀ at once
-//             (warpgroup 0 tile A, warpgroup 1 tile B), warpgroup 1 softmaxes B from A's
-//             running max while warpgroup 0's P·V of A runs, and each warpgroup does
-//             its half of both P·Vs (FlashMLA's order; kernels/stage1_wgmma_pair.cuh,
-//             docs/bench_notes.md steps 46-47). P is rounded once (mla::wgmma_p_once):
-//             two parts have no room beside two stages and q. Slower than serial_64 on
-//             the H100 (step 47: each stage is held for the whole pair, so the next
-//             pair waits for a whole load); an option.
-//   pair_32   the pair schedule on 32-token tiles and four stages, so the next pair's
-//             two tiles load while this pair's are read, Q·Kᵀ as two chains and
-//             warpgroup 1's P_A·V under softmax(B) (step 48). P rounded once. Slower than
-//             serial_64 on the H100 (the running max's hand-offs are its wait); an option.
-// serial_64 is the default (kDefaultWgmmaSchedule): on the H100 it took C1 from 464 to
-// 394 µs and M2 from 145 to 140 with P in two parts, 317 and 136 with P once
-// (docs/bench_notes.md step 39); qk_ahead was slower on the H200 (step 27: warpgroup 0
-// then holds two of the three stages, so each load has less time to land), split_qk
-// on the H100 (step 35).
-enum class WgmmaSchedule : int32_t { serial = 0, qk_ahead = 1, split_qk = 2, serial_64 = 3, seesaw = 4, pair = 5, pair_32 = 6 };
-inline constexpr WgmmaSchedule kWgmmaSchedules[] = {WgmmaSchedule::serial, WgmmaSchedule::qk_ahead,
-                                                    WgmmaSchedule::split_qk, WgmmaSchedule::serial_64,
-                                                    WgmmaSchedule::seesaw, WgmmaSchedule::pair,
-                                                    WgmmaSchedule::pair_32};
+// ---- Precision modes: settings that change the arithmetic on purpose ----
+// Each has `automatic` (the path's own default, never refused); a named mode that the
+// path select_stage1 picks cannot run is refused (select_stage1.hpp, precision_rejects).
+// Measured error and speed of each: docs/bench_notes.md, "Precision modes".
 
-inline constexpr const char* kWgmmaScheduleNames[] = {"serial", "qk-ahead", "split-qk",
-                                                      "serial-64", "seesaw", "pair", "pair-32"};  // in kWgmmaSchedules' order
-inline constexpr WgmmaSchedule kDefaultWgmmaSchedule = WgmmaSchedule::serial_64;
-inline const char* to_string(WgmmaSchedule v) { return enum_name(kWgmmaSchedules, kWgmmaScheduleNames, v); }
-// The schedule a name (as to_string prints it) stands for; nullopt for other names.
-inline std::optional<WgmmaSchedule> wgmma_schedule_from_name(const std::string& name) {
-  return enum_from_name(kWgmmaSchedules, name);
+// How P (the softmax weights, fp32) enters P·V on the 16-bit-KV wgmma kernels:
+//   split  P as hi + lo parts in the operand type (hi + lo = P to ~2^-17 relative), two
+//          wgmmas a P·V step: the output as accurate as with fp32 P. automatic's choice.
+//   once   P rounded once to the operand type, as FlashMLA does
+//          (deepseek-ai/FlashMLA csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3: rPb, a
+//          tensor of InputT): half the P·V wgmmas; gpu_tests holds it to kPOnceTol.
+enum class PvPrecision : int32_t { automatic = 0, split = 1, once = 2 };
+inline constexpr PvPrecision kPvPrecisions[] = {PvPrecision::automatic, PvPrecision::split, PvPrecision::once};
+inline constexpr const char* kPvPrecisionNames[] = {"automatic", "split", "once"};
+inline const char* to_string(PvPrecision v) { return enum_name(kPvPrecisions, kPvPrecisionNames, v); }
+inline std::optional<PvPrecision> pv_precision_from_name(const std::string& name) {
+  return enum_from_name(kPvPrecisions, name);
 }
 
-// How the transposed wgmma kernel multiplies fp8 q by e4m3fn KV codes in Q·Kᵀ
-// (kernels/stage1_wgmma.cuh; kernels/select_stage1.hpp, wgmma_qk_e4m3):
-//   e4m3  wgmma on the codes as they are, V converted by the consumers in registers;
-//         Hopper's fp8 MMA accumulates with ~14 bits, so the scores are exact to
-//         ~2^-13 only (docs/bench_notes.md step 28). The default: the fastest.
-//   fp16  the producer converts the codes into fp16 stages (exact) and the fp16
-//         wgmma accumulates in fp32, as for e4m3fnuz and bf16 q.
-enum class Fp8QkMma : int32_t { e4m3 = 0, fp16 = 1 };
-inline constexpr Fp8QkMma kFp8QkMmas[] = {Fp8QkMma::e4m3, Fp8QkMma::fp16};
-
-inline constexpr const char* kFp8QkMmaNames[] = {"e4m3", "fp16"};  // in kFp8QkMmas' order
+// Q·Kᵀ of fp8 q by e4m3fn KV codes on the transposed wgmma kernel:
+//   e4m3  wgmma on the codes as they are; Hopper's fp8 MMA accumulates with ~14 bits,
+//         so the scores are exact to ~2^-13 only (gpu_tests kFp8MmaTol). automatic's choice.
+//   fp16  the codes converted to fp16 (exact) and fp16 wgmma accumulating in fp32.
+enum class Fp8QkMma : int32_t { automatic = 0, e4m3 = 1, fp16 = 2 };
+inline constexpr Fp8QkMma kFp8QkMmas[] = {Fp8QkMma::automatic, Fp8QkMma::e4m3, Fp8QkMma::fp16};
+inline constexpr const char* kFp8QkMmaNames[] = {"automatic", "e4m3", "fp16"};
 inline const char* to_string(Fp8QkMma v) { return enum_name(kFp8QkMmas, kFp8QkMmaNames, v); }
-// The mode a name (as to_string prints it) stands for; nullopt for other names.
-inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) {
-  return enum_from_name(kFp8QkMmas, name);
-}
+inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) { return enum_from_name(kFp8QkMmas, name); }
 
-// How the raw-code paths (Fp8QkMma::e4m3, and K in registers: Fp8Convert::registers)
-// multiply P by V:
-//   automatic  e4m3 where Q·Kᵀ runs on e4m3 wgmma (its scores already carry fp8
-//              accumulation's error), fp16 where K is converted in registers (exact
-//              scores). The default.
-//   e4m3       wgmma on the V codes as they are, P as two e4m3 parts (P·256 = hi +
-//              lo/16, ~2^-8 relative), each tile's product accumulated from zero (fp8
-//              MMA keeps ~14 bits) and added to the fp32 O: 16 wgmmas a tile. With K in
-//              registers an experiment (docs/bench_notes.md step 31).
-//   fp16       V converted to fp16 by the consumers, P once in fp16 (step 28): 32
-//              wgmmas a tile.
+// P·V on the raw-code fp8 paths (Q·Kᵀ on e4m3, or K converted in registers):
+//   e4m3  wgmma on the V codes as they are, P as two e4m3 parts (P·256 = hi + lo/16,
+//         ~2^-8 relative), each tile's product accumulated from zero and added to the
+//         fp32 O; automatic's choice where Q·Kᵀ runs on e4m3.
+//   fp16  V converted to fp16 by the consumers, P once in fp16; automatic's choice where
+//         K is converted in registers (exact scores).
 enum class Fp8PvMma : int32_t { automatic = 0, e4m3 = 1, fp16 = 2 };
 inline constexpr Fp8PvMma kFp8PvMmas[] = {Fp8PvMma::automatic, Fp8PvMma::e4m3, Fp8PvMma::fp16};
-
-inline constexpr const char* kFp8PvMmaNames[] = {"automatic", "e4m3", "fp16"};  // in kFp8PvMmas' order
+inline constexpr const char* kFp8PvMmaNames[] = {"automatic", "e4m3", "fp16"};
 inline const char* to_string(Fp8PvMma v) { return enum_name(kFp8PvMmas, kFp8PvMmaNames, v); }
-// The mode a name (as to_string prints it) stands for; nullopt for other names.
-inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) {
-  return enum_from_name(kFp8PvMmas, name);
-}
+inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) { return enum_from_name(kFp8PvMmas, name); }
 
-// How the producer of that path (the raw fp8 tiles, no conversion) copies a KV row:
-//   half-lines  4 threads a row, 16-byte chunks c0 + 4j: a warp's instruction covers 8
-//               rows x 64 bytes (ncu on F2: the L2's tag lookups at 81 % of peak;
-//               docs/bench_notes.md step 29).
-//   lines       8 threads a row, instruction j one whole 128-byte line of it (chunk
-//               8j + c0 - the row's offset into its first line). The default: 1.5-3.5 %
-//               faster on F1, F2 and F1 with bf16 q (step 30), the same bits (gpu_tests).
-enum class Fp8Copy : int32_t { half_lines = 0, lines = 1 };
-inline constexpr Fp8Copy kFp8Copies[] = {Fp8Copy::half_lines, Fp8Copy::lines};
-
-inline constexpr const char* kFp8CopyNames[] = {"half-lines", "lines"};  // in kFp8Copies' order
-inline const char* to_string(Fp8Copy v) { return enum_name(kFp8Copies, kFp8CopyNames, v); }
-// The form a name (as to_string prints it) stands for; nullopt for other names.
-inline std::optional<Fp8Copy> fp8_copy_from_name(const std::string& name) { return enum_from_name(kFp8Copies, name); }
-
-// Where the transposed wgmma kernel turns e4m3fn KV codes into fp16 operands when
-// Q·Kᵀ is not on e4m3 wgmma (bf16 q, or fp8 q with Fp8QkMma::fp16), q exact in fp16
-// (Stage1Params::q_f16_exact):
-//   registers  the producer only copies the codes (the e4m3 path's raw ring); the
-//              consumers convert K into the A fragments of Sᵀ = K·Qᵀ (q staged with
-//              head_dim permuted to match, kernels/stage1_wgmma.cuh kreg_q_col) and V
-//              as the e4m3 path does; P once in fp16 (2^-11 relative): 68 wgmmas a
-//              tile. The default.
-//   staged     the producer converts the codes into 16-bit stages and P·V takes P in
-//              two 16-bit parts (fp32-level): 100 wgmmas a tile; e4m3fnuz and q not
-//              exact in fp16 always take it.
-enum class Fp8Convert : int32_t { registers = 0, staged = 1 };
-inline constexpr Fp8Convert kFp8Converts[] = {Fp8Convert::registers, Fp8Convert::staged};
-
-inline constexpr const char* kFp8ConvertNames[] = {"registers", "staged"};  // in kFp8Converts' order
+// Where e4m3fn KV codes become fp16 operands when Q·Kᵀ is not on e4m3 (bf16 q, or fp8 q
+// with Fp8QkMma::fp16), q exact in fp16 (Stage1Params::q_f16_exact):
+//   registers  the consumers convert K and V in registers, P once in fp16 (2^-11
+//              relative). automatic's choice.
+//   staged     the producer converts the codes into 16-bit stages and P·V takes P in two
+//              16-bit parts (fp32-level); e4m3fnuz and q not exact in fp16 always take it.
+enum class Fp8Convert : int32_t { automatic = 0, registers = 1, staged = 2 };
+inline constexpr Fp8Convert kFp8Converts[] = {Fp8Convert::automatic, Fp8Convert::registers, Fp8Convert::staged};
+inline constexpr const char* kFp8ConvertNames[] = {"automatic", "registers", "staged"};
 inline const char* to_string(Fp8Convert v) { return enum_name(kFp8Converts, kFp8ConvertNames, v); }
-// The form a name (as to_string prints it) stands for; nullopt for other names.
 inline std::optional<Fp8Convert> fp8_convert_from_name(const std::string& name) {
   return enum_from_name(kFp8Converts, name);
 }
 
-// How P (the softmax weights, fp32) enters P·V in the wgmma kernels on 16-bit KV (the
-// transposed kernel, and the row-major one's serial schedule; other kernels ignore it):
-//   split  P as hi + lo parts in the operand type (hi + lo = P to ~2^-17 relative),
-//          two wgmmas a P·V step: the output as accurate as with fp32 P. The default.
-//   once   P rounded once to the operand type (bf16: 2^-9 relative, fp16: 2^-12), as
-//          FlashMLA does (csrc/sm90/decode/dense/splitkv_mla.cu@9241ae3: rPb, a tensor
-//          of InputT): half the P·V wgmmas (row-major: 52 instead of 68 a 32-token tile;
-//          transposed: 68 instead of 100 a 64-token tile); gpu_tests holds it to
-//          kPOnceTol (docs/bench_notes.md steps 32-33).
-enum class PvPrecision : int32_t { split = 0, once = 1 };
-inline constexpr PvPrecision kPvPrecisions[] = {PvPrecision::split, PvPrecision::once};
+// ---- What ran: reported by the launch site (never predicted by the host) ----
 
-inline constexpr const char* kPvPrecisionNames[] = {"split", "once"};  // in kPvPrecisions' order
-inline const char* to_string(PvPrecision v) { return enum_name(kPvPrecisions, kPvPrecisionNames, v); }
-// The form a name (as to_string prints it) stands for; nullopt for other names.
-inline std::optional<PvPrecision> pv_precision_from_name(const std::string& name) {
-  return enum_from_name(kPvPrecisions, name);
-}
+// The kernel form a stage-1 launch enqueued.
+//   wgmma_rows        row-major wgmma: 64 (row, head) pairs x 64-token tiles, two stages,
+//                     one block per 64-pair chunk of a work (kernels/wgmma/rows.cuh);
+//   wgmma_transposed  transposed wgmma: 64 tokens x 16 pairs, the two consumer warpgroups
+//                     on alternate tiles (kernels/wgmma/transposed.cuh);
+//   mma_m16           mma.sync / MFMA on m16 tiles of 16 pairs (kernels/stage1_mma.hip);
+//   cuda_core         fp32 FMAs (kernels/stage1_cuda_core.hip).
+enum class Stage1Schedule : int32_t { wgmma_rows = 0, wgmma_transposed = 1, mma_m16 = 2, cuda_core = 3 };
+inline constexpr Stage1Schedule kStage1Schedules[] = {Stage1Schedule::wgmma_rows, Stage1Schedule::wgmma_transposed,
+                                                      Stage1Schedule::mma_m16, Stage1Schedule::cuda_core};
+inline constexpr const char* kStage1ScheduleNames[] = {"rows-64", "transposed-64", "mma-m16", "cuda-core"};
+inline const char* to_string(Stage1Schedule v) { return enum_name(kStage1Schedules, kStage1ScheduleNames, v); }
+
+// The arithmetic a stage-1 launch ran (the precision modes above, as resolved):
+//   fp32                 operands decoded to fp32, fp32 FMAs (cuda_core);
+//   p_split              16-bit MMA operands, P in two 16-bit parts (fp32-level P·V);
+//   p_once               16-bit MMA operands, P rounded once to the operand type;
+//   qk_e4m3              Q·Kᵀ on e4m3 MMA, P·V fp16 with P once;
+//   qk_e4m3_pv_e4m3      Q·Kᵀ and P·V on e4m3 MMA;
+//   k_registers          K and V converted to fp16 in registers, P once in fp16;
+//   k_registers_pv_e4m3  K converted in registers, P·V on e4m3 MMA.
+enum class Stage1Precision : int32_t {
+  fp32 = 0, p_split = 1, p_once = 2, qk_e4m3 = 3, qk_e4m3_pv_e4m3 = 4, k_registers = 5, k_registers_pv_e4m3 = 6
+};
+inline constexpr Stage1Precision kStage1Precisions[] = {
+    Stage1Precision::fp32,    Stage1Precision::p_split,         Stage1Precision::p_once,
+    Stage1Precision::qk_e4m3, Stage1Precision::qk_e4m3_pv_e4m3, Stage1Precision::k_registers,
+    Stage1Precision::k_registers_pv_e4m3};
+inline constexpr const char* kStage1PrecisionNames[] = {"fp32",        "p-split",         "p-once",
+                                                        "qk-e4m3",     "qk-e4m3+pv-e4m3", "k-registers",
+                                                        "k-registers+pv-e4m3"};
+inline const char* to_string(Stage1Precision v) { return enum_name(kStage1Precisions, kStage1PrecisionNames, v); }
+
+// One stage-1 launch as its launch site enqueued it.
+struct Stage1Ran {
+  Stage1Kernel kernel = Stage1Kernel::cuda_core;  // the family (never automatic)
+  Stage1Schedule schedule = Stage1Schedule::cuda_core;
+  Stage1Precision precision = Stage1Precision::fp32;
+  std::string instance;     // the __global__ template instance, e.g. "wgmma_rows<bf16, 576, p-split>"
+  int64_t grid_blocks = 0;  // blocks launched
+  int block_threads = 0;    // threads a block
+  int64_t smem_bytes = 0;   // dynamic shared memory a block
+};
+
+// How the split partials became the output (the launch site of kernels/reduce.hip):
+//   none        no tile has more than one split: stage 1 wrote every output, no reduce launch;
+//   few_splits  mla_reduce_few_kernel<NMAX> (tiles of at most kReduceFewSplits splits);
+//   general     mla_reduce_kernel.
+enum class ReduceKind : int32_t { none = 0, few_splits = 1, general = 2 };
+inline constexpr ReduceKind kReduceKinds[] = {ReduceKind::none, ReduceKind::few_splits, ReduceKind::general};
+inline constexpr const char* kReduceKindNames[] = {"none", "few-splits", "general"};
+inline const char* to_string(ReduceKind v) { return enum_name(kReduceKinds, kReduceKindNames, v); }
+
+struct ReduceRan {
+  ReduceKind kind = ReduceKind::none;
+  std::string instance;     // e.g. "mla_reduce_few_kernel<4>"; "" for none
+  int64_t grid_blocks = 0;
+  int block_threads = 0;
+};
 
 }  // namespace mla

@@ -8,10 +8,11 @@
 
 namespace mla {
 
-bool launch_stage1_cuda_core(const Stage1Params& p, std::string* error);  // stage1_cuda_core.hip
-bool launch_stage1_mma(const Stage1Params& p, std::string* error);        // stage1_mma.hip
+// Each reports what it enqueued in *ran.
+bool launch_stage1_cuda_core(const Stage1Params& p, Stage1Ran* ran, std::string* error);  // stage1_cuda_core.hip
+bool launch_stage1_mma(const Stage1Params& p, Stage1Ran* ran, std::string* error);        // stage1_mma.hip
 #if defined(MLACTL_CUDA_WGMMA)
-bool launch_stage1_wgmma(const Stage1Params& p, std::string* error);      // stage1_wgmma.hip (sm_90a builds)
+bool launch_stage1_wgmma(const Stage1Params& p, Stage1Ran* ran, std::string* error);  // wgmma/dispatch.hip (sm_90a)
 #endif
 
 }  // namespace mla

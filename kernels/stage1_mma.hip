@@ -427,32 +427,38 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
 }  // namespace tc
 
 template <bool F16, bool KV_FP8, int G>
-bool launch_g(const Stage1Params& p, std::string* error) {
+bool launch_g(const Stage1Params& p, Stage1Ran* ran, std::string* error) {
   const size_t smem = tc::smem_bytes(p.head_dim, KV_FP8, G);
   if (!check(gpu_set_max_dynamic_shared(tc::stage1_mma_kernel<F16, KV_FP8, G>, int(smem)), "set stage-1 shared memory",
              error))
     return false;
   tc::stage1_mma_kernel<F16, KV_FP8, G><<<dim3(p.num_workgroups), dim3(tc::threads<G>()), smem, 0>>>(p);
-  return check_launch("stage-1 (tensor core) launch", error);
+  if (!check_launch("stage-1 (tensor core) launch", error)) return false;
+  // P enters P·V as hi + lo 16-bit parts (p_hi, p_lo above).
+  *ran = Stage1Ran{Stage1Kernel::mma, Stage1Schedule::mma_m16, Stage1Precision::p_split,
+                   std::string("stage1_mma_kernel<") + (F16 ? "fp16" : "bf16") + (KV_FP8 ? ", fp8 KV" : "") + ", " +
+                       std::to_string(G) + " m16 tiles>",
+                   int64_t(p.num_workgroups), tc::threads<G>(), int64_t(smem)};
+  return true;
 }
 // More than 16 pairs in some work (M2: 4 rows x 16 heads, C1: 128 heads): two m16
 // tiles per block share each KV tile. fp8 KV keeps G = 1 (its staging buffer), and
 // so does AMD (a second m-tile's q rows would not fit 64 KB of LDS).
 template <bool F16, bool KV_FP8>
-bool launch_typed(const Stage1Params& p, std::string* error) {
+bool launch_typed(const Stage1Params& p, Stage1Ran* ran, std::string* error) {
   if constexpr (!KV_FP8 && frag::kAsyncCopy) {
-    if (stage1_pairs(p) > tc::kM) return launch_g<F16, KV_FP8, 2>(p, error);
+    if (stage1_pairs(p) > tc::kM) return launch_g<F16, KV_FP8, 2>(p, ran, error);
   }
-  return launch_g<F16, KV_FP8, 1>(p, error);
+  return launch_g<F16, KV_FP8, 1>(p, ran, error);
 }
 
 }  // namespace
 
-bool launch_stage1_mma(const Stage1Params& p, std::string* error) {
+bool launch_stage1_mma(const Stage1Params& p, Stage1Ran* ran, std::string* error) {
   const bool f16 = p.q_type == ElemType::fp16 || p.kv_type == ElemType::fp16;
   const bool kv_fp8 = p.kv_type == ElemType::fp8;
-  if (f16) return kv_fp8 ? launch_typed<true, true>(p, error) : launch_typed<true, false>(p, error);
-  return kv_fp8 ? launch_typed<false, true>(p, error) : launch_typed<false, false>(p, error);
+  if (f16) return kv_fp8 ? launch_typed<true, true>(p, ran, error) : launch_typed<true, false>(p, ran, error);
+  return kv_fp8 ? launch_typed<false, true>(p, ran, error) : launch_typed<false, false>(p, ran, error);
 }
 
 }  // namespace mla

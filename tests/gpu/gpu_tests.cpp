@@ -6,7 +6,7 @@
 //
 // Exit 0: all passed; 1: a check failed; 77: no GPU (ctest SKIP_RETURN_CODE).
 // `gpu_tests --bench` also times an M1-like case (docs/design.md §8) with a simple split;
-// `gpu_tests --fused-combine` runs only the fused-combine cases (CombineMode::fused).
+// `gpu_tests --split-reduce` runs only the split-reduce cases (split_reduce_cases).
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -399,45 +400,46 @@ void compare_with_cpu(const Problem& p, const DeviceRun& g, const DeviceRun& c, 
                                                    " partial values differ");
 }
 
-// ---- the legs: one executor per stage-1 kernel asked, and the kernel that ran ----
+// ---- the legs: one executor per stage-1 kernel asked, and what the launch site reported ----
 struct Leg {
   std::unique_ptr<Executor> exec;
   std::optional<mla::Stage1Kernel> asked;  // empty: CpuExecutor (--cpu-self-check)
   mla::Stage1Device device;                // what select_stage1 decides with here
   int ran[4] = {};                         // runs per stage-1 kernel that ran (by enum value)
-  // The row-major wgmma kernel's schedule this leg's executor asks for, and the
-  // runs on that kernel (wgmma with more than 16 pairs a work: stage1_wgmma.hip).
-  mla::WgmmaSchedule schedule = mla::WgmmaSchedule::serial;
-  int row_major_runs = 0;
-  // Runs of the transposed kernel's e4m3 path (fp8 q, e4m3fn KV: mla::wgmma_qk_e4m3),
-  // and of those with P·V on e4m3 wgmma too (mla::wgmma_pv_e4m3).
-  int e4m3_runs = 0, e4m3_pv_runs = 0;
-  // Runs with K and V converted in registers (bf16 or fp8 q, e4m3fn KV: mla::wgmma_k_registers).
-  int kreg_runs = 0;
-  // Runs with P once (the --pv-precision once variant, on the leg's schedule), row-major and transposed kernel.
-  int p_once_runs = 0, p_once_t_runs = 0;
-  // Row-major runs on 64-token tiles (the serial_64, seesaw and pair legs: mla::wgmma_rows_64).
-  int rows64_runs = 0;
+  int refused = 0;                         // runs refused, as select_stage1 predicts (the asked kernel does not apply)
+  std::map<std::string, int> forms;        // runs per "<schedule> <precision>" the launch sites reported
 };
 
-std::string leg_label(const Leg& leg) {
-  if (!leg.asked) return "cpu";
-  std::string label = mla::to_string(*leg.asked);
-  if (*leg.asked == mla::Stage1Kernel::wgmma) label += std::string(" (row-major schedule ") + mla::to_string(leg.schedule) + ")";
-  return label;
-}
+std::string leg_label(const Leg& leg) { return leg.asked ? mla::to_string(*leg.asked) : "cpu"; }
 
 mla::ElemType elem_type(DType t) {
   return t == DType::fp16 ? mla::ElemType::fp16 : t == DType::fp8 ? mla::ElemType::fp8 : mla::ElemType::bf16;
 }
 
+// The precision modes a run asks for (kernels/stage1_kernel.hpp), on the executor and
+// on the prediction alike.
+struct Modes {
+  mla::Fp8QkMma qk = mla::Fp8QkMma::automatic;
+  mla::Fp8PvMma pv = mla::Fp8PvMma::automatic;
+  mla::Fp8Convert convert = mla::Fp8Convert::automatic;
+  mla::PvPrecision precision = mla::PvPrecision::automatic;
+  void apply(GpuExecutor& ex) const {
+    ex.set_fp8_qk(qk);
+    ex.set_fp8_pv(pv);
+    ex.set_fp8_convert(convert);
+    ex.set_pv_precision(precision);
+  }
+};
+
 // What select_stage1 reads of a launch, from the problem (independently of the
 // executor's own parameter setup).
-mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked,
-                               mla::WgmmaSchedule schedule = mla::kDefaultWgmmaSchedule) {
+mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked, const Modes& modes = {}) {
   mla::Stage1Params s;
   s.kernel = asked;
-  s.wgmma_schedule = schedule;
+  s.fp8_qk = modes.qk;
+  s.fp8_pv = modes.pv;
+  s.fp8_convert = modes.convert;
+  s.pv_precision = modes.precision;
   s.q_type = elem_type(p.view.q_dtype);
   s.kv_type = elem_type(p.view.kv_dtype);
   s.heads = p.view.heads;
@@ -451,34 +453,65 @@ mla::Stage1Params stage1_shape(const Problem& p, mla::Stage1Kernel asked,
   return s;
 }
 
-// The stage-1 kernel a run reports must be the one select_stage1 predicts for the
-// leg's request: the asked kernel where it applies (a wgmma leg on an sm_90
-// device fails here if anything else ran), else the fallback it names.
-void check_kernel(Leg& leg, const Problem& p, const ExecResult& r, const std::string& name) {
+// The schedule and precision a launch of `kernel` for `shape` must report.
+std::pair<mla::Stage1Schedule, mla::Stage1Precision> expected_form(mla::Stage1Kernel kernel, const mla::Stage1Params& shape) {
+  using S = mla::Stage1Schedule;
+  using P = mla::Stage1Precision;
+  if (kernel == mla::Stage1Kernel::cuda_core) return {S::cuda_core, P::fp32};
+  if (kernel == mla::Stage1Kernel::mma) return {S::mma_m16, P::p_split};
+  const S sched = mla::wgmma_runs_transposed(shape) ? S::wgmma_transposed : S::wgmma_rows;
+  const bool pv8 = mla::wgmma_pv_e4m3(shape);
+  if (mla::wgmma_qk_e4m3(shape)) return {sched, pv8 ? P::qk_e4m3_pv_e4m3 : P::qk_e4m3};
+  if (mla::wgmma_k_registers(shape)) return {sched, pv8 ? P::k_registers_pv_e4m3 : P::k_registers};
+  return {sched, mla::wgmma_p_once(shape) ? P::p_once : P::p_split};
+}
+
+// What a run's launch site reports must be what was asked, as select_stage1 and
+// wgmma_key resolve it for `shape`: the kernel (a named kernel that does not apply is
+// refused with select_stage1's reason, never substituted), its schedule and precision,
+// and a launch shape. True when the run was refused as predicted.
+bool check_ran(Leg& leg, const mla::Stage1Params& shape, const ExecResult& r, const std::string& name) {
   if (!leg.asked) {
-    expect(!r.stage1_kernel, name + ": CpuExecutor reported a stage-1 kernel");
-    return;
+    expect(!r.stage1, name + ": CpuExecutor reported a stage-1 kernel");
+    return false;
   }
-  if (!r.stage1_kernel) {
-    expect(!r.ok, name + ": the run reports no stage-1 kernel");
-    return;
-  }
-  const mla::Stage1Kernel ran = *r.stage1_kernel;
-  ++leg.ran[int(ran)];
-  const mla::Stage1Params shape = stage1_shape(p, *leg.asked, leg.schedule);
-  if (ran == mla::Stage1Kernel::wgmma && mla::stage1_pairs(shape) > mla::kSmallWorkPairs) ++leg.row_major_runs;
-  if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_rows_64(shape)) ++leg.rows64_runs;
-  if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_qk_e4m3(shape)) ++leg.e4m3_runs;
-  if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_pv_e4m3(shape)) ++leg.e4m3_pv_runs;
-  if (ran == mla::Stage1Kernel::wgmma && mla::wgmma_k_registers(shape)) ++leg.kreg_runs;
   const mla::Stage1Choice want = mla::select_stage1(shape, leg.device);
-  const std::string asked = mla::to_string(*leg.asked);
-  if (want.kernel == *leg.asked)
-    expect(ran == want.kernel, name + ": asked " + asked + ", which applies (select_stage1: " + want.why + "), but " +
-                                   mla::to_string(ran) + " ran");
-  else
-    expect(ran == want.kernel, name + ": asked " + asked + ", select_stage1 predicts " + mla::to_string(want.kernel) +
-                                   " (" + want.why + "), but " + mla::to_string(ran) + " ran");
+  if (want.refusal) {
+    expect(!r.ok && !r.stage1 && r.error.find(*want.refusal) != std::string::npos,
+           name + ": asked " + leg_label(leg) + ", which must be refused (" + *want.refusal + "); got ok=" +
+               std::to_string(r.ok) + " '" + r.error + "'");
+    ++leg.refused;
+    return true;
+  }
+  if (!r.stage1) {
+    expect(!r.ok, name + ": the run reports no stage-1 kernel");
+    return false;
+  }
+  const mla::Stage1Ran& ran = *r.stage1;
+  ++leg.ran[int(ran.kernel)];
+  ++leg.forms[std::string(mla::to_string(ran.schedule)) + " " + mla::to_string(ran.precision)];
+  const auto [schedule, precision] = expected_form(want.kernel, shape);
+  expect(ran.kernel == want.kernel && ran.schedule == schedule && ran.precision == precision,
+         name + ": asked " + leg_label(leg) + ", select_stage1 predicts " + mla::to_string(want.kernel) + " " +
+             mla::to_string(schedule) + " " + mla::to_string(precision) + " (" + want.why + "), but the launch reported " +
+             mla::to_string(ran.kernel) + " " + mla::to_string(ran.schedule) + " " + mla::to_string(ran.precision) +
+             " (" + ran.instance + ")");
+  expect(!ran.instance.empty() && ran.grid_blocks >= 1 && ran.block_threads >= 32 && ran.smem_bytes > 0,
+         name + ": launch shape missing: '" + ran.instance + "' grid " + std::to_string(ran.grid_blocks));
+  return false;
+}
+
+// The arithmetic a run's report says it did, for the tolerances (compare).
+Arith arith_of(const ExecResult& r) {
+  if (!r.stage1) return Arith::fp32;
+  switch (r.stage1->precision) {
+    case mla::Stage1Precision::qk_e4m3:
+    case mla::Stage1Precision::qk_e4m3_pv_e4m3:
+    case mla::Stage1Precision::k_registers_pv_e4m3: return Arith::fp8_mma;
+    case mla::Stage1Precision::k_registers: return Arith::p_fp16;
+    case mla::Stage1Precision::p_once: return Arith::p_once;
+    default: return Arith::fp32;
+  }
 }
 
 void run_case(Leg& leg, Problem& p, uint64_t seed) {
@@ -488,7 +521,10 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   const DeviceRun d = run_executor(*leg.exec, p);
   CpuExecutor cpu;
   const DeviceRun c = run_executor(cpu, p);
-  check_kernel(leg, p, d.result, p.name);
+  if (check_ran(leg, stage1_shape(p, leg.asked.value_or(mla::Stage1Kernel::automatic)), d.result, p.name)) {
+    std::printf("    refused: %s\n", d.result.error.c_str());
+    return;
+  }
   if (!p.expect_error.empty()) {
     expect(!d.result.ok && lower(d.result.error).find(p.expect_error) != std::string::npos,
            p.name + ": expected an error containing '" + p.expect_error + "', got ok=" + std::to_string(d.result.ok) +
@@ -500,90 +536,48 @@ void run_case(Leg& leg, Problem& p, uint64_t seed) {
   expect(d.result.ok, p.name + ": run failed: " + d.result.error);
   expect(c.result.ok, p.name + ": CpuExecutor failed: " + c.result.error);
   if (!d.result.ok) return;
-  const bool ran_wgmma = d.result.stage1_kernel == mla::Stage1Kernel::wgmma;
-  const mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma, leg.schedule);
-  const bool fp8_mma = ran_wgmma && mla::wgmma_qk_e4m3(wshape), kreg = ran_wgmma && mla::wgmma_k_registers(wshape);
-  // The pair schedule rounds P once without being asked (mla::wgmma_p_once).
-  const bool p_once = ran_wgmma && mla::wgmma_p_once(wshape);
-  const Arith arith = fp8_mma ? Arith::fp8_mma : kreg ? Arith::p_fp16 : p_once ? Arith::p_once : Arith::fp32;
-  compare(p, d, reference(p), arith);
-  if (c.result.ok) compare_with_cpu(p, d, c, arith);
-  // Variants of the fp8 paths on the wgmma kernel, each with the option that selects
-  // it (`configure`), which must run wgmma; compare_variant holds one to its tolerances.
-  auto variant = [&](const char* option, auto configure) {
-    GpuExecutor ex(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, leg.schedule);
-    configure(ex);
+  compare(p, d, reference(p), arith_of(d.result));
+  if (c.result.ok) compare_with_cpu(p, d, c, arith_of(d.result));
+  if (!d.result.stage1 || d.result.stage1->kernel != mla::Stage1Kernel::wgmma || leg.asked != mla::Stage1Kernel::wgmma)
+    return;
+  // The precision modes of the path that ran, each asked by name: the launch must
+  // report the mode (check_ran) and the results stay within its tolerances; a mode the
+  // path cannot run must be refused with select_stage1's reason.
+  const mla::Stage1Params wshape = stage1_shape(p, mla::Stage1Kernel::wgmma);
+  auto mode_run = [&](const char* option, const Modes& m) {
+    GpuExecutor ex(mla::Stage1Kernel::wgmma);
+    m.apply(ex);
     DeviceRun dv = run_executor(ex, p);
-    expect(dv.result.ok && dv.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-           p.name + ": " + option + " run failed or did not run wgmma: " + dv.result.error);
-    return dv;
-  };
-  auto compare_variant = [&](const char* label, const DeviceRun& dv, Arith a) {
+    const std::string label = p.name + ": " + option;
+    if (check_ran(leg, stage1_shape(p, mla::Stage1Kernel::wgmma, m), dv.result, label)) {
+      std::printf("    %s: refused (%s)\n", option, dv.result.error.c_str());
+      return;
+    }
+    expect(dv.result.ok, label + " run failed: " + dv.result.error);
     if (!dv.result.ok) return;
-    std::printf("    %s:\n", label);
-    compare(p, dv, reference(p), a);
-    if (c.result.ok) compare_with_cpu(p, dv, c, a);
+    std::printf("    %s: %s\n", option, dv.result.stage1->instance.c_str());
+    compare(p, dv, reference(p), arith_of(dv.result));
+    if (c.result.ok) compare_with_cpu(p, dv, c, arith_of(dv.result));
   };
-  // K and V converted in registers: the producer's 16-bit stages instead (P in two
-  // parts) at fp32 reordering's tolerances, and P·V on e4m3 wgmma (Fp8PvMma::e4m3,
-  // asked: bench_notes step 31; the e4m3 path's P·V, so its tolerance).
-  if (kreg) {
-    compare_variant("fp8-convert staged",
-                    variant("--fp8-convert staged", [](GpuExecutor& ex) { ex.set_fp8_convert(mla::Fp8Convert::staged); }),
-                    Arith::fp32);
-    compare_variant("fp8-pv e4m3", variant("--fp8-pv e4m3", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::e4m3); }),
-                    Arith::fp8_mma);
+  using QK = mla::Fp8QkMma;
+  using PV = mla::Fp8PvMma;
+  using CV = mla::Fp8Convert;
+  using PP = mla::PvPrecision;
+  if (mla::wgmma_k_registers(wshape)) {
+    mode_run("--fp8-convert staged", {QK::automatic, PV::automatic, CV::staged, PP::automatic});
+    mode_run("--fp8-pv e4m3", {QK::automatic, PV::e4m3, CV::automatic, PP::automatic});
+    mode_run("--pv-precision split (refused: P once in fp16 here)", {QK::automatic, PV::automatic, CV::automatic, PP::split});
   }
-  // The e4m3 path: Q·Kᵀ on fp16 with K in registers (P once in fp16), the same with the
-  // producer's 16-bit stages (P in two parts, fp32 tolerances), and Q·Kᵀ on e4m3 with
-  // P·V on fp16 (mla::Fp8PvMma::fp16, step 28's form).
-  if (fp8_mma) {
-    compare_variant("fp8-qk fp16 (K in registers)",
-                    variant("--fp8-qk fp16", [](GpuExecutor& ex) { ex.set_fp8_qk(mla::Fp8QkMma::fp16); }), Arith::p_fp16);
-    compare_variant("fp8-qk fp16, fp8-convert staged", variant("--fp8-qk fp16 --fp8-convert staged", [](GpuExecutor& ex) {
-                      ex.set_fp8_qk(mla::Fp8QkMma::fp16);
-                      ex.set_fp8_convert(mla::Fp8Convert::staged);
-                    }),
-                    Arith::fp32);
-    compare_variant("fp8-pv fp16", variant("--fp8-pv fp16", [](GpuExecutor& ex) { ex.set_fp8_pv(mla::Fp8PvMma::fp16); }),
-                    Arith::fp8_mma);
+  if (mla::wgmma_qk_e4m3(wshape)) {
+    mode_run("--fp8-qk fp16 (K in registers)", {QK::fp16, PV::automatic, CV::automatic, PP::automatic});
+    mode_run("--fp8-qk fp16 --fp8-convert staged", {QK::fp16, PV::automatic, CV::staged, PP::automatic});
+    mode_run("--fp8-pv fp16", {QK::automatic, PV::fp16, CV::automatic, PP::automatic});
+    mode_run("--fp8-convert staged (refused: Q·Kᵀ on e4m3)", {QK::automatic, PV::automatic, CV::staged, PP::automatic});
   }
-  // Either raw-code path with the producer copying half-lines (mla::Fp8Copy::half_lines):
-  // the same codes land in the same places, so the results equal the default's bit for bit.
-  if (fp8_mma || kreg) {
-    const DeviceRun dl = variant("--fp8-copy half-lines", [](GpuExecutor& ex) { ex.set_fp8_copy(mla::Fp8Copy::half_lines); });
-    if (dl.result.ok) {
-      expect(same_outputs(dl, d), p.name + ": --fp8-copy half-lines differs from lines in some bit");
-      std::printf("    fp8-copy half-lines: bit for bit the default's\n");
-    }
-  }
-  // 16-bit KV with P rounded once (mla::PvPrecision::once: the transposed kernel and the
-  // row-major one's serial, split_qk, serial_64, seesaw and pair schedules, mla::wgmma_p_once): select_stage1 must
-  // say so, and the results stay within kPOnceTol of the reference and the CPU.
-  if (ran_wgmma && leg.schedule != mla::WgmmaSchedule::qk_ahead && p.view.kv_dtype != DType::fp8) {
-    const DeviceRun dv = variant("--pv-precision once", [](GpuExecutor& ex) { ex.set_pv_precision(mla::PvPrecision::once); });
-    mla::Stage1Params once = wshape;  // what the launch dispatches on (stage1_wgmma.hip: wgmma_p_once)
-    once.pv_precision = mla::PvPrecision::once;
-    const std::string why = mla::select_stage1(once, leg.device).why;
-    expect(mla::wgmma_p_once(once) && why.find("P rounded once") != std::string::npos,
-           p.name + ": --pv-precision once: select_stage1 does not say P once: " + why);
-    (mla::wgmma_runs_transposed(once) ? leg.p_once_t_runs : leg.p_once_runs) += dv.result.ok;
-    compare_variant("pv-precision once", dv, Arith::p_once);
-  }
-  // The qk_ahead and split_qk schedules reorder only when and where wgmmas are issued,
-  // not the arithmetic (S is the same two accumulator chains summed the same way), so
-  // their results must equal the serial schedule's bit for bit. (serial_64, seesaw and the
-  // pair schedules tile, round P and sum differently: the reference and CPU comparisons
-  // above hold them to their tolerances.)
-  if (leg.asked == mla::Stage1Kernel::wgmma && leg.schedule != mla::WgmmaSchedule::serial &&
-      !mla::wgmma_rows_64(wshape) && !mla::wgmma_runs_pair(wshape)) {
-    GpuExecutor serial(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, mla::WgmmaSchedule::serial);
-    const DeviceRun ds = run_executor(serial, p);
-    expect(ds.result.ok, p.name + ": serial-schedule run failed: " + ds.result.error);
-    if (ds.result.ok) {
-      expect(same_outputs(ds, d), p.name + ": schedule " + mla::to_string(leg.schedule) +
-                       " differs from serial in some bit (within the contract's tolerances if no other check failed)");
-    }
+  if (p.view.kv_dtype != DType::fp8) {
+    mode_run("--pv-precision once", {QK::automatic, PV::automatic, CV::automatic, PP::once});
+    mode_run("--pv-precision split", {QK::automatic, PV::automatic, CV::automatic, PP::split});
+    mode_run("--fp8-pv e4m3 (refused: 16-bit KV)", {QK::automatic, PV::e4m3, CV::automatic, PP::automatic});
   }
 }
 
@@ -963,7 +957,7 @@ void decode_probe(Leg& leg, DType kv_dtype, Fp8Flavor flavor, float kv_scale, DT
   }
   finish_work_list(p);
   const DeviceRun d = run_executor(*leg.exec, p);
-  check_kernel(leg, p, d.result, name);
+  if (check_ran(leg, stage1_shape(p, leg.asked.value_or(mla::Stage1Kernel::automatic)), d.result, name)) return;
   expect(d.result.ok, name + ": run failed: " + d.result.error);
   if (!d.result.ok) return;
   int64_t bad_decode = 0, bad_round = 0;
@@ -1042,23 +1036,17 @@ void bench(Executor& gpu, int batch, int seq, int heads, int splits = 0) {
 }
 
 
-// ---- the fused combine (CombineMode::fused) against the separate reduce ----------
-// Each case runs with the separate reduce and with the fused combine (stage-1
-// kernel automatic): on an sm_90a build on Hopper the fused run must report the
-// transposed wgmma kernel and `fused` (or, where the case says the plan or kernel
-// does not allow it, `separate` with a reason), match the float64 contract, and
-// give the separate run's out, lse and partials bit for bit (the combine sums in
-// the reduce's order: kernels/reduce_combine.cuh). Then GpuExecutor::bench runs
-// the fused plan 1 + 2·3 times in one call (the kernel must leave every counter
-// at zero: a leftover count is a device error) and its last outputs must still
-// be the separate run's bits. The same for separate_early and spread (each split's
-// workgroup combines a share of its tile: it must run where fused does and every
-// workgroup fits on the device at once, else fall back with a reason).
-struct FusedCase {
+// ---- split tiles and the reduce: what ran, and bench against run ----------------
+// Plans of many and few splits (the few-split and the general reduce kernels), an
+// empty split, fp8 KV and the e4m3 path, more workgroups than multiprocessors, and a
+// row-major case, run with stage 1 automatic: each must match the float64 contract,
+// report the reduce kernel its plan needs (ReduceKind: few_splits when every tile has
+// at most kReduceFewSplits splits, else general), and GpuExecutor::bench must report
+// the same stage-1 instance and reduce and leave the run's bits.
+struct SplitCase {
   std::string name;
   uint64_t seed;
   std::function<void(Problem&, Rng&)> build;
-  bool fused_applies = true;  // on an sm_90a Hopper device
 };
 
 // q_len-1 requests of `splits[b]` works each (one split: a direct-output work),
@@ -1087,27 +1075,27 @@ void split_requests(Problem& p, Rng& r, const KernelView& view, const std::vecto
   }
 }
 
-std::vector<FusedCase> fused_table() {
+std::vector<SplitCase> split_table() {
   using D = DType;
   return {
-      {"fused: S1-like, 1 request x 12 heads, 132 splits of 64 tokens (the general reduce's order)", 31,
+      {"split: S1-like, 1 request x 12 heads, 132 splits of 64 tokens (the general reduce's order)", 31,
        [](Problem& p, Rng& r) { split_requests(p, r, make_view(12), {132}, 64, 0, 132); }},
-      {"fused: S1's AITER plan shape, 16 (padded) heads, 128 splits on 132 workgroups (4 idle)", 37,
+      {"split: S1's AITER plan shape, 16 (padded) heads, 128 splits on 132 workgroups (4 idle)", 37,
        [](Problem& p, Rng& r) {
          split_requests(p, r, make_view(16), {128}, 64, 0, 128);
          p.per_workgroup.resize(132);  // the plan's 4 workgroups without works
        }},
-      {"fused: 6 requests x 16 heads, 1-5 splits (few-split order), several tiles per workgroup", 32,
+      {"split: 6 requests x 16 heads, 1-5 splits (few-split order), several tiles per workgroup", 32,
        [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {3, 1, 5, 2, 4, 2}, 200, 37, 5); }},
-      {"fused: 3 requests, 40 + 2 + 7 splits on 9 workgroups (general order for every tile)", 33,
+      {"split: 3 requests, 40 + 2 + 7 splits on 9 workgroups (general order for every tile)", 33,
        [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {40, 2, 7}, 96, 11, 9); }},
-      {"fused: fp8 e4m3fn KV (scale 0.5), fp16 out, 4 requests x 16 heads, 3 splits", 34,
+      {"split: fp8 e4m3fn KV (scale 0.5), fp16 out, 4 requests x 16 heads, 3 splits", 34,
        [](Problem& p, Rng& r) {
          split_requests(p, r, make_view(16, D::bf16, D::fp8), {3, 3, 3, 3}, 150, 20, 6);
          p.kv_scale = 0.5f;
          p.out_dtype = D::fp16;
        }},
-      {"fused: a split with an empty kv range (lse -inf) in a 3-split tile", 35,
+      {"split: a split with an empty kv range (lse -inf) in a 3-split tile", 35,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16), 1, 400, 300);
          add_work(p, 0, make_work(0, 0, 0, 1, 0, 150, 0));
@@ -1115,22 +1103,21 @@ std::vector<FusedCase> fused_table() {
          add_work(p, 2, make_work(0, 2, 0, 1, 150, 300, 0));
          add_reduce_tile(p, 0, 1, {0, 1, 2});
        }},
-      {"fused: fp8 q (q_scale 0.05) and e4m3fn KV (scale 0.37), 40 + 3 splits (the e4m3 path's q_s as spread's scratch)", 38,
+      {"split: fp8 q (q_scale 0.05) and e4m3fn KV (scale 0.37), 40 + 3 splits (the e4m3 path)", 38,
        [](Problem& p, Rng& r) {
          split_requests(p, r, make_view(16, D::fp8, D::fp8), {40, 3}, 128, 5, 43);
          p.q_scale = 0.05f;
          p.kv_scale = 0.37f;
        }},
-      {"fused: 2 requests x 100 splits on 200 workgroups (spread falls back: more workgroups than multiprocessors)", 39,
+      {"split: 2 requests x 100 splits on 200 workgroups (more workgroups than multiprocessors)", 39,
        [](Problem& p, Rng& r) { split_requests(p, r, make_view(16), {100, 100}, 64, 3, 200); }},
-      {"fused: causal q_len 4 x 16 heads (64 pairs: row-major wgmma kernel) falls back to separate", 36,
+      {"split: causal q_len 4 x 16 heads (64 pairs: the row-major wgmma kernel)", 36,
        [](Problem& p, Rng& r) {
          setup(p, r, make_view(16, D::bf16, D::bf16, true), 4, 600, 517);
          add_work(p, 0, make_work(0, 0, 0, 4, 0, 200, 317));
          add_work(p, 1, make_work(0, 4, 0, 4, 200, 517, 0));
          add_reduce_tile(p, 0, 4, {0, 4});
-       },
-       false},
+       }},
   };
 }
 
@@ -1139,13 +1126,13 @@ std::vector<FusedCase> fused_table() {
 // ending after it starts, on an SM the device has; other kernels record nothing.
 // (a: the case's separate-reduce run.)
 void check_block_clock(const Problem& p, const DeviceRun& a) {
-  GpuExecutor clocked(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
+  GpuExecutor clocked(mla::Stage1Kernel::automatic);
   clocked.set_block_clock(true);
   DeviceRun cb;
   const BenchResult cr = clocked.bench(poisoned_args(p, cb), 1, 3, 2);
   expect(cr.ok && same_bits(a.out, cb.out) && same_bits(a.lse, cb.lse),
          p.name + ": block-clock bench failed or its outputs differ: " + cr.error);
-  if (cr.ok && cr.stage1_kernel == mla::Stage1Kernel::wgmma) {
+  if (cr.ok && cr.stage1 && cr.stage1->kernel == mla::Stage1Kernel::wgmma) {
     const int sms = gpu_device_multiprocessors();
     // Every block of the grid: workgroups x pair_tiles (the row-major kernel's chunks,
     // adjacent: block b runs workgroup b / pair_tiles).
@@ -1157,10 +1144,9 @@ void check_block_clock(const Problem& p, const DeviceRun& a) {
       ordered &= c.end_us >= c.start_us && c.start_us >= 0;
       on_device &= c.sm >= 0 && c.sm < sms && c.block >= 0 && c.block < most && c.workgroup == c.block / pair_tiles;
       // q staged <= first tile landed <= tiles done <= met <= combined <= outputs written
-      // <= the block's end (marks 1..6; 0, the producer's, has its own thread); no spread
-      // marks in a separate run
+      // <= the block's end (marks 1..6; 0, the producer's, has its own thread)
       const auto& m = c.marks_us;
-      constexpr int kLast = mla::kBlockClockChunkMarks - 1;
+      constexpr int kLast = mla::kBlockClockMarks - 1;
       bool all = true;
       for (int i = 1; i <= kLast; ++i) all &= m[size_t(i)].has_value();
       if (all) {
@@ -1168,7 +1154,6 @@ void check_block_clock(const Problem& p, const DeviceRun& a) {
         for (int i = 2; i <= kLast; ++i) ordered &= *m[size_t(i - 1)] <= *m[size_t(i)];
         ordered &= *m[size_t(kLast)] <= c.end_us - c.start_us + 1e-3;
       }
-      for (int i = kLast + 1; i < mla::kBlockClockMarks; ++i) ordered &= !m[size_t(i)].has_value();
     }
     if (mla::wgmma_runs_transposed(stage1_shape(p, mla::Stage1Kernel::automatic)))
       expect(marked > 0, p.name + ": block clock: no block of the transposed kernel marked its phases");
@@ -1182,107 +1167,42 @@ void check_block_clock(const Problem& p, const DeviceRun& a) {
   }
 }
 
-void fused_combine_cases() {
-  const mla::Stage1Device device = gpu_stage1_device();
-  const bool sm90 = device.vendor == mla::GpuVendor::nvidia && device.wgmma_built && device.compute_capability == 90;
-  std::printf("fused combine vs separate reduce (stage 1 automatic)%s\n",
-              sm90 ? "" : ": not an sm_90a build on Hopper, every fused run must fall back");
-  GpuExecutor separate(mla::Stage1Kernel::automatic, mla::CombineMode::separate);
-  GpuExecutor fused(mla::Stage1Kernel::automatic, mla::CombineMode::fused);
-  GpuExecutor early(mla::Stage1Kernel::automatic, mla::CombineMode::separate_early);
-  GpuExecutor spread(mla::Stage1Kernel::automatic, mla::CombineMode::spread);
-  Rng r(20261202);
-  for (const FusedCase& c : fused_table()) {
+void split_reduce_cases() {
+  std::printf("split tiles and the reduce (stage 1 automatic)\n");
+  GpuExecutor automatic;
+  Rng r(20261130);
+  for (const SplitCase& c : split_table()) {
     Problem p;
     p.name = c.name;
     c.build(p, r);
     std::printf("  %s\n", p.name.c_str());
     finish_work_list(p);
     fill_inputs(p, c.seed);
-    const DeviceRun a = run_executor(separate, p), b = run_executor(fused, p);
-    expect(a.result.ok, p.name + ": separate run failed: " + a.result.error);
-    expect(b.result.ok, p.name + ": fused run failed: " + b.result.error);
-    if (!a.result.ok || !b.result.ok) continue;
-    expect(a.result.combine == mla::CombineMode::separate && a.result.combine_note.empty(),
-           p.name + ": the separate executor did not report separate");
-    const bool want_fused = sm90 && c.fused_applies;
-    const std::string ran = b.result.combine ? mla::to_string(*b.result.combine) : "none";
-    expect(b.result.combine == (want_fused ? mla::CombineMode::fused : mla::CombineMode::separate),
-           p.name + ": fused executor ran combine " + ran + " (" + b.result.combine_note + ")");
-    expect(want_fused == b.result.combine_note.empty(), p.name + ": combine note '" + b.result.combine_note + "'");
-    if (sm90)
-      expect(b.result.stage1_kernel == mla::Stage1Kernel::wgmma,
-             p.name + ": stage 1 ran " + (b.result.stage1_kernel ? mla::to_string(*b.result.stage1_kernel) : "none"));
-    if (!b.result.combine_note.empty()) std::printf("    %s\n", b.result.combine_note.c_str());
-    const mla::Stage1Params shape = stage1_shape(p, mla::Stage1Kernel::automatic);
-    const bool on_wgmma = b.result.stage1_kernel == mla::Stage1Kernel::wgmma;
-    compare(p, b, reference(p),
-            on_wgmma && mla::wgmma_qk_e4m3(shape)       ? Arith::fp8_mma
-            : on_wgmma && mla::wgmma_k_registers(shape) ? Arith::p_fp16
-                                                        : Arith::fp32);
-    expect(same_bits(a.out, b.out) && same_bits(a.lse, b.lse), p.name + ": fused out/lse differ from the separate reduce's bits");
-    expect(same_bits(a.partial, b.partial) && same_bits(a.partial_lse, b.partial_lse),
-           p.name + ": fused partials differ from the separate run's");
-
+    const DeviceRun a = run_executor(automatic, p);
+    expect(a.result.ok, p.name + ": run failed: " + a.result.error);
+    if (!a.result.ok) continue;
+    compare(p, a, reference(p), arith_of(a.result));
+    // The reduce the plan needs, as its launch site reported it.
+    int max_splits = 0;
+    for (size_t t = 0; t + 1 < p.work.reduce_indptr.size(); ++t)
+      if (p.work.reduce_final_map[t][0] >= 0) max_splits = std::max(max_splits, p.work.reduce_indptr[t + 1] - p.work.reduce_indptr[t]);
+    const mla::ReduceKind want = max_splits <= 1                     ? mla::ReduceKind::none
+                                 : max_splits <= mla::kReduceFewSplits ? mla::ReduceKind::few_splits
+                                                                       : mla::ReduceKind::general;
+    expect(a.result.stage1 && a.result.reduce && a.result.reduce->kind == want,
+           p.name + ": reduce reported " + (a.result.reduce ? mla::to_string(a.result.reduce->kind) : "nothing") +
+               ", the plan (" + std::to_string(max_splits) + " splits at most) needs " + mla::to_string(want));
+    if (a.result.stage1) std::printf("    %s; reduce %s\n", a.result.stage1->instance.c_str(),
+                                     a.result.reduce ? a.result.reduce->instance.c_str() : "?");
     check_block_clock(p, a);
-
-    // separate_early: the same kernels, the reduce released as stage 1 starts.
-    const DeviceRun e = run_executor(early, p);
-    expect(e.result.ok, p.name + ": separate_early run failed: " + e.result.error);
-    expect(e.result.combine == (want_fused ? mla::CombineMode::separate_early : mla::CombineMode::separate),
-           p.name + ": separate_early executor ran combine " +
-               (e.result.combine ? mla::to_string(*e.result.combine) : "none") + " (" + e.result.combine_note + ")");
-    expect(same_bits(a.out, e.out) && same_bits(a.lse, e.lse) && same_bits(a.partial, e.partial),
-           p.name + ": separate_early outputs differ from separate's bits");
-    DeviceRun eb;
-    const BenchResult ebr = early.bench(poisoned_args(p, eb), 1, 3, 2);
-    expect(ebr.ok && same_bits(a.out, eb.out) && same_bits(a.lse, eb.lse),
-           p.name + ": separate_early bench failed or its outputs differ: " + ebr.error);
-
-    // spread: the tile's workgroups wait for its last split, then combine a share each.
-    const bool want_spread = want_fused && p.work.num_workgroups <= gpu_device_multiprocessors();
-    const DeviceRun sp = run_executor(spread, p);
-    expect(sp.result.ok, p.name + ": spread run failed: " + sp.result.error);
-    expect(sp.result.combine == (want_spread ? mla::CombineMode::spread : mla::CombineMode::separate),
-           p.name + ": spread executor ran combine " + (sp.result.combine ? mla::to_string(*sp.result.combine) : "none") +
-               " (" + sp.result.combine_note + ")");
-    expect(want_spread == sp.result.combine_note.empty(), p.name + ": spread combine note '" + sp.result.combine_note + "'");
-    if (want_fused && !want_spread) std::printf("    %s\n", sp.result.combine_note.c_str());
-    expect(same_bits(a.out, sp.out) && same_bits(a.lse, sp.lse) && same_bits(a.partial, sp.partial) &&
-               same_bits(a.partial_lse, sp.partial_lse),
-           p.name + ": spread outputs differ from the separate reduce's bits");
-    DeviceRun sb;
-    const BenchResult sbr = spread.bench(poisoned_args(p, sb), 1, 3, 2);
-    expect(sbr.ok && sbr.combine == sp.result.combine.value_or(mla::CombineMode::separate) && same_bits(a.out, sb.out) &&
-               same_bits(a.lse, sb.lse),
-           p.name + ": after 7 spread launches out/lse differ from the separate reduce's bits (or bench failed: " +
-               sbr.error + ")");
-    if (want_spread) {  // --block-times: a split's block sees its tile complete after its own outputs, then combines
-      GpuExecutor clocked(mla::Stage1Kernel::automatic, mla::CombineMode::spread);
-      clocked.set_block_clock(true);
-      DeviceRun cb;
-      const BenchResult cr = clocked.bench(poisoned_args(p, cb), 1, 3, 2);
-      constexpr size_t kOut = mla::kClockOutputs - mla::kClockFirstIssue, kSeen = kOut + 1, kDone = kOut + 2;
-      int marked = 0;
-      bool ordered = cr.ok && same_bits(a.out, cb.out);
-      for (const BenchResult::BlockClock& c : cr.block_clock) {
-        const auto& m = c.marks_us;
-        if (!m[kSeen] || !m[kDone]) continue;
-        ++marked;
-        ordered &= (!m[kOut] || *m[kOut] <= *m[kSeen]) && *m[kSeen] <= *m[kDone] && *m[kDone] <= c.end_us - c.start_us + 1e-3;
-      }
-      expect(ordered && marked > 0, p.name + ": spread block clock: " + std::to_string(marked) +
-                                        " blocks marked the combine, ordered " + std::to_string(ordered) + " " + cr.error);
-    }
-
     DeviceRun bb;
-    const ExecArgs args = poisoned_args(p, bb);
-    const BenchResult br = fused.bench(args, 1, 3, 2);
-    expect(br.ok, p.name + ": fused bench failed: " + br.error);
-    expect(br.combine == b.result.combine.value_or(mla::CombineMode::separate), p.name + ": bench and run disagree on the combine");
-    if (br.ok)
-      expect(same_bits(a.out, bb.out) && same_bits(a.lse, bb.lse),
-             p.name + ": after 7 fused launches out/lse differ from the separate reduce's bits");
+    const BenchResult br = automatic.bench(poisoned_args(p, bb), 1, 3, 2);
+    expect(br.ok, p.name + ": bench failed: " + br.error);
+    if (!br.ok) continue;
+    expect(br.stage1 && a.result.stage1 && br.stage1->instance == a.result.stage1->instance &&
+               a.result.reduce && br.reduce.instance == a.result.reduce->instance,
+           p.name + ": bench and run report different kernels");
+    expect(same_bits(a.out, bb.out) && same_bits(a.lse, bb.lse), p.name + ": after 7 bench launches out/lse differ");
   }
 }
 
@@ -1311,70 +1231,56 @@ void summarize(const Leg& leg) {
   std::printf("  stage-1 kernels that ran:");
   for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
     std::printf(" %s %d", mla::to_string(k), leg.ran[int(k)]);
-  std::printf("\n");
+  std::printf("; refused as predicted: %d\n", leg.refused);
+  for (const auto& [form, runs] : leg.forms) std::printf("    %s: %d\n", form.c_str(), runs);
   if (!leg.asked) return;
   const mla::Stage1Device& d = leg.device;
   const bool sm90 = d.vendor == mla::GpuVendor::nvidia && d.wgmma_built && d.compute_capability == 90;
-  if (*leg.asked == mla::Stage1Kernel::wgmma) {
-    std::printf("  row-major wgmma runs (schedule %s): %d\n", mla::to_string(leg.schedule), leg.row_major_runs);
-    if (sm90) expect(leg.row_major_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran");
-    std::printf("  e4m3 wgmma path runs: %d (P·V on e4m3 too: %d)\n", leg.e4m3_runs, leg.e4m3_pv_runs);
-    if (sm90) expect(leg.e4m3_runs > 0, "leg " + leg_label(leg) + ": the e4m3 path never ran");
-    if (sm90) expect(leg.e4m3_pv_runs > 0, "leg " + leg_label(leg) + ": P·V on e4m3 wgmma never ran");
-    std::printf("  K-in-registers path runs: %d\n", leg.kreg_runs);
-    if (sm90) expect(leg.kreg_runs > 0, "leg " + leg_label(leg) + ": the K-in-registers path never ran");
-    if (leg.schedule == mla::WgmmaSchedule::serial_64 || leg.schedule == mla::WgmmaSchedule::seesaw ||
-        leg.schedule == mla::WgmmaSchedule::pair) {
-      std::printf("  row-major runs on 64-token tiles: %d\n", leg.rows64_runs);
-      if (sm90) expect(leg.rows64_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran on 64-token tiles");
-    }
-    if (leg.schedule != mla::WgmmaSchedule::qk_ahead) {  // qk_ahead keeps P in two parts
-      std::printf("  P-once runs: row-major %d, transposed %d\n", leg.p_once_runs, leg.p_once_t_runs);
-      if (sm90) expect(leg.p_once_runs > 0, "leg " + leg_label(leg) + ": the row-major kernel never ran with P once");
-      if (sm90) expect(leg.p_once_t_runs > 0, "leg " + leg_label(leg) + ": the transposed kernel never ran with P once");
-    }
+  if (*leg.asked == mla::Stage1Kernel::wgmma && sm90) {
+    // Every instantiated form of the family ran at least once (kernels/wgmma/dispatch.hip).
+    for (const char* form : {"rows-64 p-split", "rows-64 p-once", "transposed-64 p-split", "transposed-64 p-once",
+                             "transposed-64 qk-e4m3", "transposed-64 qk-e4m3+pv-e4m3", "transposed-64 k-registers",
+                             "transposed-64 k-registers+pv-e4m3"})
+      expect(leg.forms.count(form) > 0, std::string("leg wgmma: ") + form + " never ran");
   }
   const std::string asked = mla::to_string(*leg.asked);
-  const bool can_run = *leg.asked == mla::Stage1Kernel::wgmma ? sm90
-                      : *leg.asked == mla::Stage1Kernel::mma   ? d.vendor != mla::GpuVendor::none
-                                                               : true;
+  const bool can_run = *leg.asked == mla::Stage1Kernel::wgmma   ? sm90
+                       : *leg.asked == mla::Stage1Kernel::mma   ? d.vendor != mla::GpuVendor::none
+                       : *leg.asked == mla::Stage1Kernel::automatic ? false
+                                                                 : true;
   if (can_run) expect(leg.ran[int(*leg.asked)] > 0, "leg " + asked + ": " + asked + " never ran");
+  if (*leg.asked == mla::Stage1Kernel::automatic) expect(leg.refused == 0, "leg automatic: a run was refused");
 }
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  // --wgmma: only the wgmma legs (every row-major schedule), e.g. for a new schedule's first run.
+  // --wgmma: only the wgmma leg.
   const bool wgmma_only = mode == "--wgmma";
   // --cpu-self-check: run every case with CpuExecutor as the executor under test
   // (checks this harness and the CPU executor where no GPU exists).
   const bool self_check = mode == "--cpu-self-check";
-  // --fused-combine: only the fused-combine cases (fused_combine_cases).
-  const bool fused_only = mode == "--fused-combine";
+  // --split-reduce: only the split-reduce cases (split_reduce_cases).
+  const bool split_only = mode == "--split-reduce";
   std::string why;
   if (!self_check && !gpu_available(&why)) {
     std::printf("gpu_tests: skipped (%s)\n", why.c_str());
     return kExitSkipped;
   }
-  // Every case runs on each stage-1 kernel: wgmma (sm_90a builds on a Hopper
-  // device), mma.sync (NVIDIA) and CUDA-core; a kernel that does not apply to a
-  // case's view falls back as select_stage1 says, and each run must report the
-  // kernel select_stage1 predicts (check_kernel).
+  // Every case runs on each stage-1 kernel asked: automatic, wgmma (sm_90a builds on a
+  // Hopper device), mma.sync (NVIDIA) and CUDA-core; a named kernel that does not apply
+  // to a case's view must be refused as select_stage1 says, and every run must report
+  // the kernel, schedule and precision select_stage1 predicts (check_ran).
   std::vector<Leg> legs;
   if (self_check) {
     legs.push_back(Leg{std::make_unique<CpuExecutor>(), std::nullopt, {}});
   } else {
-    // wgmma once for each of the row-major kernel's schedules (mla::WgmmaSchedule).
-    for (mla::WgmmaSchedule s : mla::kWgmmaSchedules) {
-      Leg leg{std::make_unique<GpuExecutor>(mla::Stage1Kernel::wgmma, mla::CombineMode::separate, s), mla::Stage1Kernel::wgmma, gpu_stage1_device()};
-      leg.schedule = s;
-      legs.push_back(std::move(leg));
-    }
-    if (!wgmma_only)
-      for (mla::Stage1Kernel k : {mla::Stage1Kernel::mma, mla::Stage1Kernel::cuda_core})
+    for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::automatic, mla::Stage1Kernel::mma,
+                                mla::Stage1Kernel::cuda_core})
+      if (!wgmma_only || k == mla::Stage1Kernel::wgmma)
         legs.push_back(Leg{std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()});
   }
   const auto t0 = std::chrono::steady_clock::now();
-  if (fused_only) legs.clear();
+  if (split_only) legs.clear();
   for (Leg& leg : legs) {
     std::printf("gpu_tests on %s%s%s (warp size %d)\n", leg.exec->name().c_str(), self_check ? "" : ", stage 1 asked: ",
                 leg.asked ? leg_label(leg).c_str() : "", self_check ? 0 : gpu_device_warp_size());
@@ -1382,7 +1288,7 @@ int main(int argc, char** argv) {
     for (const Probe& pr : kProbes) decode_probe(leg, pr.kv, pr.flavor, pr.kv_scale, pr.out, pr.q);
     summarize(leg);
   }
-  if (!self_check) fused_combine_cases();
+  if (!self_check) split_reduce_cases();
   if (mode == "--bench") {
     for (Leg& leg : legs) {
       std::printf("bench on stage 1 %s\n", leg_label(leg).c_str());

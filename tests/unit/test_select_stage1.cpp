@@ -1,9 +1,10 @@
 // select_stage1 (kernels/select_stage1.hpp) on the host: which stage-1 kernel runs
-// for each KV dtype, each requested kernel, the fallbacks and their reasons, on
-// an sm_90 device, an older NVIDIA device, a build without sm_90a code, AMD, and
-// no backend. Plus a sweep against a transcription of the rule it replaced
-// (stage1_kernel_for, mla_decode.hip before the split by family), so what
-// automatic and a fallback pick stays exactly as it was.
+// for each KV dtype, each requested kernel, the refusals of a named kernel or
+// precision mode that cannot serve and their reasons, on an sm_90 device, an older
+// NVIDIA device, a build without sm_90a code, AMD, and no backend; the key of the
+// wgmma dispatch table. Plus a sweep against a transcription of the rule it replaced
+// (stage1_kernel_for, mla_decode.hip before the split by family), so what automatic
+// picks stays exactly as it was, and a named kernel runs exactly where it applied.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -38,7 +39,21 @@ Stage1Params params(Stage1Kernel k, ElemType q, ElemType kv, int heads = 16, int
   return p;
 }
 
-Stage1Kernel pick(const Stage1Params& p, const Stage1Device& d) { return mla::select_stage1(p, d).kernel; }
+Stage1Kernel pick(const Stage1Params& p, const Stage1Device& d) {
+  const mla::Stage1Choice c = mla::select_stage1(p, d);
+  INFO("refusal: " << c.refusal.value_or("none"));
+  REQUIRE_FALSE(c.refusal);
+  return c.kernel;
+}
+// The refusal of p on d ("" when p runs).
+std::string refusal(const Stage1Params& p, const Stage1Device& d) {
+  return mla::select_stage1(p, d).refusal.value_or("");
+}
+bool refused_with(const Stage1Params& p, const Stage1Device& d, const std::string& text) {
+  const std::string why = refusal(p, d);
+  INFO("refusal: " << why);
+  return !why.empty() && why.find(text) != std::string::npos;
+}
 bool why_has(const Stage1Params& p, const Stage1Device& d, const std::string& text) {
   const std::string why = mla::select_stage1(p, d).why;
   INFO("why: " << why);
@@ -120,51 +135,48 @@ TEST_CASE("select_stage1: each requested kernel on an sm_90 device, where it app
   }
 }
 
-TEST_CASE("select_stage1: wgmma asked where it does not apply falls back to mma, then cuda_core, with the reason") {
+TEST_CASE("select_stage1: wgmma asked where it does not apply is refused with the reason, never substituted") {
   // fp8 KV beyond the transposed kernel's 16 pairs
-  CHECK(pick(params(W, bf16, fp8, 128), kH200) == M);
-  CHECK(why_has(params(W, bf16, fp8, 128), kH200, "transposed kernel only"));
-  CHECK(pick(params(W, bf16, fp8, 16, 576, 512, 17), kH200) == M);
+  CHECK(refused_with(params(W, bf16, fp8, 128), kH200, "stage-1 kernel wgmma was asked but wgmma does not apply ("));
+  CHECK(refused_with(params(W, bf16, fp8, 128), kH200, "transposed kernel only"));
+  CHECK(refused_with(params(W, bf16, fp8, 16, 576, 512, 17), kH200, "here 17"));
   CHECK(pick(params(W, bf16, fp8, 128, 576, 512, 16), kH200) == W);  // max_pairs, not heads, when given
-  CHECK(pick(params(W, bf16, fp8, 32), kH200) == M);                 // max_pairs 0 reads as heads
+  CHECK(refused_with(params(W, bf16, fp8, 32), kH200, "here 32"));   // max_pairs 0 reads as heads
+  CHECK(pick(params(A, bf16, fp8, 32), kH200) == M);                 // automatic chooses among what applies
   // fp8 KV with an fp16 q: exact in fp16, but the converting producer writes bf16
-  CHECK(pick(params(W, fp16, fp8), kH200) == M);
-  CHECK(why_has(params(W, fp16, fp8), kH200, "q is fp16"));
+  CHECK(refused_with(params(W, fp16, fp8), kH200, "q is fp16"));
   // shapes the warpgroup kernels are not built for
-  CHECK(pick(params(W, bf16, bf16, 20, 320, 256), kH200) == M);
-  CHECK(why_has(params(W, bf16, bf16, 20, 320, 256), kH200, "head_dim 320"));
-  CHECK(pick(params(W, bf16, bf16, 16, 576, 256), kH200) == M);
-  CHECK(why_has(params(W, bf16, bf16, 16, 576, 256), kH200, "v_dim 256"));
-  CHECK(pick(params(W, bf16, bf16, 16, 576, 504), kH200) == C);  // nor mma.sync: 504 % 16
-  CHECK(why_has(params(W, bf16, bf16, 16, 576, 504), kH200, "not a multiple of 16"));
-  CHECK(pick(params(W, bf16, bf16, 16, 72, 64), kH200) == C);    // head_dim 72 % 32
+  CHECK(refused_with(params(W, bf16, bf16, 20, 320, 256), kH200, "head_dim 320"));
+  CHECK(refused_with(params(W, bf16, bf16, 16, 576, 256), kH200, "v_dim 256"));
+  CHECK(pick(params(A, bf16, bf16, 16, 576, 256), kH200) == M);
+  CHECK(pick(params(A, bf16, bf16, 16, 576, 504), kH200) == C);  // nor mma.sync: 504 % 16
+  CHECK(why_has(params(A, bf16, bf16, 16, 576, 504), kH200, "not a multiple of 16"));
   // bf16 with fp16: exact in neither 16-bit type, for every matrix-core kernel
-  for (Stage1Kernel k : {A, W, M}) {
-    CHECK(pick(params(k, bf16, fp16), kH200) == C);
-    CHECK(pick(params(k, fp16, bf16), kH200) == C);
-    CHECK(why_has(params(k, bf16, fp16), kH200, "not exact in one 16-bit MMA type"));
+  for (Stage1Kernel k : {W, M}) {
+    CHECK(refused_with(params(k, bf16, fp16), kH200, "not exact in one 16-bit MMA type"));
+    CHECK(refused_with(params(k, fp16, bf16), kH200, "not exact in one 16-bit MMA type"));
   }
+  CHECK(pick(params(A, bf16, fp16), kH200) == C);
 }
 
-TEST_CASE("select_stage1: mma asked where it does not apply falls back to cuda_core") {
-  CHECK(pick(params(M, bf16, bf16, 16, 576, 504), kH200) == C);
+TEST_CASE("select_stage1: mma asked where it does not apply is refused") {
+  CHECK(refused_with(params(M, bf16, bf16, 16, 576, 504), kH200, "mma does not apply (v_dim 504"));
   CHECK(pick(params(M, bf16, bf16, 16, 576, 496), kH200) == M);  // 496 % 16 == 0 on NVIDIA
   CHECK(pick(params(M, bf16, bf16, 16, 320, 256), kH200) == M);
-  CHECK(pick(params(M, bf16, bf16, 16, 72, 64), kH200) == C);
-  CHECK(why_has(params(M, bf16, bf16, 16, 72, 64), kH200, "mma does not apply (head_dim 72"));
+  CHECK(refused_with(params(M, bf16, bf16, 16, 72, 64), kH200, "mma does not apply (head_dim 72"));
 }
 
 TEST_CASE("select_stage1: older NVIDIA devices and builds without sm_90a code never run wgmma") {
   for (const Stage1Device& d : {kA100, kH200NoSm90a}) {
     CHECK(pick(params(A, bf16, bf16), d) == M);
     CHECK(pick(params(A, bf16, bf16, 128), d) == M);
-    CHECK(pick(params(W, bf16, bf16), d) == M);
-    CHECK(pick(params(W, bf16, fp8), d) == M);
+    CHECK(!refusal(params(W, bf16, bf16), d).empty());
+    CHECK(!refusal(params(W, bf16, fp8), d).empty());
     CHECK(pick(params(A, bf16, fp8), d) == M);
-    CHECK(pick(params(W, bf16, fp16), d) == C);
+    CHECK(pick(params(A, bf16, fp16), d) == C);
     CHECK(pick(params(C, bf16, bf16), d) == C);
   }
-  CHECK(why_has(params(W, bf16, bf16), kA100, "compute capability 8.0"));
+  CHECK(refused_with(params(W, bf16, bf16), kA100, "compute capability 8.0"));
   CHECK(why_has(params(A, bf16, bf16), kH200NoSm90a, "no sm_90a code"));
 }
 
@@ -172,28 +184,27 @@ TEST_CASE("select_stage1: AMD runs the MFMA kernel only when asked, everything e
   for (ElemType kv : {bf16, fp16, fp8}) {
     const ElemType q = kv == fp16 ? fp16 : bf16;
     CHECK(pick(params(A, q, kv), kMi300) == C);
-    CHECK(pick(params(W, q, kv), kMi300) == C);  // not mma: only an explicit mma selects it
+    CHECK(refused_with(params(W, q, kv), kMi300, "NVIDIA sm_90a only"));
     CHECK(pick(params(M, q, kv), kMi300) == M);
     CHECK(pick(params(C, q, kv), kMi300) == C);
   }
   CHECK(why_has(params(A, bf16, bf16), kMi300, "ask for mma"));
-  CHECK(why_has(params(W, bf16, bf16), kMi300, "NVIDIA sm_90a only"));
   CHECK(pick(params(M, bf16, bf16, 16, 512, 512), kMi300) == M);
   // v_dim: whole pairs of 16-column MFMA tiles
-  CHECK(pick(params(M, bf16, bf16, 16, 576, 496), kMi300) == C);
-  CHECK(why_has(params(M, bf16, bf16, 16, 576, 496), kMi300, "not a multiple of 32"));
+  CHECK(refused_with(params(M, bf16, bf16, 16, 576, 496), kMi300, "not a multiple of 32"));
   // LDS: 64 KB; head_dim 640 fits with 16-bit KV, not with fp8's decode table
   CHECK(mla::mma_shape::smem_bytes(mla::mma_shape::kAmd, 640, false, 1) <= mla::mma_shape::kAmdLdsBytes);
   CHECK(mla::mma_shape::smem_bytes(mla::mma_shape::kAmd, 640, true, 1) > mla::mma_shape::kAmdLdsBytes);
   CHECK(pick(params(M, bf16, bf16, 16, 640, 512), kMi300) == M);
-  CHECK(pick(params(M, bf16, fp8, 16, 640, 512), kMi300) == C);
-  CHECK(why_has(params(M, bf16, fp8, 16, 640, 512), kMi300, "bytes of LDS"));
+  CHECK(refused_with(params(M, bf16, fp8, 16, 640, 512), kMi300, "bytes of LDS"));
   CHECK(pick(params(M, bf16, fp8, 16, 640, 512), kH200) == M);  // NVIDIA: shared memory is no limit here
 }
 
-TEST_CASE("select_stage1: no GPU backend: cuda_core (nothing runs)") {
-  for (Stage1Kernel k : {A, W, M, C}) CHECK(pick(params(k, bf16, bf16), kNoBackend) == C);
+TEST_CASE("select_stage1: no GPU backend: cuda_core (nothing runs); a named matrix kernel is refused") {
+  CHECK(pick(params(A, bf16, bf16), kNoBackend) == C);
+  CHECK(pick(params(C, bf16, bf16), kNoBackend) == C);
   CHECK(why_has(params(A, bf16, bf16), kNoBackend, "no GPU backend"));
+  for (Stage1Kernel k : {W, M}) CHECK(refused_with(params(k, bf16, bf16), kNoBackend, "no GPU backend"));
 }
 
 TEST_CASE("select_stage1: the same choice as the rule it replaced, over every input it reads") {
@@ -213,9 +224,20 @@ TEST_CASE("select_stage1: the same choice as the rule it replaced, over every in
                                  << " asked " << to_string(k) << " q " << int(q) << " kv " << int(kv) << " heads "
                                  << heads << " max_pairs " << max_pairs << " head_dim " << head_dim << " v_dim "
                                  << v_dim << ": " << c.why);
-                  REQUIRE(c.kernel == old_rule(p, d));
+                  // automatic and cuda_core choose as before; a named matrix kernel runs exactly
+                  // where the old rule gave it, and is refused (never substituted) elsewhere.
+                  const Stage1Kernel old = old_rule(p, d);
+                  if (k == A || k == C) {
+                    REQUIRE_FALSE(c.refusal);
+                    REQUIRE(c.kernel == old);
+                  } else if (old == k) {
+                    REQUIRE_FALSE(c.refusal);
+                    REQUIRE(c.kernel == k);
+                  } else {
+                    REQUIRE(c.refusal);
+                  }
                   REQUIRE(c.kernel != A);
-                  REQUIRE(!c.why.empty());
+                  REQUIRE((c.refusal || !c.why.empty()));
                   ++compared;
                 }
   CHECK(compared == 4 * 4 * 3 * 3 * 4 * 6 * 6 * 5);
@@ -228,16 +250,7 @@ TEST_CASE("select_stage1: fp8 q with e4m3fn KV takes the transposed kernel's e4m
   CHECK(pick(p, kH200) == W);
   CHECK(mla::wgmma_pv_e4m3(p));  // P·V too, by default
   CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
-  CHECK_FALSE(why_has(p, kH200, "half-lines"));  // whole lines: the default form, not said
-  p.fp8_copy = mla::Fp8Copy::half_lines;  // the producer's other copy form, said
-  CHECK(pick(p, kH200) == W);
-  CHECK(why_has(p, kH200, "Q·Kᵀ and P·V on e4m3 wgmma"));
-  CHECK(why_has(p, kH200, "; the producer copies half-lines (64 bytes)"));
-  Stage1Params staged = params(A, bf16, fp8);  // bf16 q: the staged producer, which has one form
-  staged.fp8_copy = mla::Fp8Copy::half_lines;
-  CHECK_FALSE(why_has(staged, kH200, "half-lines"));
-  p.fp8_copy = mla::Fp8Copy::lines;
-  p.fp8_pv = mla::Fp8PvMma::fp16;  // P·V on fp16 (step 28's form), Q·Kᵀ still e4m3
+  p.fp8_pv = mla::Fp8PvMma::fp16;  // P·V on fp16, Q·Kᵀ still e4m3
   CHECK(mla::wgmma_qk_e4m3(p));
   CHECK_FALSE(mla::wgmma_pv_e4m3(p));
   CHECK(why_has(p, kH200, "Q·Kᵀ on e4m3 wgmma"));
@@ -265,24 +278,24 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK(why_has(p, kH200, "; bf16 q x e4m3fn KV: K and V converted to fp16 in registers"));
   CHECK(why_has(p, kH200, "P once in fp16"));
   CHECK_FALSE(mla::wgmma_pv_e4m3(p));  // automatic: fp16 P·V where the scores are exact
-  p.fp8_pv = mla::Fp8PvMma::e4m3;      // asked: the experiment of bench_notes step 31
+  p.fp8_pv = mla::Fp8PvMma::e4m3;      // asked: a precision mode
   CHECK(mla::wgmma_pv_e4m3(p));
   CHECK(why_has(p, kH200, "K converted to fp16 in registers, Q·Kᵀ on fp16 wgmma, P·V on e4m3 wgmma"));
   p.fp8_pv = mla::Fp8PvMma::fp16;
   CHECK_FALSE(mla::wgmma_pv_e4m3(p));
   p.fp8_pv = mla::Fp8PvMma::automatic;
-  p.fp8_copy = mla::Fp8Copy::half_lines;  // the raw ring's producer: both copy forms
-  CHECK(why_has(p, kH200, "; the producer copies half-lines (64 bytes)"));
   p.fp8_convert = mla::Fp8Convert::staged;  // the producer's 16-bit stages instead
   CHECK_FALSE(mla::wgmma_k_registers(p));
   CHECK_FALSE(mla::wgmma_raw_ring(p));
   CHECK(pick(p, kH200) == W);
   CHECK(why_has(p, kH200, "fp8 KV converted into 16-bit stages by the producer"));
-  CHECK_FALSE(why_has(p, kH200, "half-lines"));
-  p.fp8_convert = mla::Fp8Convert::registers;
+  p.fp8_convert = mla::Fp8Convert::automatic;
   p.q_f16_exact = false;  // q not exact in fp16: bf16 operands, staged
   CHECK_FALSE(mla::wgmma_k_registers(p));
   CHECK(why_has(p, kH200, "16-bit stages"));
+  p.fp8_convert = mla::Fp8Convert::registers;  // asked by name where q is not exact: refused
+  CHECK(refused_with(p, kH200, "--fp8-convert registers was asked but q is not exact in fp16"));
+  p.fp8_convert = mla::Fp8Convert::automatic;
   p.q_f16_exact = true;
   p.fp8_fnuz = true;  // e4m3fnuz: cvt.rn.f16x2.e4m3x2 reads e4m3fn only, staged
   CHECK_FALSE(mla::wgmma_k_registers(p));
@@ -297,133 +310,92 @@ TEST_CASE("select_stage1: e4m3fn KV with fp16 Q·Kᵀ converts K and V in regist
   CHECK_FALSE(why_has(params(A, bf16, bf16), kH200, "16-bit stages"));
 }
 
-TEST_CASE("select_stage1: P once applies to 16-bit KV on the transposed kernel and the row-major serial and split-qk schedules, and says so",
-          "[unit][select_stage1]") {
-  Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // M2: 64 pairs a work, the row-major kernel
-  CHECK_FALSE(mla::wgmma_p_once(p));  // default: P in two parts
-  CHECK_FALSE(why_has(p, kH200, "P rounded once"));
+TEST_CASE("select_stage1: P once applies to 16-bit KV on both wgmma kernels, and says so", "[unit][select_stage1]") {
+  Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // 64 pairs: the row-major kernel
+  CHECK_FALSE(mla::wgmma_p_once(p));
   p.pv_precision = mla::PvPrecision::once;
   CHECK(mla::wgmma_p_once(p));
   CHECK(pick(p, kH200) == W);
-  CHECK(why_has(p, kH200, "; P·V with P rounded once to the operand type (--pv-precision once)"));
-  p.wgmma_schedule = mla::WgmmaSchedule::split_qk;  // built with P once too, and says it splits Q·Kᵀ
-  CHECK(mla::wgmma_p_once(p));
-  CHECK(why_has(p, kH200, "; P·V with P rounded once to the operand type (--pv-precision once); the warpgroups split "
-                          "each tile's Q·Kᵀ and both run the softmax (--wgmma-schedule split-qk)"));
-  p.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // built with P in two parts only
-  CHECK_FALSE(mla::wgmma_p_once(p));
-  CHECK_FALSE(why_has(p, kH200, "P rounded once"));
-  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, any schedule
+  CHECK(why_has(p, kH200, "P·V with P rounded once to the operand type (--pv-precision once)"));
+  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel
   small.pv_precision = mla::PvPrecision::once;
   CHECK(mla::wgmma_p_once(small));
   CHECK(why_has(small, kH200, "P rounded once"));
-  small.wgmma_schedule = mla::WgmmaSchedule::qk_ahead;  // the row-major kernel's option only
-  CHECK(mla::wgmma_p_once(small));
-  small.wgmma_schedule = mla::WgmmaSchedule::split_qk;  // likewise: the transposed kernel says nothing of it
-  CHECK_FALSE(why_has(small, kH200, "split-qk"));
-  Stage1Params kv8 = params(A, bf16, fp8);  // fp8 KV: its own P forms (Fp8Convert, Fp8PvMma)
+  Stage1Params kv8 = params(A, bf16, fp8);  // fp8 KV: the raw paths round P once anyway, staged keeps two parts
   kv8.pv_precision = mla::PvPrecision::once;
   CHECK_FALSE(mla::wgmma_p_once(kv8));
-  CHECK_FALSE(why_has(kv8, kH200, "P rounded once"));
-  CHECK_FALSE(mla::wgmma_p_once(params(A, bf16, bf16, 16, 576, 512, 64)));
+  CHECK(refused_with(kv8, kH200, "--pv-precision once was asked but only the wgmma kernels on 16-bit KV round P once"));
 }
 
-TEST_CASE("select_stage1: serial-64 runs the row-major kernel on 64-token tiles, with P as asked, and says so",
+TEST_CASE("select_stage1: a named precision mode the chosen path cannot run is refused, automatic never is",
           "[unit][select_stage1]") {
-  Stage1Params p = params(A, bf16, bf16, 16, 576, 512, 64);  // M2: the row-major kernel
-  p.wgmma_schedule = mla::WgmmaSchedule::serial_64;
-  CHECK(mla::wgmma_rows_64(p));
-  CHECK_FALSE(mla::wgmma_p_once(p));  // P in two parts (the default): the hi part in the tile's rope columns
-  CHECK(pick(p, kH200) == W);
-  CHECK(why_has(p, kH200, "; 64-token tiles, Q·Kᵀ as m64n64 wgmmas (--wgmma-schedule serial-64)"));
-  CHECK_FALSE(why_has(p, kH200, "P rounded once"));
-  p.pv_precision = mla::PvPrecision::once;
-  CHECK(mla::wgmma_p_once(p));
-  CHECK(why_has(p, kH200, "(--wgmma-schedule serial-64); P·V with P rounded once to the operand type (--pv-precision once)"));
-  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, which has no serial-64
-  small.wgmma_schedule = mla::WgmmaSchedule::serial_64;
-  CHECK_FALSE(mla::wgmma_rows_64(small));
-  CHECK_FALSE(why_has(small, kH200, "serial-64"));
-  Stage1Params kv8 = params(A, bf16, fp8);  // fp8 KV: the transposed kernel too
-  kv8.wgmma_schedule = mla::WgmmaSchedule::serial_64;
-  CHECK_FALSE(mla::wgmma_rows_64(kv8));
-  CHECK(mla::to_string(mla::WgmmaSchedule::serial_64) == std::string("serial-64"));
-  CHECK(mla::wgmma_schedule_from_name("serial-64") == mla::WgmmaSchedule::serial_64);
+  // The mma and CUDA-core kernels have no precision modes but the defaults.
+  for (Stage1Kernel k : {M, C}) {
+    Stage1Params p = params(k, bf16, bf16);
+    p.pv_precision = mla::PvPrecision::once;
+    CHECK(refused_with(p, kH200, "--pv-precision once was asked"));
+    p.pv_precision = mla::PvPrecision::automatic;
+    p.fp8_pv = mla::Fp8PvMma::e4m3;
+    CHECK(refused_with(p, kH200, "--fp8-pv e4m3 was asked"));
+  }
+  // automatic on a device without wgmma: the named mode follows the kernel automatic picks.
+  Stage1Params a100 = params(A, bf16, bf16);
+  a100.pv_precision = mla::PvPrecision::once;
+  CHECK(refused_with(a100, kA100, "(the mma kernel runs"));
+  // 16-bit KV has no fp8 modes; --pv-precision split is the default there.
+  Stage1Params kv16 = params(W, bf16, bf16);
+  kv16.pv_precision = mla::PvPrecision::split;
+  CHECK(pick(kv16, kH200) == W);
+  kv16.fp8_qk = mla::Fp8QkMma::fp16;
+  CHECK(refused_with(kv16, kH200, "--fp8-qk fp16 was asked but only the wgmma kernel on fp8 q with e4m3fn KV"));
+  kv16.fp8_qk = mla::Fp8QkMma::automatic;
+  kv16.fp8_convert = mla::Fp8Convert::staged;
+  CHECK(refused_with(kv16, kH200, "--fp8-convert staged was asked"));
+  // fp8 q with e4m3fn KV: each mode by name.
+  Stage1Params q8 = params(A, fp8, fp8);
+  q8.q_f16_exact = true;
+  for (mla::Fp8QkMma m : {mla::Fp8QkMma::e4m3, mla::Fp8QkMma::fp16}) {
+    q8.fp8_qk = m;
+    CHECK(pick(q8, kH200) == W);
+  }
+  q8.fp8_qk = mla::Fp8QkMma::automatic;
+  q8.fp8_convert = mla::Fp8Convert::staged;  // Q·Kᵀ on e4m3: nothing is converted for Q·Kᵀ
+  CHECK(refused_with(q8, kH200, "--fp8-convert staged was asked but only the wgmma kernel on e4m3fn KV with Q·Kᵀ on fp16"));
+  q8.fp8_convert = mla::Fp8Convert::automatic;
+  q8.pv_precision = mla::PvPrecision::split;  // the raw paths take P once in fp16
+  CHECK(refused_with(q8, kH200, "--pv-precision split was asked but this fp8 path takes P once in fp16"));
+  // e4m3fnuz: no e4m3 wgmma, no K in registers.
+  Stage1Params fnuz = params(A, fp8, fp8);
+  fnuz.fp8_fnuz = true;
+  fnuz.fp8_qk = mla::Fp8QkMma::e4m3;
+  CHECK(refused_with(fnuz, kH200, "--fp8-qk e4m3 was asked"));
+  fnuz.fp8_qk = mla::Fp8QkMma::automatic;
+  fnuz.fp8_pv = mla::Fp8PvMma::fp16;
+  CHECK(refused_with(fnuz, kH200, "--fp8-pv fp16 was asked but only the wgmma kernel's raw-code fp8 paths"));
 }
 
-TEST_CASE("select_stage1: seesaw runs the row-major kernel on 64-token tiles with the warpgroups taking turns, and says so",
-          "[unit][select_stage1]") {
-  Stage1Params p = params(A, bf16, bf16, 128, 576, 512, 0);  // C1: the row-major kernel
-  p.wgmma_schedule = mla::WgmmaSchedule::seesaw;
-  CHECK(mla::wgmma_rows_64(p));
-  CHECK(pick(p, kH200) == W);
-  CHECK(why_has(p, kH200, "; 2 blocks a workgroup, one per 64-pair chunk of its works, side by side; 64-token tiles, "
-                          "Q·Kᵀ as m64n64 wgmmas, the warpgroups taking alternate tiles' Q·Kᵀ and softmax "
-                          "(--wgmma-schedule seesaw)"));
-  CHECK_FALSE(why_has(p, kH200, "serial-64"));
-  p.pv_precision = mla::PvPrecision::once;
-  CHECK(mla::wgmma_p_once(p));
-  CHECK(why_has(p, kH200, "(--wgmma-schedule seesaw); P·V with P rounded once to the operand type (--pv-precision once)"));
-  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, which has no seesaw
-  small.wgmma_schedule = mla::WgmmaSchedule::seesaw;
-  CHECK_FALSE(mla::wgmma_rows_64(small));
-  CHECK_FALSE(why_has(small, kH200, "seesaw"));
-  CHECK(mla::to_string(mla::WgmmaSchedule::seesaw) == std::string("seesaw"));
-  CHECK(mla::wgmma_schedule_from_name("seesaw") == mla::WgmmaSchedule::seesaw);
-}
-
-TEST_CASE("select_stage1: pair runs the row-major kernel on pairs of 64-token tiles with P rounded once, and says why",
-          "[unit][select_stage1]") {
-  Stage1Params p = params(A, bf16, bf16, 128, 576, 512, 0);  // C1: the row-major kernel
-  p.wgmma_schedule = mla::WgmmaSchedule::pair;
-  CHECK(mla::wgmma_rows_64(p));
-  CHECK(mla::wgmma_runs_pair(p));
-  CHECK(pick(p, kH200) == W);
-  // P once without --pv-precision once: the schedule has no room for two parts, and says so.
-  CHECK(p.pv_precision == mla::PvPrecision::split);
-  CHECK(mla::wgmma_p_once(p));
-  CHECK(why_has(p, kH200, "; 64-token tiles in pairs, Q·Kᵀ as m64n64 wgmmas, one tile of each pair a warpgroup "
-                          "(--wgmma-schedule pair); P·V with P rounded once to the operand type (the pair schedule "
-                          "always: two parts do not fit)"));
-  CHECK_FALSE(why_has(p, kH200, "--pv-precision once"));
-  Stage1Params small = params(A, bf16, bf16);  // 16 pairs: the transposed kernel, which has no pair schedule
-  small.wgmma_schedule = mla::WgmmaSchedule::pair;
-  CHECK_FALSE(mla::wgmma_runs_pair(small));
-  CHECK_FALSE(mla::wgmma_p_once(small));  // nor P once unless asked
-  CHECK_FALSE(why_has(small, kH200, "--wgmma-schedule pair"));
-  CHECK(mla::to_string(mla::WgmmaSchedule::pair) == std::string("pair"));
-  CHECK(mla::wgmma_schedule_from_name("pair") == mla::WgmmaSchedule::pair);
-}
-
-TEST_CASE("select_stage1: pair-32 runs the pair schedule on 32-token tiles and four stages, P once, and says so",
-          "[unit][select_stage1]") {
-  Stage1Params p = params(A, bf16, bf16, 128, 576, 512, 0);  // C1: the row-major kernel
-  p.wgmma_schedule = mla::WgmmaSchedule::pair_32;
-  CHECK_FALSE(mla::wgmma_rows_64(p));
-  CHECK(mla::wgmma_runs_pair(p));
-  CHECK(mla::wgmma_p_once(p));
-  CHECK(pick(p, kH200) == W);
-  CHECK(why_has(p, kH200, "; 32-token tiles in pairs on four stages, one tile of each pair a warpgroup "
-                          "(--wgmma-schedule pair-32); P·V with P rounded once to the operand type (the pair schedule "
-                          "always: two parts do not fit)"));
-  Stage1Params fp8 = p;  // fp8 KV: the transposed kernel's raw-code paths, never the pair kernel
-  fp8.kv_type = mla::ElemType::fp8;
-  CHECK_FALSE(mla::wgmma_runs_pair(fp8));
-  CHECK(mla::to_string(mla::WgmmaSchedule::pair_32) == std::string("pair-32"));
-  CHECK(mla::wgmma_schedule_from_name("pair-32") == mla::WgmmaSchedule::pair_32);
-}
-
-TEST_CASE("wgmma_pair_tiles: one block per 64-pair chunk of the row-major kernel's works, 1 on the transposed kernel",
-          "[unit][select_stage1]") {
-  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16)) == 1);                         // 16 pairs: transposed
-  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 16, 576, 512, 64)) == 1);      // M2: one chunk
-  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 16, 576, 512, 65)) == 2);      // a 1-pair second chunk
-  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 128, 576, 512, 0)) == 2);      // C1: 128 heads, one q row
-  CHECK(mla::wgmma_pair_tiles(params(A, bf16, bf16, 128, 576, 512, 1024)) == 16);  // 8 q rows x 128 heads
-  CHECK(mla::wgmma_pair_tiles(params(A, bf16, fp8, 128, 576, 512, 0)) == 1);       // fp8 KV: transposed
-  Stage1Params many = params(A, bf16, bf16, 128);
-  many.num_workgroups = 132;  // AITER's plan: the grid is 264 blocks, not capped at the SMs
-  CHECK(mla::wgmma_pair_tiles(many) == 2);
-  CHECK(why_has(many, kH200, "; 2 blocks a workgroup, one per 64-pair chunk of its works, side by side"));
-  CHECK_FALSE(why_has(params(A, bf16, bf16, 16, 576, 512, 64), kH200, "blocks a workgroup"));  // one chunk
+TEST_CASE("wgmma_key: every path of the dispatch table, from the view and the modes", "[unit][select_stage1]") {
+  using P = mla::WgmmaPath;
+  auto key = [](const Stage1Params& p) { return mla::wgmma_key(p); };
+  CHECK(key(params(A, bf16, bf16, 16, 576, 512, 64)) == mla::WgmmaKey{P::rows_bf16, 576, false, false});
+  CHECK(key(params(A, fp16, fp16, 16, 512, 512, 64)) == mla::WgmmaKey{P::rows_fp16, 512, false, false});
+  Stage1Params once = params(A, bf16, bf16, 16, 576, 512, 64);
+  once.pv_precision = mla::PvPrecision::once;
+  CHECK(key(once) == mla::WgmmaKey{P::rows_bf16, 576, true, false});
+  once.max_pairs = 16;
+  CHECK(key(once) == mla::WgmmaKey{P::t_bf16, 576, true, false});
+  CHECK(key(params(A, fp16, fp16)) == mla::WgmmaKey{P::t_fp16, 576, false, false});
+  Stage1Params staged = params(A, bf16, fp8);
+  CHECK(key(staged) == mla::WgmmaKey{P::t_fp8_staged_bf16, 576, false, false});
+  staged.q_f16_exact = true;
+  staged.fp8_convert = mla::Fp8Convert::staged;
+  CHECK(key(staged) == mla::WgmmaKey{P::t_fp8_staged_fp16, 576, false, false});
+  staged.fp8_convert = mla::Fp8Convert::automatic;
+  CHECK(key(staged) == mla::WgmmaKey{P::t_kreg, 576, false, false});
+  staged.fp8_pv = mla::Fp8PvMma::e4m3;
+  CHECK(key(staged) == mla::WgmmaKey{P::t_kreg, 576, false, true});
+  Stage1Params q8 = params(A, fp8, fp8, 16, 512);
+  CHECK(key(q8) == mla::WgmmaKey{P::t_e4m3, 512, false, true});
+  q8.fp8_pv = mla::Fp8PvMma::fp16;
+  CHECK(key(q8) == mla::WgmmaKey{P::t_e4m3, 512, false, false});
 }
