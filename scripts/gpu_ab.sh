@@ -6,7 +6,7 @@
 # ROUNDS (default 2): how many times each (shape, option) runs per build, alternated.
 # AB_SHAPES (environment, optional): "NAME|bench options;NAME|bench options;..." in place of
 # the default C1 and M2 rows; AB_FORMS: "|--pv-precision once|..." the options each shape
-# runs with ('|'-separated, an empty field is the default; default: none, P once, seesaw);
+# runs with ('|'-separated, an empty field is the default; default: none, P once);
 # AB_TESTS: the gpu_tests arguments (default --wgmma; "all" runs every leg).
 # Every run gets `--block-size 16 --num-cu 132` (issue 19's table) unless its shape or form
 # names that option itself (F2: --block-size 64); a run that fails prints bench's first
@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.." || exit 2
 [ -x "$OLD/mlactl" ] || { echo "gpu_ab.sh: $OLD/mlactl is missing or not executable" >&2; exit 2; }
 [ -x "$NEW/mlactl" ] || { echo "gpu_ab.sh: $NEW/mlactl is missing or not executable" >&2; exit 2; }
 SHAPES=${AB_SHAPES:-"C1|$C1_ARGS;M2|$M2_ARGS"}
-FORMS=${AB_FORMS-"|--pv-precision once|--wgmma-schedule seesaw"}
+FORMS=${AB_FORMS-"|--pv-precision once"}
 TESTS=${AB_TESTS:---wgmma}
 [ "$TESTS" = all ] && TESTS=""
 LOG=${OUT:-/tmp}/gpu_ab_tests.txt  # the device tool's $OUT brings it back

@@ -10,15 +10,10 @@
 #              overhead) and SM active cycles against bench's event-timed kernel µs
 #   blocks     bench --block-times on M3's three plans and S1: block durations, the slowest
 #              blocks with their works and tokens
-#   spread     --combine spread against separate on S1 at 4095 and 32767 and M3, with the
-#              phase marks (split tile complete, share combined: docs/bench_notes.md step 34)
 #   stalls     ncu's stall reasons a issued instruction, tensor pipe and issue activity on
-#              C1, C1 P once, C1 and M2 with the pair schedule, M2 and M1 (docs/bench_notes.md
-#              steps 44, 47)
+#              C1, C1 P once, M2 and M1 (docs/bench_notes.md, "Not done")
 #   source     with OUT_DIR: ncu's SASS source counters (stall reasons an instruction) of
-#              S1's stage 1 at 4095, separate and spread, as CSV in OUT_DIR (the next step
-#              of bench_notes steps 34-36: where a lone tile's 2.2 µs and a spread share's
-#              ~6 µs go), each summarised by scripts/stall_sites.py
+#              S1's stage 1 at 4095, as CSV in OUT_DIR, summarised by scripts/stall_sites.py
 # Needs ncu (else only the bench lines); exit 2 without BIN_DIR or when mlactl is missing.
 set -u
 [ $# -ge 1 ] || { echo "usage: gpu_diag.sh BIN_DIR [OUT_DIR]" >&2; exit 2; }
@@ -56,12 +51,6 @@ for args in "$M3 --num-cu 132" "$M3 --num-cu 120" "$M3 --num-cu 132 --arch sm90 
 done
 S4="--heads 12 --qlen 1 --context 4095 --batch-size 1 --block-size 16 --num-cu 132"
 S1="--heads 12 --qlen 1 --context 32767 --batch-size 1 --block-size 16 --num-cu 132"
-for args in "$S4" "$S1" "$M3 --num-cu 132"; do
-  for c in separate spread; do
-    echo "== spread: $c, $args"
-    "$B/mlactl" bench $args --combine $c --block-times 2>&1 | grep -E "^(asm_persistent|block phases)" | cut -c1-400
-  done
-done
 # Stall reasons (docs/bench_notes.md step 44): warps stalled a issued instruction by
 # reason (those >= 0.05), tensor pipe and issue activity, on the row-major kernel's shapes
 # and M1 (the transposed kernel at the copy roofline) for comparison.
@@ -69,8 +58,7 @@ if [ -n "$NCU" ]; then
   SM="regex:smsp__average_warps_issue_stalled_.*_per_issue_active\\.ratio,smsp__inst_executed.sum"
   SM=$SM,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
   SM=$SM,smsp__issue_active.avg.pct_of_peak_sustained_active,gpu__time_duration.sum
-  for args in "C1 $C1_ARGS" "C1-once $C1_ARGS --pv-precision once" "C1-pair $C1_ARGS --wgmma-schedule pair" \
-    "M2 $M2_ARGS" "M2-pair $M2_ARGS --wgmma-schedule pair" "M1 $M1_ARGS"; do
+  for args in "C1 $C1_ARGS" "C1-once $C1_ARGS --pv-precision once" "M2 $M2_ARGS" "M1 $M1_ARGS"; do
     echo "== stalls: ${args%% *}"
     timeout 120 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$SM" \
       "$B/mlactl" bench ${args#* } --block-size 16 --num-cu 132 --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" |
@@ -79,10 +67,10 @@ if [ -n "$NCU" ]; then
 fi
 if [ -n "$O" ] && [ -n "$NCU" ]; then
   mkdir -p "$O"
-  for c in separate spread; do
-    echo "== source: S1 at 4095, $c -> $O/s4_${c}_source.csv"
+  for c in separate; do
+    echo "== source: S1 at 4095 -> $O/s4_${c}_source.csv"
     timeout 240 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --section SourceCounters --section WarpStateStats \
-      --page source --print-source sass --csv "$B/mlactl" bench $S4 --combine $c --iters 3 --warmup 1 \
+      --page source --print-source sass --csv "$B/mlactl" bench $S4 --iters 3 --warmup 1 \
       > "$O/s4_${c}_source.csv" 2>&1
     echo "rc $? ($(wc -l < "$O/s4_${c}_source.csv") lines)"
     python3 scripts/stall_sites.py "$O/s4_${c}_source.csv" --top 8  # by instruction, mbarrier waits named

@@ -8,13 +8,11 @@
 # console gets their summaries. Steps, each named in the output:
 #   correctness  gpu_tests, check fixtures --backend gpu, run_grid on both stacks
 #   table        scripts/bench_vs_triton.py --block-size 16 --no-peer (issue 19's shapes)
-#   fp8          F1 with bf16 q (K in registers, and staged) and F1/F2 (docs/bench_notes.md
-#                steps 28-30) under each --fp8-* form
-#   rows         M2 and C1 (the row-major kernel) with --pv-precision once (bench_notes step 32)
-#                and with --wgmma-schedule serial (the 32-token tiles before step 39's default)
-#                and seesaw (step 41), with P in two parts and once
+#   fp8          F1 with bf16 q (K in registers, and staged) and F1/F2 under each fp8
+#                precision mode (docs/bench_notes.md, "Precision modes")
+#   rows         M2 and C1 (the row-major kernel) with --pv-precision once
 #   s1           S1's context sweep (stage 1 alone and with the reduce: fixed cost vs per tile)
-#   ncu          F2's L2 request/sector counts under both --fp8-copy forms, where ncu exists
+#   ncu          F2's L2 request/sector counts, where ncu exists
 # Exit status: 1 when a correctness step failed (the timings still run), else 0.
 set -u
 [ $# -ge 1 ] || { echo "usage: gpu_run.sh BIN_DIR [OUT_DIR]" >&2; exit 2; }
@@ -47,18 +45,18 @@ F="$M1_ARGS --num-cu 132 --kv-dtype fp8"
 # F1-a16w8: issue 19's literal F1 row (bf16 q, fp8 KV: AITER's mla_a16w8 kernel; K and V
 # converted in registers, or staged, or with P·V on e4m3 as an experiment: bench_notes
 # steps 30-31); plain --kv-dtype fp8 plans fp8 q (a8w8), which is what F1 has measured.
-for form in "" "--fp8-copy half-lines" "--fp8-convert staged" "--fp8-pv e4m3"; do
+for form in "" "--fp8-convert staged" "--fp8-pv e4m3"; do
   step "fp8: F1-a16w8 (bf16 q) ${form:-default}"
   "$B/mlactl" bench $F --block-size 16 --set decode.q_dtype=model $form 2>&1 | tail -8
 done
 for shape in "F1 --block-size 16" "F2 --block-size 64 --arch sm90"; do
-  for form in "" "--fp8-copy half-lines" "--fp8-pv fp16" "--fp8-qk fp16" "--fp8-qk fp16 --fp8-convert staged"; do
+  for form in "" "--fp8-pv fp16" "--fp8-qk fp16" "--fp8-qk fp16 --fp8-convert staged"; do
     step "fp8: ${shape%% *} ${form:-default}"
     "$B/mlactl" bench $F ${shape#* } $form 2>&1 | tail -4
   done
 done
 for shape in "M2 $M2_ARGS" "C1 $C1_ARGS"; do
-  for form in "--pv-precision once" "--wgmma-schedule serial" "--wgmma-schedule seesaw" "--wgmma-schedule seesaw --pv-precision once"; do
+  for form in "--pv-precision once"; do
     step "rows: ${shape%% *} $form"
     "$B/mlactl" bench ${shape#* } --block-size 16 --num-cu 132 $form 2>&1 | tail -4 | head -2
   done
@@ -71,10 +69,10 @@ NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ]; then
   M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed
   M=$M,lts__t_requests_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read.sum
-  for form in half-lines lines; do
-    step "ncu: F2 --fp8-copy $form"
+  for form in lines; do
+    step "ncu: F2"
     timeout 240 "$NCU" -k regex:stage1 --launch-skip 2 --launch-count 1 --metrics "$M" \
-      "$B/mlactl" bench $F --block-size 64 --arch sm90 --fp8-copy $form --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" | tail -8
+      "$B/mlactl" bench $F --block-size 64 --arch sm90 --iters 3 --warmup 1 2>&1 | grep -v "^==PROF==" | tail -8
   done
 else
   step "ncu: not found, skipped"

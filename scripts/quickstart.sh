@@ -1,8 +1,16 @@
 #!/bin/sh
-# README command 1: install what is missing, build, and run the main job on the CPU:
-# every fixture under fixtures/ through `mlactl check`.
+# README command 1: install what is missing, build mlactl (and only mlactl: the tests are
+# scripts/test.sh's), and run the main job on the CPU: every fixture under fixtures/
+# through `mlactl check`. Extra arguments go to cmake, e.g. -DMLACTL_GPU=none.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
-sh scripts/build.sh
+if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
+  case " $* " in
+    *" -DMLACTL_GPU=none "*) ;;
+    *) echo "mlactl: building the CUDA backend too (nvcc found; the README's 'Building' gives the time on 2 cores);" \
+            "to skip it: sh scripts/quickstart.sh -DMLACTL_GPU=none" >&2 ;;
+  esac
+fi
+TARGETS=mlactl sh scripts/build.sh "$@"
 exec ./build/mlactl check fixtures/

@@ -9,11 +9,6 @@ set -u
 mlactl=${1:?usage: man_page_options.sh MLACTL MANPAGE}
 manpage=${2:?usage: man_page_options.sh MLACTL MANPAGE}
 
-# bench's kernel options: being reworked (kernels/ refactor, issue #35); their man page
-# lines are left as they are until that lands, so neither direction is checked for them
-# (one the binary has and the page lacks, or one the page names and the binary dropped).
-# Remove an entry once the page matches the binary for it.
-skip_bench_options=(--wgmma-schedule --combine --fp8-copy --fp8-qk --fp8-pv --fp8-convert --pv-precision --stage1 --block-times)
 # long options the man page names that are not mlactl's (another program's)
 not_mlactl_options=(--install)
 
@@ -60,7 +55,6 @@ check_help() { # VERB (empty: the global options) HELP-TEXT
   where=${verb:-global}
   for opt in $(options_of_help <<<"$help"); do
     binary_options[$opt]=1
-    if [[ $verb == bench ]] && in_list "$opt" "${skip_bench_options[@]}"; then continue; fi
     checked=$((checked + 1))
     mentions "$opt" || drift "$where option $opt is missing from $manpage"
   done
@@ -81,7 +75,6 @@ done
 for opt in $(grep -oE -- '(^|[^A-Za-z0-9-])--[A-Za-z0-9][A-Za-z0-9-]*' <<<"$page" | sed -E 's/^[^-]//' | sort -u); do
   [[ -n ${binary_options[$opt]:-} ]] && continue
   in_list "$opt" "${not_mlactl_options[@]}" && continue
-  in_list "$opt" "${skip_bench_options[@]}" && continue
   drift "$manpage names $opt, which no command of $mlactl has"
 done
 
