@@ -1,0 +1,2 @@
+// planted
+#pragma once
