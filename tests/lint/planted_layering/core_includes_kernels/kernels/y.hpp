@@ -1,2 +1,2 @@
 #pragma once
-#include "core/x.hpp"
+#include "core/types.hpp"
