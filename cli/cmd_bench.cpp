@@ -608,7 +608,7 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
                                        " MiB, read + write, median of " + std::to_string(r.roof.iters) + ")"});
     kv.push_back({"bf16 peak", fx(opt.peak(), 0) + " TFLOP/s (" + opt.peak_source(r.device) + ")"});
     // The stage-1 kernels run one block per multiprocessor: a plan for another CU count
-    // runs in extra waves (docs/bench_notes.md step 20).
+    // runs in extra waves (docs/bench_notes.md).
     const std::string cu = std::to_string(b.platform.num_cu), mp = std::to_string(r.multiprocessors);
     kv.push_back({"plan CUs", "num_cu " + cu + " (platform.num_cu); the device has " + mp + " multiprocessors" +
                                   (r.multiprocessors > 0 && r.multiprocessors != b.platform.num_cu ? ": --num-cu " + mp + " plans for it" : "")});

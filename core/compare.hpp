@@ -37,7 +37,7 @@ Tolerance default_tolerance(DType out_dtype, DType kv_dtype, DType q_dtype);
 // fp8 q with fp8 KV: atol 2e-3, rtol 2e-4. Such kernels may multiply the codes on
 // fp8 tensor cores, whose accumulation keeps ~14 bits (DeepSeek-V3 technical report,
 // arXiv:2412.19437 §3.3.2; mlactl's own e4m3 wgmma path measured <= 3.8e-4 on the
-// H200, docs/bench_notes.md step 28), so fp32 reordering's bound does not apply.
+// H200, docs/bench_notes.md), so fp32 reordering's bound does not apply.
 LseTolerance default_lse_tolerance(DType kv_dtype = DType::bf16, DType q_dtype = DType::bf16);
 
 struct ElementLocation {

@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(kReduceThreads) mla_reduce_kernel(ReduceParams
 // (docs/bench_notes.md, "Moved from kernel comments").
 // NMAX (2, 4, ..., 32) bounds the tile's splits and sizes the per-thread arrays:
 // one kernel for 32 held 106 registers (2 blocks per SM) and walked 32
-// predicated entries per loop for C1's 2 splits (docs/bench_notes.md step 18).
+// predicated entries per loop for C1's 2 splits (docs/bench_notes.md).
 constexpr int kFewSplits = kReduceFewSplits;
 template <int NMAX>
 __global__ void __launch_bounds__(kReduceThreads) mla_reduce_few_kernel(ReduceParams p) {

@@ -39,7 +39,7 @@ __device__ inline void fma_quad(float4& acc, float w, const float4& x) {
 // Up to kLseHeld·warp_size splits, a lane loads all its map entries, then all its
 // lse values, before the first max: two rounds of loads where the loop below makes
 // two dependent loads per split and per pass (S1's 128 splits: 16 in a row, most of
-// the combine's time: docs/bench_notes.md step 34). Same operations in the same
+// the combine's time: docs/bench_notes.md). Same operations in the same
 // order either way.
 constexpr int kLseHeld = 8;
 __device__ inline float combine_lse_wave(const ReduceParams& p, int32_t s, int32_t e, int r, int h, int lane) {
@@ -136,7 +136,7 @@ __device__ inline float pair_lse_few(const ReduceParams& p, int32_t s, int n, in
 // (small predicated bodies, which ptxas issues back to back), then their fmaf chains:
 // one split's load, exp and fmafs under one `if` compiled to a branch around each
 // split, so every split's L2 load waited for the one before (SASS of the spread
-// combine; docs/bench_notes.md step 36). Same operations in the same order.
+// combine; docs/bench_notes.md). Same operations in the same order.
 template <int NMAX, int NQ, typename ColOf>
 __device__ inline void few_chain_quads(const ReduceParams& p, int n, const float (&lk)[NMAX],
                                        const int32_t (&prow)[NMAX], float lse, int64_t stride, ColOf col,

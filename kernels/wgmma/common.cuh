@@ -37,7 +37,7 @@ constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 // fp8 KV (transposed kernel only): the producer stages and converts the codes
 // (produce_fp8_tiles), so it gets 152 registers and the consumers 176
 // (152 + 2 x 176 = 504), the split the register-converting producer of
-// docs/bench_notes.md step 19 was measured with.
+// docs/bench_notes.md was measured with.
 __host__ __device__ constexpr int producer_regs(bool converts) { return converts ? 152 : kProducerRegs; }
 __host__ __device__ constexpr int consumer_regs(bool converts) { return converts ? 176 : kConsumerRegs; }
 // All four producer warps issue copies: one warp's 72 cp.async per lane per tile
@@ -200,7 +200,7 @@ __device__ inline uint32_t pack2(float x, float y) {
 // unroll): the start-address field is bits 0-13 (address >> 4) and shared memory ends
 // below 256 KB, so the add never carries out of it. One add a wgmma where building
 // each descriptor from its address took ~13 instructions (serial-64's Q·Kᵀ issue was
-// instruction-bound: docs/bench_notes.md step 38); the same bits.
+// instruction-bound: docs/bench_notes.md); the same bits.
 __device__ inline uint64_t desc_at(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 
 // Descriptor of k-step kk (16 columns of 16 bits) of a K-major [column block][rows][128 B]
@@ -266,7 +266,7 @@ __device__ inline uint32_t q_word16(const Stage1Params& p, uint32_t raw) {
 // 16-bit q that needs no conversion goes straight to shared memory by cp.async (rows
 // past cp zero-filled), all of a thread's copies in flight at once: through
 // registers each copy's global load stalled its shared store, one round trip after
-// another (docs/bench_notes.md, "S1 by instruction": 13 % of S1's stage-1 stalls).
+// another (docs/bench_notes.md, "S1 by instruction").
 template <bool F16, int QR, int HD>
 __device__ inline void stage_q(const Stage1Params& p, const WorkRow& work, int chunk, int cp, uint8_t* q_s, int tid) {
   constexpr int kRowChunks = HD / 8;

@@ -59,7 +59,7 @@ __device__ inline int e4m3_p_col(int t) {
 // of this thread's columns of token 16ks + tq + 4e. An A register pairs two tokens'
 // codes of one column (one prmt), converted by cvt.rn.f16x2.e4m3x2 (NaN codes to
 // NaN). The integer form of fp8x4_to_f16x4_fast in its place was slower
-// (docs/bench_notes.md step 28): the conversion pipe is not what limits here.
+// (docs/bench_notes.md): the conversion pipe is not what limits here.
 __device__ inline void e4m3_v_frags(const uint4 (&x)[4], uint32_t (&a)[8][4]) {
   const uint32_t* x0 = &x[0].x;
   const uint32_t* x1 = &x[1].x;

@@ -20,11 +20,11 @@ namespace wg {
 // ahead), and every destination is a constant offset from a per-row base. The
 // first version mapped consecutive threads to consecutive chunks of the whole tile
 // and shuffled each chunk's slot in from its owner lane: that loop alone, with no
-// copies at all, was the bottleneck (docs/bench_notes.md step 16).
+// copies at all, was the bottleneck (docs/bench_notes.md).
 // fp8 KV (KV8, the transposed kernel's 64-token tiles): the codes cannot be
 // converted in flight by cp.async, and loading them into registers to convert kept
 // only two 16-byte loads in flight per thread (ptxas rotates two destination
-// registers however the loads are batched: docs/bench_notes.md step 19). So the raw
+// registers however the loads are batched: docs/bench_notes.md). So the raw
 // codes are staged asynchronously: each 64-token tile is two 32-token halves, each
 // half copied with cp.async into one of kRawHalves raw buffers, and the producer
 // converts half h - 2 shared -> shared into the swizzled bf16 stage while halves

@@ -11,7 +11,7 @@ namespace wg {
 // ---- Transposed warpgroup stage 1, for works of at most 16 (row, head) pairs ----
 //
 // With 16 pairs the kernel above runs 64-row wgmmas that are 3/4 padding (and
-// loses to mma.sync on M1: docs/bench_notes.md steps 11-12). Here the 64 rows are
+// loses to mma.sync on M1: docs/bench_notes.md). Here the 64 rows are
 // KV tokens instead:
 //   Sᵀ (64 tokens x 16 pairs) = K (64 x d, smem) · Qᵀ   (wgmma m64n16k16, Q as B)
 //   Oᵀ (512 cols x 16 pairs) += Vᵀ (512 x 64, the same tile read M-major) · Pᵀ
@@ -456,8 +456,8 @@ __device__ __forceinline__ void t_merge_and_store(const Stage1Params& p, const W
   if constexpr (!kMergeInQ) {
     // Through the merge buffer (warpgroup 0 is done reading it; warpgroup 1 writes it
     // again only after the next chunk barrier), then whole rows: 16 coalesced 16-byte
-    // stores a thread instead of 64 scattered 4-byte ones, whose issue took ~6 µs a
-    // chunk (bench --block-times, docs/bench_notes.md step 33). Row r's column c at
+    // stores a thread instead of 64 scattered 4-byte ones, whose issue was measurable
+    // per chunk (bench --block-times, docs/bench_notes.md). Row r's column c at
     // r * kVDim + (c ^ ((r >> 1 & 3) << 3)): the 32 lanes of a scattered write hit 32 banks.
     bar_sync(kBarRed, 128);  // every thread of warpgroup 0 has read mbuf
 #pragma unroll
@@ -485,7 +485,7 @@ __device__ __forceinline__ void t_merge_and_store(const Stage1Params& p, const W
     // The raw-code paths: this thread's columns of a pair are the 16 contiguous
     // e4m3_v_col(wq, gq, ·) (PV8: e4m3_v8_col, the same 16 with 4-column groups
     // XOR-permuted by gq >> 1), so four 16-byte stores a pair instead of 16 scalar
-    // ones (the scattered stores cost ~6 µs a work: docs/bench_notes.md step 33).
+    // ones (the scattered stores were measurably slower: docs/bench_notes.md).
     // Group kk's column i is 2cb + h = 4kk + i: cb = 2kk + i / 2, h = i % 2, and a
     // (pair x, half h) is accumulator 4 (x / 2) + 2h + x % 2; the same values as the
     // scalar loop below.

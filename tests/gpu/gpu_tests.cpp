@@ -241,12 +241,6 @@ struct DeviceRun {
   std::vector<float> lse, partial, partial_lse;
 };
 
-// Every output buffer of two runs equal bit for bit.
-bool same_outputs(const DeviceRun& a, const DeviceRun& b) {
-  return same_bits(a.out, b.out) && same_bits(a.lse, b.lse) && same_bits(a.partial, b.partial) &&
-         same_bits(a.partial_lse, b.partial_lse);
-}
-
 // The executor arguments of p, with d's outputs poisoned (NaN) to receive them.
 ExecArgs poisoned_args(const Problem& p, DeviceRun& d) {
   const KernelView& v = p.view;
@@ -292,11 +286,11 @@ float out_value(const Problem& p, uint16_t bits) {
 // tensor-core accumulation keeps ~14 bits, not fp32's 24 (DeepSeek-V3 technical
 // report, arXiv:2412.19437 §3.3.2, measured on H800): scores are off by up to
 // ~2^-13 of Σ|q_i k_i|, so lse and partials get kFp8MmaTol (5x the largest error
-// measured on the H200, docs/bench_notes.md step 28) instead of fp32 reordering's
+// measured on the H200, docs/bench_notes.md) instead of fp32 reordering's
 // 1e-4. Outputs keep their tolerance (within one bf16/fp16 ulp even so). P·V on
 // e4m3 wgmma (mla::Fp8PvMma::e4m3, the default on that path) adds P's two-part
 // rounding (~2^-8 relative) and the same accumulation per tile: ~2e-4 on the CPU
-// emulation of docs/bench_notes.md step 28, inside the same bound.
+// emulation of docs/bench_notes.md, inside the same bound.
 constexpr double kFp8MmaTol = 2e-3;
 // P once in fp16 (Fp8Convert::registers: kernels/stage1_wgmma.cuh, KREG): each weight
 // rounded to 2^-11 relative, so a partial is off by at most 2^-11 · max |V| (the
@@ -409,6 +403,14 @@ struct Leg {
   int refused = 0;                         // runs refused, as select_stage1 predicts (the asked kernel does not apply)
   std::map<std::string, int> forms;        // runs per "<schedule> <precision>" the launch sites reported
 };
+
+Leg make_leg(std::unique_ptr<Executor> exec, std::optional<mla::Stage1Kernel> asked, mla::Stage1Device device) {
+  Leg leg;
+  leg.exec = std::move(exec);
+  leg.asked = asked;
+  leg.device = device;
+  return leg;
+}
 
 std::string leg_label(const Leg& leg) { return leg.asked ? mla::to_string(*leg.asked) : "cpu"; }
 
@@ -1272,12 +1274,12 @@ int main(int argc, char** argv) {
   // the kernel, schedule and precision select_stage1 predicts (check_ran).
   std::vector<Leg> legs;
   if (self_check) {
-    legs.push_back(Leg{std::make_unique<CpuExecutor>(), std::nullopt, {}});
+    legs.push_back(make_leg(std::make_unique<CpuExecutor>(), std::nullopt, {}));
   } else {
     for (mla::Stage1Kernel k : {mla::Stage1Kernel::wgmma, mla::Stage1Kernel::automatic, mla::Stage1Kernel::mma,
                                 mla::Stage1Kernel::cuda_core})
       if (!wgmma_only || k == mla::Stage1Kernel::wgmma)
-        legs.push_back(Leg{std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()});
+        legs.push_back(make_leg(std::make_unique<GpuExecutor>(k), k, gpu_stage1_device()));
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (split_only) legs.clear();

@@ -92,7 +92,7 @@ Stage1Kernel old_rule(const Stage1Params& p, const Stage1Device& d) {
     const Stage1Kernel want = p.kernel;
     if (want == C) return C;
     // automatic took wgmma for 16-bit KV only until fp8 KV was staged with cp.async
-    // (docs/bench_notes.md step 22); since then wherever wgmma applies.
+    // (docs/bench_notes.md); since then wherever wgmma applies.
     const bool auto_wgmma = want == A;
     if ((want == W || auto_wgmma) && wgmma_applies()) return W;
     if (mma_applies()) return M;
