@@ -76,6 +76,128 @@ __host__ __device__ inline size_t smem_bytes(int head_dim, bool kv_fp8, int g) {
   return mma_shape::smem_bytes(kTarget, head_dim, kv_fp8, g);
 }
 
+// S = Q · Kᵀ of one wave's kTileN tokens: q_rows is the m-tile's first q row, k_rows the
+// wave's first KV row of the tile. Four independent accumulators (k mod 64 in 16-wide
+// steps): one chain of head_dim / 16 dependent MMAs was the latency of this phase.
+template <bool F16>
+__device__ __forceinline__ void mma_scores(const uint16_t* q_rows, const uint16_t* k_rows, int stride, int head_dim,
+                                           int lane, float (&s)[4]) {
+  float sa[4][4] = {};
+  const uint16_t* q_row = q_rows + frag::a_offset(lane, stride);
+  const uint16_t* k_row = k_rows + frag::b_nk_offset(lane, stride);
+  int k0 = 0;
+  for (; k0 + 64 <= head_dim; k0 += 64) {
+    frag::FragA a0, a1, a2, a3;
+    frag::FragB b0, b1, b2, b3;
+    frag::load_a(a0, q_row + k0);
+    frag::load_a(a1, q_row + k0 + 16);
+    frag::load_b_nk_x2(b0, b1, k_row + k0);
+    frag::load_a(a2, q_row + k0 + 32);
+    frag::load_a(a3, q_row + k0 + 48);
+    frag::load_b_nk_x2(b2, b3, k_row + k0 + 32);
+    frag::mma<F16>(sa[0], a0, b0);
+    frag::mma<F16>(sa[1], a1, b1);
+    frag::mma<F16>(sa[2], a2, b2);
+    frag::mma<F16>(sa[3], a3, b3);
+  }
+  if (k0 < head_dim) {  // head_dim % 64 == 32
+    frag::FragA a0, a1;
+    frag::FragB b0, b1;
+    frag::load_a(a0, q_row + k0);
+    frag::load_a(a1, q_row + k0 + 16);
+    frag::load_b_nk_x2(b0, b1, k_row + k0);
+    frag::mma<F16>(sa[0], a0, b0);
+    frag::mma<F16>(sa[1], a1, b1);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) s[i] = (sa[0][i] + sa[1][i]) + (sa[2][i] + sa[3][i]);
+}
+
+// P as the A operand of P·V: the C element (row, token) goes to p_hi / p_lo[row][col],
+// hi + lo = P in two 16-bit parts; a lane's kPerRow tokens are adjacent from col.
+template <bool F16>
+__device__ __forceinline__ void write_p(const float (&pv)[4], const int (&row)[frag::kCRowSlots], int col,
+                                        uint16_t* p_hi, uint16_t* p_lo) {
+  constexpr int kSlots = frag::kCRowSlots, kPerRow = frag::kCElemsPerRow;
+  uint16_t hi[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) hi[e] = encode16<F16>(pv[e]);
+#pragma unroll
+  for (int sl = 0; sl < kSlots; ++sl) {
+    if constexpr (kPerRow == 2) {
+      *reinterpret_cast<uint32_t*>(p_hi + row[sl] * kPStride + col) = hi[2 * sl] | (uint32_t(hi[2 * sl + 1]) << 16);
+    } else {
+      p_hi[row[sl] * kPStride + col] = hi[sl];
+    }
+  }
+  uint16_t lo[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) lo[e] = encode16<F16>(pv[e] - decode16<F16>(hi[e]));
+#pragma unroll
+  for (int sl = 0; sl < kSlots; ++sl) {
+    if constexpr (kPerRow == 2) {
+      *reinterpret_cast<uint32_t*>(p_lo + row[sl] * kPStride + col) = lo[2 * sl] | (uint32_t(lo[2 * sl + 1]) << 16);
+    } else {
+      p_lo[row[sl] * kPStride + col] = lo[sl];
+    }
+  }
+}
+
+// A chunk's output: this wave's columns of its pair rows (those below chunk_pairs), O
+// times inv, as the final output (work.ploc < 0) or the split's partial rows; the
+// first wave of each m-tile writes the rows' LSE (natural log).
+__device__ __forceinline__ void store_chunk(const Stage1Params& p, const WorkRow& work, int chunk, int chunk_pairs,
+                                            const float (&o)[16][4], const int (&row)[frag::kCRowSlots],
+                                            const float (&run_max)[frag::kCRowSlots],
+                                            const float (&sum)[frag::kCRowSlots], const float (&inv)[frag::kCRowSlots],
+                                            int part, int lane) {
+  constexpr int kSlots = frag::kCRowSlots, kPerRow = frag::kCElemsPerRow;
+  const int heads = p.heads, v_dim = p.v_dim;
+  const bool final_out = work.ploc < 0;
+  const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int col = part * kColsPerPart + j * frag::kTileN + frag::c_col(lane, 0);
+    if (col >= v_dim) continue;
+#pragma unroll
+    for (int sl = 0; sl < kSlots; ++sl) {
+      const int r = row[sl];
+      if (r >= chunk_pairs) continue;
+      const int64_t at = (row_base + r) * v_dim + col;
+      if constexpr (kPerRow == 2) {
+        const float x0 = o[j][2 * sl] * inv[sl], x1 = o[j][2 * sl + 1] * inv[sl];
+        if (final_out) {
+          *reinterpret_cast<uint32_t*>(p.out + at) =
+              uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
+        } else {
+          *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
+        }
+      } else {
+        const float x = o[j][sl] * inv[sl];
+        if (final_out) {
+          p.out[at] = encode_out(p.out_type, x);
+        } else {
+          p.partial_out[at] = x;
+        }
+      }
+    }
+  }
+  if (part == 0 && lane % frag::kRowLanes == 0) {
+#pragma unroll
+    for (int sl = 0; sl < kSlots; ++sl) {
+      const int r = row[sl];
+      if (r >= chunk_pairs) continue;
+      const float lse = sum[sl] == 0.0f ? kNegInf : run_max[sl] + logf(sum[sl]);
+      if (final_out) {
+        if (p.lse) p.lse[row_base + r] = lse;
+      } else {
+        p.partial_lse[row_base + r] = lse;
+      }
+    }
+  }
+}
+
+
 template <bool F16, bool KV_FP8, int G>
 __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p) {
   constexpr int kLanes = warp_size();
@@ -221,40 +343,8 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
         }
 
         // S = Q · Kᵀ for this wave's kTileN tokens.
-        // Four independent accumulators (k mod 64 in 16-wide steps): one chain of
-        // head_dim / 16 dependent MMAs was the latency of this phase.
-        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        {
-          float sa[4][4] = {};
-          const uint16_t* q_row = q_s + (mt * kM) * stride + frag::a_offset(lane, stride);
-          const uint16_t* k_row = kv_tile + (part * frag::kTileN) * stride + frag::b_nk_offset(lane, stride);
-          int k0 = 0;
-          for (; k0 + 64 <= head_dim; k0 += 64) {
-            frag::FragA a0, a1, a2, a3;
-            frag::FragB b0, b1, b2, b3;
-            frag::load_a(a0, q_row + k0);
-            frag::load_a(a1, q_row + k0 + 16);
-            frag::load_b_nk_x2(b0, b1, k_row + k0);
-            frag::load_a(a2, q_row + k0 + 32);
-            frag::load_a(a3, q_row + k0 + 48);
-            frag::load_b_nk_x2(b2, b3, k_row + k0 + 32);
-            frag::mma<F16>(sa[0], a0, b0);
-            frag::mma<F16>(sa[1], a1, b1);
-            frag::mma<F16>(sa[2], a2, b2);
-            frag::mma<F16>(sa[3], a3, b3);
-          }
-          if (k0 < head_dim) {  // head_dim % 64 == 32
-            frag::FragA a0, a1;
-            frag::FragB b0, b1;
-            frag::load_a(a0, q_row + k0);
-            frag::load_a(a1, q_row + k0 + 16);
-            frag::load_b_nk_x2(b0, b1, k_row + k0);
-            frag::mma<F16>(sa[0], a0, b0);
-            frag::mma<F16>(sa[1], a1, b1);
-          }
-#pragma unroll
-          for (int i = 0; i < 4; ++i) s[i] = (sa[0][i] + sa[1][i]) + (sa[2][i] + sa[3][i]);
-        }
+        float s[4];
+        mma_scores<F16>(q_s + (mt * kM) * stride, kv_tile + (part * frag::kTileN) * stride, stride, head_dim, lane, s);
         // Mask, scale, tile max per row across the row's lanes and the m-tile's waves.
         const int t0 = tile + part * frag::kTileN + frag::c_col(lane, 0);  // token of element e: t0 + e % kPerRow
         bool vis[4];
@@ -297,33 +387,7 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
 #pragma unroll
           for (int j = 1; j < kPerRow; ++j) run_sum[sl] += pv[sl * kPerRow + j];
         }
-        {
-          // P as the A operand of P·V: the C element (row, token) goes to
-          // p_hi / p_lo[row][token]; a lane's kPerRow tokens are adjacent.
-          const int col = part * frag::kTileN + frag::c_col(lane, 0);
-          uint16_t hi[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) hi[e] = encode16<F16>(pv[e]);
-#pragma unroll
-          for (int sl = 0; sl < kSlots; ++sl) {
-            if constexpr (kPerRow == 2) {
-              *reinterpret_cast<uint32_t*>(p_hi + row[sl] * kPStride + col) = hi[2 * sl] | (uint32_t(hi[2 * sl + 1]) << 16);
-            } else {
-              p_hi[row[sl] * kPStride + col] = hi[sl];
-            }
-          }
-          uint16_t lo[4];
-#pragma unroll
-          for (int e = 0; e < 4; ++e) lo[e] = encode16<F16>(pv[e] - decode16<F16>(hi[e]));
-#pragma unroll
-          for (int sl = 0; sl < kSlots; ++sl) {
-            if constexpr (kPerRow == 2) {
-              *reinterpret_cast<uint32_t*>(p_lo + row[sl] * kPStride + col) = lo[2 * sl] | (uint32_t(lo[2 * sl + 1]) << 16);
-            } else {
-              p_lo[row[sl] * kPStride + col] = lo[sl];
-            }
-          }
-        }
+        write_p<F16>(pv, row, part * frag::kTileN + frag::c_col(lane, 0), p_hi, p_lo);
 #pragma unroll
         for (int j = 0; j < 16; ++j) {
 #pragma unroll
@@ -378,48 +442,7 @@ __global__ void __launch_bounds__(threads<G>()) stage1_mma_kernel(Stage1Params p
         inv[sl] = sum[sl] == 0.0f ? 0.0f : kv_scale / sum[sl];
       }
 
-      const bool final_out = work.ploc < 0;
-      const int64_t row_base = final_out ? int64_t(work.qo_start) * heads + chunk : int64_t(work.ploc) * heads + chunk;
-#pragma unroll
-      for (int j = 0; j < 16; ++j) {
-        const int col = part * kColsPerPart + j * frag::kTileN + frag::c_col(lane, 0);
-        if (col >= v_dim) continue;
-#pragma unroll
-        for (int sl = 0; sl < kSlots; ++sl) {
-          const int r = row[sl];
-          if (r >= chunk_pairs) continue;
-          const int64_t at = (row_base + r) * v_dim + col;
-          if constexpr (kPerRow == 2) {
-            const float x0 = o[j][2 * sl] * inv[sl], x1 = o[j][2 * sl + 1] * inv[sl];
-            if (final_out) {
-              *reinterpret_cast<uint32_t*>(p.out + at) =
-                  uint32_t(encode_out(p.out_type, x0)) | (uint32_t(encode_out(p.out_type, x1)) << 16);
-            } else {
-              *reinterpret_cast<float2*>(p.partial_out + at) = make_float2(x0, x1);
-            }
-          } else {
-            const float x = o[j][sl] * inv[sl];
-            if (final_out) {
-              p.out[at] = encode_out(p.out_type, x);
-            } else {
-              p.partial_out[at] = x;
-            }
-          }
-        }
-      }
-      if (part == 0 && lane % frag::kRowLanes == 0) {
-#pragma unroll
-        for (int sl = 0; sl < kSlots; ++sl) {
-          const int r = row[sl];
-          if (r >= chunk_pairs) continue;
-          const float lse = sum[sl] == 0.0f ? kNegInf : run_max[sl] + logf(sum[sl]);
-          if (final_out) {
-            if (p.lse) p.lse[row_base + r] = lse;
-          } else {
-            p.partial_lse[row_base + r] = lse;
-          }
-        }
-      }
+      store_chunk(p, work, chunk, chunk_pairs, o, row, run_max, sum, inv, part, lane);
     }
   }
 }
