@@ -1,7 +1,7 @@
-// The one name <-> enum lookup of the kernels' option enums (CombineMode,
-// WgmmaSchedule, Fp8QkMma, Fp8PvMma, Fp8Copy): each enum has its list of values and
-// a list of names in the same order; to_string and *_from_name look them up here,
-// and the CLI parses through *_from_name (cli/common.hpp enum_names).
+// The one name <-> enum lookup of the kernels' enums (kernels/stage1_kernel.hpp): each
+// enum has its list of values and a list of names in the same order; to_string and
+// *_from_name look them up here (MLA_ENUM_NAMES writes both), and the CLI parses
+// through *_from_name (cli/common.hpp enum_names).
 #pragma once
 #include <cstddef>
 #include <optional>
@@ -26,3 +26,8 @@ std::optional<E> enum_from_name(const E (&values)[N], const std::string& name) {
 }
 
 }  // namespace mla
+
+// to_string(E) and FROM_NAME(name) of enum E over its VALUES and NAMES arrays.
+#define MLA_ENUM_NAMES(E, VALUES, NAMES, FROM_NAME)                                      \
+  inline const char* to_string(E v) { return enum_name(VALUES, NAMES, v); }             \
+  inline std::optional<E> FROM_NAME(const std::string& name) { return enum_from_name(VALUES, name); }

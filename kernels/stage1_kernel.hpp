@@ -23,10 +23,7 @@ enum class Stage1Kernel : int32_t { automatic = 0, wgmma = 1, mma = 2, cuda_core
 inline constexpr Stage1Kernel kStage1Kernels[] = {Stage1Kernel::automatic, Stage1Kernel::wgmma, Stage1Kernel::mma,
                                                   Stage1Kernel::cuda_core};
 inline constexpr const char* kStage1KernelNames[] = {"automatic", "wgmma", "mma", "cuda_core"};
-inline const char* to_string(Stage1Kernel v) { return enum_name(kStage1Kernels, kStage1KernelNames, v); }
-inline std::optional<Stage1Kernel> stage1_kernel_from_name(const std::string& name) {
-  return enum_from_name(kStage1Kernels, name);
-}
+MLA_ENUM_NAMES(Stage1Kernel, kStage1Kernels, kStage1KernelNames, stage1_kernel_from_name)
 
 // ---- Precision modes: settings that change the arithmetic on purpose ----
 // Each has `automatic` (the path's own default, never refused); a named mode that the
@@ -42,10 +39,7 @@ inline std::optional<Stage1Kernel> stage1_kernel_from_name(const std::string& na
 enum class PvPrecision : int32_t { automatic = 0, split = 1, once = 2 };
 inline constexpr PvPrecision kPvPrecisions[] = {PvPrecision::automatic, PvPrecision::split, PvPrecision::once};
 inline constexpr const char* kPvPrecisionNames[] = {"automatic", "split", "once"};
-inline const char* to_string(PvPrecision v) { return enum_name(kPvPrecisions, kPvPrecisionNames, v); }
-inline std::optional<PvPrecision> pv_precision_from_name(const std::string& name) {
-  return enum_from_name(kPvPrecisions, name);
-}
+MLA_ENUM_NAMES(PvPrecision, kPvPrecisions, kPvPrecisionNames, pv_precision_from_name)
 
 // Q·Kᵀ of fp8 q by e4m3fn KV codes on the transposed wgmma kernel:
 //   e4m3  wgmma on the codes as they are; Hopper's fp8 MMA accumulates with ~14 bits,
@@ -54,8 +48,7 @@ inline std::optional<PvPrecision> pv_precision_from_name(const std::string& name
 enum class Fp8QkMma : int32_t { automatic = 0, e4m3 = 1, fp16 = 2 };
 inline constexpr Fp8QkMma kFp8QkMmas[] = {Fp8QkMma::automatic, Fp8QkMma::e4m3, Fp8QkMma::fp16};
 inline constexpr const char* kFp8QkMmaNames[] = {"automatic", "e4m3", "fp16"};
-inline const char* to_string(Fp8QkMma v) { return enum_name(kFp8QkMmas, kFp8QkMmaNames, v); }
-inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) { return enum_from_name(kFp8QkMmas, name); }
+MLA_ENUM_NAMES(Fp8QkMma, kFp8QkMmas, kFp8QkMmaNames, fp8_qk_mma_from_name)
 
 // P·V on the raw-code fp8 paths (Q·Kᵀ on e4m3, or K converted in registers):
 //   e4m3  wgmma on the V codes as they are, P as two e4m3 parts (P·256 = hi + lo/16,
@@ -66,8 +59,7 @@ inline std::optional<Fp8QkMma> fp8_qk_mma_from_name(const std::string& name) { r
 enum class Fp8PvMma : int32_t { automatic = 0, e4m3 = 1, fp16 = 2 };
 inline constexpr Fp8PvMma kFp8PvMmas[] = {Fp8PvMma::automatic, Fp8PvMma::e4m3, Fp8PvMma::fp16};
 inline constexpr const char* kFp8PvMmaNames[] = {"automatic", "e4m3", "fp16"};
-inline const char* to_string(Fp8PvMma v) { return enum_name(kFp8PvMmas, kFp8PvMmaNames, v); }
-inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) { return enum_from_name(kFp8PvMmas, name); }
+MLA_ENUM_NAMES(Fp8PvMma, kFp8PvMmas, kFp8PvMmaNames, fp8_pv_mma_from_name)
 
 // Where e4m3fn KV codes become fp16 operands when Q·Kᵀ is not on e4m3 (bf16 q, or fp8 q
 // with Fp8QkMma::fp16), q exact in fp16 (Stage1Params::q_f16_exact):
@@ -78,10 +70,7 @@ inline std::optional<Fp8PvMma> fp8_pv_mma_from_name(const std::string& name) { r
 enum class Fp8Convert : int32_t { automatic = 0, registers = 1, staged = 2 };
 inline constexpr Fp8Convert kFp8Converts[] = {Fp8Convert::automatic, Fp8Convert::registers, Fp8Convert::staged};
 inline constexpr const char* kFp8ConvertNames[] = {"automatic", "registers", "staged"};
-inline const char* to_string(Fp8Convert v) { return enum_name(kFp8Converts, kFp8ConvertNames, v); }
-inline std::optional<Fp8Convert> fp8_convert_from_name(const std::string& name) {
-  return enum_from_name(kFp8Converts, name);
-}
+MLA_ENUM_NAMES(Fp8Convert, kFp8Converts, kFp8ConvertNames, fp8_convert_from_name)
 
 // ---- What ran: reported by the launch site (never predicted by the host) ----
 
@@ -96,7 +85,7 @@ enum class Stage1Schedule : int32_t { wgmma_rows = 0, wgmma_transposed = 1, mma_
 inline constexpr Stage1Schedule kStage1Schedules[] = {Stage1Schedule::wgmma_rows, Stage1Schedule::wgmma_transposed,
                                                       Stage1Schedule::mma_m16, Stage1Schedule::cuda_core};
 inline constexpr const char* kStage1ScheduleNames[] = {"rows-64", "transposed-64", "mma-m16", "cuda-core"};
-inline const char* to_string(Stage1Schedule v) { return enum_name(kStage1Schedules, kStage1ScheduleNames, v); }
+MLA_ENUM_NAMES(Stage1Schedule, kStage1Schedules, kStage1ScheduleNames, stage1_schedule_from_name)
 
 // The arithmetic a stage-1 launch ran (the precision modes above, as resolved):
 //   fp32                 operands decoded to fp32, fp32 FMAs (cuda_core);
@@ -116,7 +105,7 @@ inline constexpr Stage1Precision kStage1Precisions[] = {
 inline constexpr const char* kStage1PrecisionNames[] = {"fp32",        "p-split",         "p-once",
                                                         "qk-e4m3",     "qk-e4m3+pv-e4m3", "k-registers",
                                                         "k-registers+pv-e4m3"};
-inline const char* to_string(Stage1Precision v) { return enum_name(kStage1Precisions, kStage1PrecisionNames, v); }
+MLA_ENUM_NAMES(Stage1Precision, kStage1Precisions, kStage1PrecisionNames, stage1_precision_from_name)
 
 // One stage-1 launch as its launch site enqueued it.
 struct Stage1Ran {
@@ -136,7 +125,7 @@ struct Stage1Ran {
 enum class ReduceKind : int32_t { none = 0, few_splits = 1, general = 2 };
 inline constexpr ReduceKind kReduceKinds[] = {ReduceKind::none, ReduceKind::few_splits, ReduceKind::general};
 inline constexpr const char* kReduceKindNames[] = {"none", "few-splits", "general"};
-inline const char* to_string(ReduceKind v) { return enum_name(kReduceKinds, kReduceKindNames, v); }
+MLA_ENUM_NAMES(ReduceKind, kReduceKinds, kReduceKindNames, reduce_kind_from_name)
 
 struct ReduceRan {
   ReduceKind kind = ReduceKind::none;

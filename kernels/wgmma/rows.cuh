@@ -17,8 +17,7 @@
 
 #include "kernels/wgmma/producer.cuh"
 
-namespace mla {
-namespace wg {
+namespace mla::wg {
 
 // Shared-memory plan: q (64 rows, 72 KB at head_dim 576), two 64-token stages, one P
 // buffer, one alpha buffer, the barriers; the row statistics go to q_s after the tile
@@ -393,5 +392,4 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_rows_kernel(Stage1Pa
 #endif
 }
 
-}  // namespace wg
-}  // namespace mla
+}  // namespace mla::wg

@@ -329,28 +329,38 @@ TEST_CASE("select_stage1: P once applies to 16-bit KV on both wgmma kernels, and
 
 TEST_CASE("select_stage1: a named precision mode the chosen path cannot run is refused, automatic never is",
           "[unit][select_stage1]") {
-  // The mma and CUDA-core kernels have no precision modes but the defaults.
-  for (Stage1Kernel k : {M, C}) {
-    Stage1Params p = params(k, bf16, bf16);
-    p.pv_precision = mla::PvPrecision::once;
-    CHECK(refused_with(p, kH200, "--pv-precision once was asked"));
-    p.pv_precision = mla::PvPrecision::automatic;
-    p.fp8_pv = mla::Fp8PvMma::e4m3;
-    CHECK(refused_with(p, kH200, "--fp8-pv e4m3 was asked"));
-  }
-  // automatic on a device without wgmma: the named mode follows the kernel automatic picks.
-  Stage1Params a100 = params(A, bf16, bf16);
-  a100.pv_precision = mla::PvPrecision::once;
-  CHECK(refused_with(a100, kA100, "(the mma kernel runs"));
-  // 16-bit KV has no fp8 modes; --pv-precision split is the default there.
-  Stage1Params kv16 = params(W, bf16, bf16);
-  kv16.pv_precision = mla::PvPrecision::split;
-  CHECK(pick(kv16, kH200) == W);
-  kv16.fp8_qk = mla::Fp8QkMma::fp16;
-  CHECK(refused_with(kv16, kH200, "--fp8-qk fp16 was asked but only the wgmma kernel on fp8 q with e4m3fn KV"));
-  kv16.fp8_qk = mla::Fp8QkMma::automatic;
-  kv16.fp8_convert = mla::Fp8Convert::staged;
-  CHECK(refused_with(kv16, kH200, "--fp8-convert staged was asked"));
+  using PP = mla::PvPrecision;
+  using QK = mla::Fp8QkMma;
+  using PV = mla::Fp8PvMma;
+  using CV = mla::Fp8Convert;
+  struct Refused {
+    Stage1Params p;
+    const Stage1Device& device;
+    const char* text;
+  };
+  auto with = [](Stage1Params p, PP pp, QK qk, PV pv, CV cv) {
+    p.pv_precision = pp;
+    p.fp8_qk = qk;
+    p.fp8_pv = pv;
+    p.fp8_convert = cv;
+    return p;
+  };
+  const Refused refused[] = {
+      // the mma and CUDA-core kernels have no precision modes but the defaults
+      {with(params(M, bf16, bf16), PP::once, QK::automatic, PV::automatic, CV::automatic), kH200, "--pv-precision once was asked"},
+      {with(params(C, bf16, bf16), PP::once, QK::automatic, PV::automatic, CV::automatic), kH200, "--pv-precision once was asked"},
+      {with(params(M, bf16, bf16), PP::automatic, QK::automatic, PV::e4m3, CV::automatic), kH200, "--fp8-pv e4m3 was asked"},
+      {with(params(C, bf16, bf16), PP::automatic, QK::automatic, PV::e4m3, CV::automatic), kH200, "--fp8-pv e4m3 was asked"},
+      // automatic on a device without wgmma: the named mode follows the kernel automatic picks
+      {with(params(A, bf16, bf16), PP::once, QK::automatic, PV::automatic, CV::automatic), kA100, "(the mma kernel runs"},
+      // 16-bit KV has no fp8 modes
+      {with(params(W, bf16, bf16), PP::split, QK::fp16, PV::automatic, CV::automatic), kH200,
+       "--fp8-qk fp16 was asked but only the wgmma kernel on fp8 q with e4m3fn KV"},
+      {with(params(W, bf16, bf16), PP::split, QK::automatic, PV::automatic, CV::staged), kH200,
+       "--fp8-convert staged was asked"},
+  };
+  for (const Refused& r : refused) CHECK(refused_with(r.p, r.device, r.text));
+  CHECK(pick(with(params(W, bf16, bf16), PP::split, QK::automatic, PV::automatic, CV::automatic), kH200) == W);
   // fp8 q with e4m3fn KV: each mode by name.
   Stage1Params q8 = params(A, fp8, fp8);
   q8.q_f16_exact = true;
