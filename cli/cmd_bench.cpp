@@ -24,6 +24,7 @@
 #include "cli/app.hpp"
 #include "cli/output_schema.hpp"
 #include "cli/common.hpp"
+#include "cli/kernel_ran.hpp"
 #include "cli/pipeline.hpp"
 #include "core/budget.hpp"
 #include "core/decode_metadata.hpp"
@@ -101,28 +102,8 @@ nlohmann::ordered_json stats_json(const Stats& s) {
 }
 
 // The stage-1 kernel that ran (its launch site's report), as bench prints it:
-// family, schedule, precision.
-std::string stage1_text(const BenchResult& r) {
-  if (!r.stage1) return "none";
-  return std::string(mla::to_string(r.stage1->kernel)) + " " + mla::to_string(r.stage1->schedule) + " " +
-         mla::to_string(r.stage1->precision);
-}
-nlohmann::ordered_json stage1_ran_json(const mla::Stage1Ran& s) {
-  return {{"kernel", mla::to_string(s.kernel)},     {"schedule", mla::to_string(s.schedule)},
-          {"precision", mla::to_string(s.precision)}, {"instance", s.instance},
-          {"grid_blocks", s.grid_blocks},             {"block_threads", s.block_threads},
-          {"smem_bytes", s.smem_bytes}};
-}
-nlohmann::ordered_json reduce_ran_json(const mla::ReduceRan& r) {
-  return {{"kind", mla::to_string(r.kind)}, {"instance", r.instance}, {"grid_blocks", r.grid_blocks},
-          {"block_threads", r.block_threads}};
-}
-// The reduce that ran, as bench prints it.
-std::string reduce_text(const BenchResult& r) {
-  if (r.reduce.kind == mla::ReduceKind::none) return "none (no split tile: stage 1 wrote every output)";
-  return r.reduce.instance + ", " + std::to_string(r.reduce.grid_blocks) + " blocks of " +
-         std::to_string(r.reduce.block_threads);
-}
+// family, schedule, precision (cli/kernel_ran.hpp).
+std::string stage1_text(const BenchResult& r) { return r.stage1 ? stage1_label(*r.stage1) : "none"; }
 
 // What a request must move and compute, independent of the route.
 struct ShapeCost {
@@ -534,8 +515,8 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
       o["position_audit_ok"] = rr.audit_ok;
       o["stage1_kernel"] = rr.bench.stage1 ? mla::to_string(rr.bench.stage1->kernel) : "none";
       o["stage1_why"] = rr.bench.stage1_why;
-      if (rr.bench.stage1) o["stage1"] = stage1_ran_json(*rr.bench.stage1);
-      o["reduce"] = reduce_ran_json(rr.bench.reduce);
+      o["stage1"] = rr.bench.stage1 ? stage1_json(*rr.bench.stage1) : nlohmann::ordered_json(nullptr);
+      o["reduce"] = reduce_json(rr.bench.reduce);
       o["kv_copy_bytes"] = rr.bench.kv_copy_bytes;
       o["kernel_us"] = stats_json(rr.stage1);
       o["kernels_us"] = stats_json(rr.total);
@@ -622,11 +603,8 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
     if (!rr.ran()) continue;
     const std::string route = r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string();
     if (!rr.bench.stage1_why.empty()) kv.push_back({"stage 1" + route, stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
-    if (rr.bench.stage1)
-      kv.push_back({"launch" + route, rr.bench.stage1->instance + ", " + std::to_string(rr.bench.stage1->grid_blocks) +
-                                          " blocks of " + std::to_string(rr.bench.stage1->block_threads) + ", " +
-                                          std::to_string(rr.bench.stage1->smem_bytes) + " B shared"});
-    kv.push_back({"reduce" + route, reduce_text(rr.bench)});
+    if (rr.bench.stage1) kv.push_back({"launch" + route, ::mlactl::cli::stage1_text(*rr.bench.stage1)});
+    kv.push_back({"reduce" + route, reduce_text(rr.bench.reduce)});
 
     if (!opt.block_times) continue;
     if (rr.blocks.empty()) {

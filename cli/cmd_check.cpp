@@ -23,6 +23,8 @@
 #include "cli/app.hpp"
 #include "cli/output_schema.hpp"
 #include "cli/common.hpp"
+#include "cli/expect_stage1.hpp"
+#include "cli/kernel_ran.hpp"
 #include "cli/pattern.hpp"
 #include "cli/pipeline.hpp"
 #include "core/captured.hpp"
@@ -72,14 +74,20 @@ struct CaseResult {
   int exit_code = 0;
   std::vector<std::string> checks;    // "route=gluon_verify ok" ...
   std::vector<std::string> failures;  // what did not match
+  std::vector<std::string> not_checked;  // expectations that did not apply to what ran, and why (expect.stage1 after the CPU executor)
+  // what `run` executed with: the executor's name ("" when no `run` expectation made one)
+  // and what it reported (cli/kernel_ran.hpp)
+  std::string executor;
+  KernelRan ran;
   double seconds = 0;
   bool interrupted = false;  // a signal ended the run while it ran (reported as skipped)
 };
 
 // A case result across the pipe from a --timeout child.
 std::string serialise(const CaseResult& c) {
-  nlohmann::json j = {{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"exit_code", c.exit_code},
-                      {"checks", c.checks}, {"failures", c.failures}};
+  nlohmann::json j = {{"id", c.id},         {"file", c.file},         {"status", to_string(c.status)},
+                      {"exit_code", c.exit_code}, {"checks", c.checks}, {"failures", c.failures},
+                      {"not_checked", c.not_checked}, {"executor", c.executor}, {"ran", kernel_ran_json(c.ran)}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 CaseResult deserialise(const std::string& text) {
@@ -91,6 +99,9 @@ CaseResult deserialise(const std::string& text) {
   c.exit_code = j.at("exit_code").get<int>();
   c.checks = j.at("checks").get<std::vector<std::string>>();
   c.failures = j.at("failures").get<std::vector<std::string>>();
+  c.not_checked = j.at("not_checked").get<std::vector<std::string>>();
+  c.executor = j.at("executor").get<std::string>();
+  c.ran = kernel_ran_from_json(j.at("ran"));
   return c;
 }
 
@@ -192,6 +203,7 @@ struct CaseContext {
       : b(batch), expect(e), base(bo), cr(result), rb(route_batch(batch)), rows(oracle_windows(batch)) {}
   void fail(const std::string& what) { cr.failures.push_back(what); }
   void pass(const std::string& what) { cr.checks.push_back(what); }
+  void not_checked(const std::string& why) { cr.not_checked.push_back(why); }
   const RoutePlan& own_plan() {
     if (!plan) plan = plan_batch(b, rb, rows);
     return *plan;
@@ -318,6 +330,8 @@ void expect_run(CaseContext& c, const nlohmann::json& want) {
     if (t.contains("cos_tol")) ro.cos_tol = t["cos_tol"].get<double>();
   }
   RunOutcome o = run_pipeline(c.b, ro);
+  c.cr.executor = o.executor;
+  c.cr.ran = o.ran;
   if (o.status == RunStatus::skipped) {
     c.cr.status = CaseStatus::skipped;
     c.cr.exit_code = kExitSkipped;
@@ -338,6 +352,19 @@ void expect_run(CaseContext& c, const nlohmann::json& want) {
            (o.message.empty() ? "" : " (" + o.message + ")"));
   } else {
     c.pass("run=" + want_status + (want_reason ? " (" + *want_reason + ")" : ""));
+  }
+}
+
+// {"kernel", "schedule", "precision"} (any of them): what the `run` above reported
+// (cli/expect_stage1.hpp); not checked where no GPU kernel ran (the CPU executor)
+void expect_stage1(CaseContext& c, const nlohmann::json& want) {
+  const Stage1ExpectResult r = check_stage1_expectation(want, c.cr.ran);
+  for (const auto& m : r.messages) {
+    switch (r.verdict) {
+      case Stage1ExpectResult::Verdict::matched: c.pass(m); break;
+      case Stage1ExpectResult::Verdict::mismatched: c.fail(m); break;
+      case Stage1ExpectResult::Verdict::not_checked: c.not_checked(m); break;
+    }
   }
 }
 
@@ -446,6 +473,7 @@ const Expectation kExpectations[] = {
     {"invariants", validate_invariants, expect_invariants},
     {"schedule", validate_object, expect_schedule},
     {"run", validate_run, expect_run},
+    {"stage1", validate_stage1_expectation, expect_stage1},  // reads what `run` reported
     {"tolerance", validate_tolerance, nullptr},
 };
 
@@ -457,6 +485,8 @@ void validate_expect(const nlohmann::json& expect, const Batch& b) {
   }
   if (expect.contains("captured") && b.captured.is_null())
     throw invalid_input("/expect/captured", "the batch has no `captured` block to compare");
+  if (expect.contains("stage1") && !expect.contains("run"))
+    throw invalid_input("/expect/stage1", "needs a `run` expectation: the kernel expected is the one that run reports");
 }
 
 CaseResult run_case(const std::string& file, const RunOptions& base) {
@@ -598,9 +628,17 @@ void summarise(CheckReport& r, int signal_number) {
 // --format jsonl: one JSON object per line as each case finishes (the same fields as a
 // `results` entry of --format json, with "type": "case"), then one "type": "summary" line
 // holding that document's `summary`. A killed run leaves every finished case's line.
+// A case whose `run` expectation made an executor carries "executor", "stage1" and
+// "reduce" (null where no kernel was reported: the CPU executor), as `run` prints them.
 nlohmann::ordered_json case_json(const CaseResult& c) {
-  return {{"id", c.id}, {"file", c.file}, {"status", to_string(c.status)}, {"checks", c.checks}, {"failures", c.failures}, {"seconds", c.seconds},
-          {"repro", "mlactl check " + c.file}};
+  nlohmann::ordered_json j = {{"id", c.id},           {"file", c.file},         {"status", to_string(c.status)},
+                              {"checks", c.checks},   {"failures", c.failures}, {"not_checked", c.not_checked},
+                              {"seconds", c.seconds}, {"repro", "mlactl check " + c.file}};
+  if (!c.executor.empty()) {
+    j["executor"] = c.executor;
+    add_kernel_ran_members(j, c.ran);
+  }
+  return j;
 }
 
 nlohmann::ordered_json summary_json(const CheckReport& r) {
@@ -646,6 +684,7 @@ void print_case_line(std::ostream& os, const CaseResult& c, const Style& st) {
   }
   os << "\n";
   for (const auto& f : c.failures) os << "                    " << terminal_safe(f) << "\n";
+  for (const auto& n : c.not_checked) os << "                    " << terminal_safe(n) << "\n";
   if (!ok && c.status != CaseStatus::skipped) os << "                    repro: mlactl check " << terminal_safe(c.file) << "\n";
   os << std::flush;
 }
@@ -658,7 +697,10 @@ void print_check_summary(std::ostream& os, const CheckReport& r) {
 
 // JUnit as GitHub, GitLab and Jenkins read it: one testsuite with its counts and time,
 // a testcase per case with classname, file and decimal time; <failure message> is the
-// first thing that did not match, <error> a case that could not be evaluated.
+// first thing that did not match, <error> a case that could not be evaluated; a case
+// whose `run` made an executor has <properties>: "executor", what it reported
+// ("stage1.kernel", ..., "reduce.kind", ...: cli/kernel_ran.hpp), and a "not_checked"
+// for each expectation that did not apply.
 std::string junit_xml(const CheckReport& r) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"mlactl check\" tests=\"" << r.results.size() << "\" failures=\"" << r.failed
@@ -666,6 +708,16 @@ std::string junit_xml(const CheckReport& r) {
   for (const auto& c : r.results) {
     x << "  <testcase classname=\"mlactl.check\" name=\"" << xml_escape(c.id, true) << "\" file=\"" << xml_escape(c.file, true) << "\" time=\""
       << decimal_seconds(c.seconds) << "\">";
+    // what `run` executed with (cli/kernel_ran.hpp) and the expectations not checked, as properties
+    std::vector<std::pair<std::string, std::string>> props;
+    if (!c.executor.empty()) props.push_back({"executor", c.executor});
+    for (auto& p : kernel_ran_properties(c.ran)) props.push_back(std::move(p));
+    for (const auto& n : c.not_checked) props.push_back({"not_checked", n});
+    if (!props.empty()) {
+      x << "<properties>";
+      for (const auto& [name, value] : props) x << "<property name=\"" << xml_escape(name, true) << "\" value=\"" << xml_escape(value, true) << "\"/>";
+      x << "</properties>";
+    }
     const std::string first = c.failures.empty() ? std::string(to_string(c.status)) : c.failures[0];
     std::string all;
     for (const auto& f : c.failures) all += f + "\n";

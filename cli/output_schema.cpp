@@ -5,6 +5,7 @@
 #include "cli/output_schema.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "cli/pipeline.hpp"
 #include "core/batch.hpp"
@@ -15,6 +16,7 @@
 #include "core/types.hpp"
 #include "core/worklist.hpp"
 #include "kernels/gpu_executor.hpp"
+#include "kernels/stage1_kernel.hpp"
 
 namespace mlactl::cli {
 
@@ -196,6 +198,43 @@ ojson compare_def() {
   });
 }
 
+// What the GPU executor's launch sites reported (cli/kernel_ran.hpp; kernels/stage1_kernel.hpp
+// Stage1Ran, ReduceRan): `run`'s and `check`'s "stage1" and "reduce".
+template <typename E, size_t N>
+std::vector<std::string> names_of(const char* const (&names)[N], const E (&values)[N], std::optional<E> skip = std::nullopt) {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < N; ++i)
+    if (!skip || values[i] != *skip) v.push_back(names[i]);
+  return v;
+}
+ojson stage1_ran_def() {
+  return described(record({{"kernel", enum_of(names_of(mla::kStage1KernelNames, mla::kStage1Kernels, std::optional(mla::Stage1Kernel::automatic)))},
+                           {"schedule", enum_of(names_of(mla::kStage1ScheduleNames, mla::kStage1Schedules))},
+                           {"precision", enum_of(names_of(mla::kStage1PrecisionNames, mla::kStage1Precisions))},
+                           {"instance", described(string(), "the __global__ template instance, e.g. \"wgmma_rows<bf16, 576, p-split>\"")},
+                           {"grid_blocks", described(integer(), "blocks launched")},
+                           {"block_threads", described(integer(), "threads a block")},
+                           {"smem_bytes", described(integer(), "dynamic shared memory a block")}}),
+                   "the stage-1 launch as its launch site enqueued it");
+}
+ojson reduce_ran_def() {
+  return described(record({{"kind", described(enum_of(names_of(mla::kReduceKindNames, mla::kReduceKinds)),
+                                              "none: no split tiles, no reduce launch; few-splits: mla_reduce_few_kernel; general: mla_reduce_kernel")},
+                           {"instance", described(string(), "e.g. \"mla_reduce_few_kernel<4>\"; \"\" for none")},
+                           {"grid_blocks", integer()},
+                           {"block_threads", integer()}}),
+                   "how the split partials became the output");
+}
+// "stage1" / "reduce": present with "executor"; null where the executor reported no kernel
+ojson stage1_member() {
+  return described(any_of({ref("stage1_ran"), type("null")}),
+                   "the stage-1 kernel that ran (GPU executor); null: none reported (the CPU executor, whose arithmetic is the fp32 "
+                   "contract; an external executor; a GPU run that failed before its launch)");
+}
+ojson reduce_member() {
+  return described(any_of({ref("reduce_ran"), type("null")}), "the reduce that ran (GPU executor); null as for stage1");
+}
+
 ojson min_kv_seq_len_def() { return record({{"r1", integer()}, {"r0", integer()}}); }
 
 // The error document (cli/app.cpp print_error_json); in JSON Lines with "type": "error".
@@ -215,10 +254,16 @@ ojson check_case_props_object(bool as_line) {
                {"status", enum_of(case_status_names())},
                {"checks", described(strings(), "what was checked and matched, e.g. \"route=gluon_verify ok\"")},
                {"failures", described(strings(), "what did not match (the first differing field first)")},
+               {"not_checked", described(strings(), "expectations that did not apply to what ran, and why (expect.stage1 after the CPU executor)")},
                {"seconds", number()},
-               {"repro", string()}};
+               {"repro", string()},
+               {"executor", described(string(), "the executor the `run` expectation used (absent without one)")},
+               {"stage1", stage1_member()},
+               {"reduce", reduce_member()}};
   p.insert(p.end(), own.begin(), own.end());
-  return record(p);
+  std::vector<std::string> req = keys(p);
+  req.resize(req.size() - 3);  // executor, stage1, reduce: with a run
+  return object(p, req);
 }
 
 ojson check_summary_object(bool as_line) {
@@ -339,6 +384,8 @@ ojson verb_report(const std::string& verb) {
                    {"message", string()},
                    {"route", ref("route")},
                    {"executor", string()},
+                   {"stage1", stage1_member()},
+                   {"reduce", reduce_member()},
                    {"dumped", described(string(), "the stem of the files --dump-dir wrote")},
                    {"planner", enum_of(planner_vocabulary())},
                    {"works", integer()},
@@ -397,10 +444,10 @@ ojson verb_report(const std::string& verb) {
                                  {"works", integer()},
                                  {"partial_rows", integer()},
                                  {"position_audit_ok", boolean()},
-                                 {"stage1_kernel", string()},
+                                 {"stage1_kernel", described(string(), "the stage-1 kernel family that ran (none: no launch)")},
                                  {"stage1_why", described(string(), "select_stage1's reason for that kernel (and its fp8 operand forms)")},
-                                 {"combine", described(enum_of({"separate", "fused", "separate_early", "spread"}), "how split partials were combined (--combine)")},
-                                 {"combine_note", described(string(), "why an asked fused combine fell back to separate")},
+                                 {"stage1", described(any_of({ref("stage1_ran"), type("null")}), "the stage-1 launch as its launch site reported it (every timed launch the same)")},
+                                 {"reduce", described(ref("reduce_ran"), "the reduce launch as its launch site reported it")},
                                  {"kv_copy_bytes", number()},
                                  {"kernel_us", stats},
                                  {"kernels_us", stats},
@@ -463,6 +510,8 @@ ojson defs(bool with_batch) {
   d["captured_diff"] = captured_diff_def();
   d["compare"] = compare_def();
   d["min_kv_seq_len"] = min_kv_seq_len_def();
+  d["stage1_ran"] = stage1_ran_def();
+  d["reduce_ran"] = reduce_ran_def();
   d["check_case"] = check_case_props_object(false);
   d["check_summary"] = check_summary_object(false);
   d["error"] = record(error_props());

@@ -243,7 +243,10 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
     o.message = skip;
     return o;
   }
-  if (ex) o.executor = ex->name();
+  if (ex) {
+    o.executor = ex->name();
+    o.ran.executor = dynamic_cast<GpuExecutor*>(ex.get()) ? ExecutorKind::gpu : ExecutorKind::cpu;
+  }
 
   stage(RunStage::inputs);
   t0 = clock_type::now();
@@ -283,6 +286,8 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   ExecOutput eo = execute(*ex, b, plan, in, layout, kq);
   o.ms_execute = ms_since(t0);
   o.executor = ex->name();
+  // what the launch sites reported (GPU executor), kept on a failed run too
+  o.ran = kernel_ran(ext ? ExecutorKind::external : o.ran.executor, eo.result);
   if (ext && ext->unsupported()) {
     o.status = RunStatus::skipped;
     o.exit_code = kExitSkipped;
@@ -369,6 +374,7 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
   if (!o.message.empty()) j["message"] = o.message;
   j["route"] = route_json(o.route);
   if (!o.executor.empty()) j["executor"] = o.executor;
+  add_kernel_ran_members(j, o.ran);  // "stage1", "reduce": with "executor"; null where no kernel was reported
   if (!o.dumped.empty()) j["dumped"] = o.dumped;
   if (o.plan) {
     j["planner"] = to_string(o.plan->planner);
@@ -451,6 +457,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   if (o.plan) kv.push_back({"planner", std::string(to_string(o.plan->planner)) + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
                                            std::to_string(o.plan->work.num_workgroups) + " workgroups"});
   if (!o.executor.empty()) kv.push_back({"executor", o.executor});
+  for (auto& line : kernel_ran_lines(o.ran)) kv.push_back(std::move(line));  // "stage 1", "reduce"
   if (!o.dumped.empty()) kv.push_back({"dumped", terminal_safe(o.dumped) + ".{batch,result}.json, .out.npy, .ref.npy"});
   if (o.captured) kv.push_back({"captured", o.captured->same ? o.captured->message : st.red("differs: ") + o.captured->message});
   if (o.audit)

@@ -19,6 +19,7 @@
 #include "core/plan.hpp"
 #include "core/route.hpp"
 #include "cli/external_executor.hpp"
+#include "cli/kernel_ran.hpp"
 #include "kernels/executor.hpp"
 
 namespace mlactl::cli {
@@ -80,6 +81,9 @@ struct RunOutcome {
   std::optional<CapturedDiff> captured;  // captured arrays vs what mlactl builds
   std::optional<ProbeReport> probe;      // with --probe
   std::string executor;
+  // Which executor ran and, for the GPU executor, the stage-1 and reduce launches it
+  // reported (cli/kernel_ran.hpp); executor none until one is made.
+  KernelRan ran;
   std::string dumped;  // --dump-dir: the path stem the failing case's files were written to
   double ms_metadata = 0, ms_plan = 0, ms_inputs = 0, ms_reference = 0, ms_execute = 0, ms_compare = 0;
   DType out_dtype = DType::bf16;

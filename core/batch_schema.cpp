@@ -108,6 +108,13 @@ ojson batch_json_schema() {
                                                          {"required", {"status"}},
                                                          {"properties", ojson{{"status", ojson{{"enum", {"passed", "incorrect", "refused"}}}},
                                                                               {"reason", ojson{{"enum", {"position audit", "non-finite", "numeric", "cross check"}}}}}}}})}}},
+                    {"stage1",
+                     ojson{{"type", "object"},
+                           {"description",
+                            "the stage-1 kernel the GPU executor must report for `run` (any of kernel, schedule, precision, by the names "
+                            "`run --format json` prints under stage1; check validates them); not checked after the CPU executor"},
+                           {"properties", ojson{{"kernel", ojson{{"type", "string"}}}, {"schedule", ojson{{"type", "string"}}}, {"precision", ojson{{"type", "string"}}}}},
+                           {"additionalProperties", false}}},
                     {"tolerance", ojson{{"type", "object"}, {"description", "atol, rtol, cos_tol overrides for `run`"}}}}}}},
   }, {"schema", "model", "requests"});
   for (auto it = top.begin(); it != top.end(); ++it) s[it.key()] = it.value();

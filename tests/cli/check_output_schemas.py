@@ -10,12 +10,15 @@ vLLM CUDA stack's own arrays, refusals, errors, check --list and its JSON Lines)
 validated against its verb's schema. A member a printer adds without its schema fails here,
 since the schemas' objects are closed (cli/output_schema.cpp).
 """
+import atexit
 import concurrent.futures
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 try:
     import jsonschema
@@ -45,6 +48,15 @@ validators = {n: load_schema(n) for n in NAMES}
 rc, _ = mlactl(["schema", "--output", "nonsense"])
 assert rc == 2, f"schema --output nonsense: exit {rc}, want 2"
 
+# a fixture expecting a stage-1 kernel (expect.stage1): on the CPU executor not checked, so its
+# case record has a not_checked entry beside executor, stage1 and reduce (null)
+STAGE1_DIR = tempfile.mkdtemp(prefix="mlactl-schemas-")
+atexit.register(shutil.rmtree, STAGE1_DIR, True)
+STAGE1_FIXTURE = os.path.join(STAGE1_DIR, "stage1-expected.json")
+with open(STAGE1_FIXTURE, "w") as f:
+    json.dump({"schema": 1, "name": "stage1-expected", "model": {"num_heads": 16}, "requests": [{"context_len": 100, "query_len": 1}],
+               "expect": {"run": "passed", "stage1": {"kernel": "wgmma", "schedule": "rows-64", "precision": "p-split"}}}, f)
+
 fixtures = sorted(os.path.relpath(f, WORKDIR) for f in glob.glob(os.path.join(WORKDIR, "fixtures", "*.json")))
 C64 = ",".join(["300"] * 64)
 jobs = []  # (verb whose schema applies, args, format)
@@ -68,6 +80,7 @@ jobs += [
     ("check", ["check", "fixtures", "--backend", "cpu", "-j", "2"], "json"),
     ("check", ["check", "fixtures", "--list"], "json"),
     ("check", ["check", "fixtures/seed000-verify-causal.json", "--backend", "gpu"], "json"),
+    ("check", ["check", STAGE1_FIXTURE, "--backend", "cpu"], "json"),
     ("defects", ["defects"], "json"),
     ("defects", ["defects", "verify-window-broadcast"], "json"),
     ("bench", ["bench", "fixtures/noncausal-draft-block.json", "--iters", "5"], "json"),
@@ -81,17 +94,18 @@ jobs += [
     # JSON Lines: every line against check-jsonl
     ("check-jsonl", ["check", "fixtures", "--backend", "cpu"], "jsonl"),
     ("check-jsonl", ["check", "fixtures", "--list"], "jsonl"),
+    ("check-jsonl", ["check", STAGE1_FIXTURE, "--backend", "cpu"], "jsonl"),
     ("check-jsonl", ["check", "fixtures", "--filter", "matches-nothing-at-all"], "jsonl"),
 ]
 
 
 # members the jobs above must reach, so the optional parts of the schemas are exercised
 MUST_SEE = {
-    "run": {"position_probe", "captured", "compare", "reason", "position_audit", "repro"},
+    "run": {"position_probe", "captured", "compare", "reason", "position_audit", "repro", "executor", "stage1", "reduce"},
     "schedule": {"captured", "plans.buffers", "plans.num_splits", "plans.schedule_words"},
     "windows": {"captured", "rows.metadata_begin"},
     "metadata": {"r0_verify_flatten", "tile_scheduler_metadata"},
-    "check": {"results", "cases"},
+    "check": {"results", "cases", "results.not_checked", "results.executor", "results.stage1", "results.reduce"},
     "defects": {"defects", "explanation"},
     "route": {"route.error_type", "route.backend", "route.aiter_kernel"},
 }

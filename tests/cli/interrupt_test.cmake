@@ -34,7 +34,12 @@ s = E.parse(sys.argv[1]).getroot()
 assert s.tag == 'testsuite' and s.get('tests') == '3' and s.get('failures') == '0' and s.get('errors') == '0' and s.get('skipped') == '1', s.attrib
 cases = {c.get('name'): c for c in s.iter('testcase')}
 assert sorted(cases) == ['aiter-vector-a', 'seed000-verify-causal', 'zz-slow'], sorted(cases)
-assert len(cases['aiter-vector-a']) == 0 and len(cases['seed000-verify-causal']) == 0
+# passed: no failure, error or skipped; a case with a `run` expectation (aiter-vector-a) has the
+# executor it ran as a property (cli/kernel_ran.hpp), one without (seed000-verify-causal) nothing
+assert [c.tag for c in cases['aiter-vector-a']] == ['properties'], E.tostring(cases['aiter-vector-a'])
+props = {p.get('name'): p.get('value') for p in cases['aiter-vector-a'].iter('property')}
+assert props == {'executor': 'cpu'}, props
+assert len(cases['seed000-verify-causal']) == 0, E.tostring(cases['seed000-verify-causal'])
 sk = cases['zz-slow'].find('skipped')
 assert sk is not None and sk.get('message') == 'interrupted by signal 15 before it finished', E.tostring(cases['zz-slow'])
 print('junit ok')

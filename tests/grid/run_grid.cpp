@@ -2,7 +2,10 @@
 // over heads 1..128, q_len 1..8, causal both, contexts incl. 0 and page-boundary
 // lengths, block sizes 1/16/64, bf16/fp16/fp8, both arches, every route (natural and
 // forced), each through the one pipeline; every case must pass or be refused by the
-// modelled stack. Exit 0 all good, 1 any failure, 77 no GPU for --backend gpu.
+// modelled stack. With --backend gpu every case the GPU executed must report the
+// stage-1 kernel that ran (ExecResult::stage1; a run without one fails: "no stage-1
+// kernel reported"), and the summary counts the runs by kernel, schedule and precision
+// and by reduce. Exit 0 all good, 1 any failure, 77 no GPU for --backend gpu.
 //   run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda] [-v]
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "cli/kernel_ran.hpp"
 #include "cli/pipeline.hpp"
 #include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/rng.hpp"
@@ -165,6 +169,7 @@ int main(int argc, char** argv) {
   }
   Rng rng(seed, 99);
   std::map<std::string, int> passed_by_route, refused_by_route, findings_by_route;
+  std::map<std::string, int> runs_by_stage1, runs_by_reduce;  // --backend gpu: what the launch sites reported
   int failures = 0, passed = 0, refused = 0, findings = 0, invalid = 0;
   for (int i = 0; i < cases; ++i) {
     std::string kernel;
@@ -196,6 +201,16 @@ int main(int argc, char** argv) {
     const std::string route = o.plan ? to_string(o.plan->route) : to_string(o.route.route);
     std::string status = to_string(o.status);
     if (status == "incorrect" && aiter_finding(o)) status = "aiter_finding";
+    // a GPU run that executed (its output was compared) names its stage-1 kernel
+    if (backend == "gpu" && o.compare) {
+      if (!o.ran.stage1) {
+        status = "FAILED";
+        o.message = "no stage-1 kernel reported (executor " + o.executor + ")";
+      } else {
+        ++runs_by_stage1[cli::stage1_label(*o.ran.stage1)];
+        ++runs_by_reduce[o.ran.reduce ? mla::to_string(o.ran.reduce->kind) : "not reported"];
+      }
+    }
     if (status == "passed") ++passed, ++passed_by_route[route];
     else if (status == "refused") ++refused, ++refused_by_route[kernel.empty() ? "natural" : kernel];
     else if (status == "aiter_finding") ++findings, ++findings_by_route[route];
@@ -209,5 +224,13 @@ int main(int argc, char** argv) {
   std::printf("passed by route:");
   for (const auto& [r, n] : passed_by_route) std::printf(" %s=%d", r.c_str(), n);
   std::printf("\n");
+  if (backend == "gpu") {
+    // every GPU run by what its launch sites reported (kernel schedule precision)
+    std::printf("stage-1 kernels (kernel schedule precision: runs):\n");
+    for (const auto& [k, n] : runs_by_stage1) std::printf("  %-40s %d\n", k.c_str(), n);
+    std::printf("reduce:");
+    for (const auto& [k, n] : runs_by_reduce) std::printf(" %s=%d", k.c_str(), n);
+    std::printf("\n");
+  }
   return failures ? 1 : 0;
 }
