@@ -15,7 +15,7 @@ if [ -n "$missing" ]; then
   apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
-  echo "mlactl: nvcc found: the GPU backend builds for sm_90a (H100/H200; set CMAKE_CUDA_ARCHITECTURES for others)" >&2
+  echo "mlactl: nvcc found: the CUDA backend builds for sm_90a (H100/H200; set CMAKE_CUDA_ARCHITECTURES for others) unless -DMLACTL_GPU=none" >&2
 else
   echo "mlactl: nvcc not found: building without the CUDA backend (CPU executor only)" >&2
 fi
