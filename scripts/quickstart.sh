@@ -8,7 +8,7 @@ sh scripts/deps.sh
 if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null 2>&1; then
   case " $* " in
     *" -DMLACTL_GPU=none "*) ;;
-    *) echo "mlactl: building the CUDA backend too (nvcc found; the README's 'Building' gives the time on 2 cores);" \
+    *) echo "mlactl: building the CUDA backend too (nvcc found): about 3 minutes on 2 cores, under 2 without it;" \
             "to skip it: sh scripts/quickstart.sh -DMLACTL_GPU=none" >&2 ;;
   esac
 fi
