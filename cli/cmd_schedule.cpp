@@ -8,6 +8,7 @@
 #include "cli/schedule_svg.hpp"
 #include <algorithm>
 
+#include "core/stacks/registry.hpp"
 #include "core/captured.hpp"
 #include "core/invariants.hpp"
 #include "core/plan.hpp"
@@ -104,7 +105,7 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
       {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
       {"route", to_string(c.plan.route)},
       {"planner", std::string(to_string(c.plan.planner)) + " (" + w.planner +
-                      (is_nvidia(b.platform.arch) ? ")" : ", aiter rules " + b.platform.aiter + ")")},
+                      (stack_for(b).planner_rules_text(b).empty() ? ")" : ", " + stack_for(b).planner_rules_text(b) + ")")},
       {"planned view", view_text(w.planned_view)},
       {"kernel view", view_text(c.plan.kernel_view)},
       {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +

@@ -1,6 +1,7 @@
 // `mlactl validate`: strict schema check; prints the resolved batch.
 #include "cli/app.hpp"
 #include "core/semantics.hpp"
+#include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
 
@@ -28,11 +29,7 @@ void setup_validate(CLI::App& app, Context& ctx) {
     std::vector<std::pair<std::string, std::string>> kv = {
         {"case", b.name.empty() ? "(unnamed)" : terminal_safe(b.name)},
         {"status", "valid"},
-        {"platform", is_nvidia(b.platform.arch)
-                         ? std::string(to_string(b.platform.arch)) + ", " + std::to_string(b.platform.num_cu) + " SMs, vLLM CUDA" +
-                               (b.decode.attention_backend ? std::string(", --attention-backend ") + to_string(*b.decode.attention_backend) : "")
-                         : std::string(to_string(b.platform.arch)) + ", " + std::to_string(b.platform.num_cu) + " CUs, aiter " + b.platform.aiter +
-                               (b.platform.aiter_has_causal_arg ? "" : " (no causal= argument)")},
+        {"platform", stack_for(b).platform_text(b)},
         {"model", std::to_string(b.model.num_heads) + " heads, " + to_string(b.model.dtype) + ", head_dim " + std::to_string(b.head_dim()) +
                       ", softmax_scale " + fmt_double(b.model.softmax_scale, 6)},
         {"kv_cache", std::string(to_string(b.kv_cache.dtype)) + (b.kv_cache.dtype_auto ? " (auto)" : "") +

@@ -5,6 +5,7 @@
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/windows_svg.hpp"
+#include "core/stacks/registry.hpp"
 #include "core/captured.hpp"
 #include "core/kernel_windows.hpp"
 #include "core/routed.hpp"
@@ -105,8 +106,8 @@ void setup_windows(CLI::App& app, Context& ctx) {
     } else {
       os << "case: " << (b.name.empty() ? "(unnamed)" : b.name) << "   route: " << to_string(rd.route) << "\n";
       os << "metadata: " << mw.path << "\n";
-      // AITER's two min_kv_seq_len definitions; vLLM's CUDA builders have none
-      if (!is_nvidia(b.platform.arch)) os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
+      // the two min_kv_seq_len definitions, where the stack's builder has them
+      if (stack_for(b).builds_min_kv_seq_len()) os << "min_kv_seq_len: R1 " << md.min_kv_seq_len_r1 << ", R0 " << md.min_kv_seq_len_r0 << "\n";
       if (cdiff) os << "captured: " << (cdiff->same ? cdiff->message : st.red("first difference: ") + cdiff->message) << "\n";
       os << "ranges are half-open [begin, end)\n\n";
       Table t;

@@ -56,6 +56,13 @@ class Stack {
   // The route a planner runs with when `schedule --planner` asks for one that does not
   // serve the batch's own route.
   virtual Route route_for_planner(PlannerId p, const Batch& b, int64_t max_qo_len) const = 0;
+  // What the verbs print of the batch's platform and planner, so that no verb tests the
+  // arch to mean a stack: `validate`'s platform line ("sm90, 132 SMs, vLLM CUDA", ...),
+  // what `schedule` adds after the planner's name (the AITER rules version, or nothing),
+  // and whether the stack's builder computes min_kv_seq_len (`windows`).
+  virtual std::string platform_text(const Batch& b) const = 0;
+  virtual std::string planner_rules_text(const Batch& b) const = 0;
+  virtual bool builds_min_kv_seq_len() const = 0;
   // The window each oracle row gets from the metadata the route's kernel reads (`windows`).
   virtual MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route,
                                            const std::vector<RowWindow>& rows) const = 0;

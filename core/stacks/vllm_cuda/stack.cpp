@@ -39,6 +39,12 @@ class VllmCudaStack final : public Stack {
       default: return Route::refused;
     }
   }
+  std::string platform_text(const Batch& b) const override {
+    return std::string(to_string(b.platform.arch)) + ", " + std::to_string(b.platform.num_cu) + " SMs, vLLM CUDA" +
+           (b.decode.attention_backend ? std::string(", --attention-backend ") + to_string(*b.decode.attention_backend) : "");
+  }
+  std::string planner_rules_text(const Batch&) const override { return {}; }
+  bool builds_min_kv_seq_len() const override { return false; }  // vLLM's CUDA builders have none
   MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows) const override {
     return vllm_cuda::cuda_metadata_windows(b, md, route, rows);
   }

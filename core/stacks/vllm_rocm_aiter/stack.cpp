@@ -39,6 +39,12 @@ class VllmRocmAiterStack final : public Stack {
   Route route_for_planner(PlannerId p, const Batch& b, int64_t max_qo_len) const override {
     return aiter_route_for_planner(p, b.sparse.has_value(), max_qo_len);
   }
+  std::string platform_text(const Batch& b) const override {
+    return std::string(to_string(b.platform.arch)) + ", " + std::to_string(b.platform.num_cu) + " CUs, aiter " +
+           b.platform.aiter + (b.platform.aiter_has_causal_arg ? "" : " (no causal= argument)");
+  }
+  std::string planner_rules_text(const Batch& b) const override { return "aiter rules " + b.platform.aiter; }
+  bool builds_min_kv_seq_len() const override { return true; }  // R1 and R0 (docs/stacks/vllm-rocm-aiter.md)
   MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route,
                                    const std::vector<RowWindow>& rows) const override {
     return aiter_metadata_windows(b, md, route, rows);
