@@ -7,13 +7,7 @@
 namespace mlactl::cli {
 
 namespace {
-template <typename E, size_t N>
-std::vector<std::string> names_of(const char* const (&names)[N], const E (&values)[N], std::optional<E> skip = std::nullopt) {
-  std::vector<std::string> v;
-  for (size_t i = 0; i < N; ++i)
-    if (!skip || values[i] != *skip) v.push_back(names[i]);
-  return v;
-}
+using mla::names_of;
 
 std::string quoted(const nlohmann::json& v) {
   std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

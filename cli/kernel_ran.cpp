@@ -7,7 +7,6 @@
 namespace mlactl::cli {
 
 namespace {
-constexpr ExecutorKind kExecutorKinds[] = {ExecutorKind::none, ExecutorKind::cpu, ExecutorKind::gpu, ExecutorKind::external};
 
 // The value of `values` named `name`, or std::runtime_error naming what was read.
 template <typename E, size_t N>
@@ -16,22 +15,6 @@ E named(const E (&values)[N], const std::string& name, const char* what) {
   throw std::runtime_error(std::string("unknown ") + what + " \"" + name + "\"");
 }
 }  // namespace
-
-const char* to_string(ExecutorKind k) {
-  switch (k) {
-    case ExecutorKind::none: return "none";
-    case ExecutorKind::cpu: return "cpu";
-    case ExecutorKind::gpu: return "gpu";
-    case ExecutorKind::external: return "external";
-  }
-  return "none";
-}
-
-std::optional<ExecutorKind> executor_kind_from_string(const std::string& s) {
-  for (ExecutorKind k : kExecutorKinds)
-    if (s == to_string(k)) return k;
-  return std::nullopt;
-}
 
 KernelRan kernel_ran(ExecutorKind kind, const ExecResult& r) {
   KernelRan k;

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/enum_from_name.hpp"
 #include "kernels/executor.hpp"
 #include "kernels/stage1_kernel.hpp"
 
@@ -21,8 +22,10 @@ namespace mlactl::cli {
 // Which executor ran: none (the run was refused or skipped before one was made), the
 // CPU executor, the GPU executor, or an external one (--executor).
 enum class ExecutorKind { none, cpu, gpu, external };
-const char* to_string(ExecutorKind k);  // "none", "cpu", "gpu", "external"
-std::optional<ExecutorKind> executor_kind_from_string(const std::string& s);
+inline constexpr ExecutorKind kExecutorKinds[] = {ExecutorKind::none, ExecutorKind::cpu, ExecutorKind::gpu,
+                                                  ExecutorKind::external};
+inline constexpr const char* kExecutorKindNames[] = {"none", "cpu", "gpu", "external"};  // in kExecutorKinds' order
+MLA_ENUM_NAMES(ExecutorKind, kExecutorKinds, kExecutorKindNames, executor_kind_from_string)
 
 struct KernelRan {
   ExecutorKind executor = ExecutorKind::none;

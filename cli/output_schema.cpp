@@ -200,13 +200,7 @@ ojson compare_def() {
 
 // What the GPU executor's launch sites reported (cli/kernel_ran.hpp; kernels/stage1_kernel.hpp
 // Stage1Ran, ReduceRan): `run`'s and `check`'s "stage1" and "reduce".
-template <typename E, size_t N>
-std::vector<std::string> names_of(const char* const (&names)[N], const E (&values)[N], std::optional<E> skip = std::nullopt) {
-  std::vector<std::string> v;
-  for (size_t i = 0; i < N; ++i)
-    if (!skip || values[i] != *skip) v.push_back(names[i]);
-  return v;
-}
+using mla::names_of;
 ojson stage1_ran_def() {
   return described(record({{"kernel", enum_of(names_of(mla::kStage1KernelNames, mla::kStage1Kernels, std::optional(mla::Stage1Kernel::automatic)))},
                            {"schedule", enum_of(names_of(mla::kStage1ScheduleNames, mla::kStage1Schedules))},

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mla {
 
@@ -25,9 +26,20 @@ std::optional<E> enum_from_name(const E (&values)[N], const std::string& name) {
   return std::nullopt;
 }
 
+// The names of `values` in order, but `skip` (e.g. a request-only value such as automatic,
+// which nothing reports as having run): schema enums and expectation checks.
+template <class E, size_t N>
+std::vector<std::string> names_of(const char* const (&names)[N], const E (&values)[N],
+                                  std::optional<E> skip = std::nullopt) {
+  std::vector<std::string> v;
+  for (size_t i = 0; i < N; ++i)
+    if (!skip || values[i] != *skip) v.push_back(names[i]);
+  return v;
+}
+
 }  // namespace mla
 
 // to_string(E) and FROM_NAME(name) of enum E over its VALUES and NAMES arrays.
 #define MLA_ENUM_NAMES(E, VALUES, NAMES, FROM_NAME)                                      \
-  inline const char* to_string(E v) { return enum_name(VALUES, NAMES, v); }             \
-  inline std::optional<E> FROM_NAME(const std::string& name) { return enum_from_name(VALUES, name); }
+  inline const char* to_string(E v) { return ::mla::enum_name(VALUES, NAMES, v); }      \
+  inline std::optional<E> FROM_NAME(const std::string& name) { return ::mla::enum_from_name(VALUES, name); }
