@@ -86,7 +86,7 @@ struct StageRing {
 // false in the producers once their loop is done, and in every thread of a block
 // that does nothing. warp and lane are the caller's: recomputing the lane here changed
 // the whole kernel's register allocation and was measurably slower (docs/bench_notes.md).
-template <int QR, int NT, int S, int HD, bool KV8>
+template <int QR, int NT, int S, int HD>
 __device__ __forceinline__ bool row_major_start(const Stage1Params& p, const Plan& plan, uint8_t* kv_s, uint32_t full_bar,
                                                 uint32_t empty_bar, int warp, int lane, int32_t& w_begin, int32_t& w_end) {
   block_clock_start(p);
@@ -95,12 +95,12 @@ __device__ __forceinline__ bool row_major_start(const Stage1Params& p, const Pla
     return false;
   }
   if (warp >= kConsumers / 32) {
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_regs(KV8)));
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     produce_kv_tiles<QR, NT, S, HD>(p, w_begin, w_end, kv_s, plan.stage_bytes(), full_bar, empty_bar, warp - kConsumers / 32,
                                     lane);
     return false;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(consumer_regs(KV8)));
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
   return true;
 }
 
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(kThreads, 1) stage1_wgmma_rows_kernel(Stage1Pa
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
   int32_t w_begin, w_end;
-  if (!row_major_start<QR, NT, S, HD, false>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
+  if (!row_major_start<QR, NT, S, HD>(p, plan, kv_s, full_bar, empty_bar, warp, lane, w_begin, w_end)) return;
   const StageRing<S> ring{kv_s, plan.stage_bytes(), full_bar, empty_bar};
 
   // ---- consumers: warpgroup g = 0 (Q·Kᵀ, softmax, columns 0..255), 1 (columns 256..511) ----
