@@ -1,4 +1,5 @@
 #include "cli/app.hpp"
+#include "core/batch_parse.hpp"
 
 #include <unistd.h>
 

@@ -20,6 +20,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/batch_parse.hpp"
 #include "cli/app.hpp"
 #include "cli/output_schema.hpp"
 #include "cli/common.hpp"

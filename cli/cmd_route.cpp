@@ -70,7 +70,7 @@ void setup_route(CLI::App& app, Context& ctx) {
     kv.push_back({"padded heads", std::to_string(rd.padded_heads)});
     if (!rd.aiter_rules.empty()) kv.push_back({"aiter rules", rd.aiter_rules});
     if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
-    if (!rd.backend.empty()) kv.push_back({"vLLM backend", rd.backend});
+    if (!rd.backend.empty()) kv.push_back({"backend", rd.backend});
     for (const auto& f : rd.findings) kv.push_back({"finding", st.yellow(f)});
     print_kv(os, kv);
     os << "\n";

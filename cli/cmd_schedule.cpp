@@ -3,6 +3,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "core/batch_parse.hpp"
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "cli/schedule_svg.hpp"

@@ -1,5 +1,6 @@
 // `mlactl schema`: the JSON Schema of the batch file; with --output VERB, the schema of
 // what VERB prints with --format json (cli/output_schema.hpp).
+#include "core/batch_parse.hpp"
 #include "cli/app.hpp"
 #include "cli/output_schema.hpp"
 

@@ -9,6 +9,7 @@
 
 #include "cli/pipeline.hpp"
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/json_schema.hpp"
 #include "core/planners/registry.hpp"
 #include "core/route.hpp"

@@ -1,6 +1,7 @@
 // The batch file (schema 1), docs/design.md §2: a decode step as a serving stack sees it.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,12 +42,19 @@ struct SparseSpec {
   std::vector<std::vector<int64_t>> indices;
 };
 
+// A stack's own section of the batch (`/sglang`), parsed by that stack (core/stack.hpp
+// parse_section) into its own type; the batch holds it without knowing the stack.
+struct StackSection {
+  virtual ~StackSection() = default;
+};
+
 struct Batch {
   int schema = 1;
   std::string name;
   std::string description;
 
   struct Platform {
+    ServingStack stack = ServingStack::vllm;
     Arch arch = Arch::gfx950;
     int num_cu = 256;
     std::string aiter = "2026.08";
@@ -92,11 +100,23 @@ struct Batch {
   } decode;
 
   std::vector<Request> requests;
+  // A padding slot's shape when its stack decides it (SGLang pads with the backend's fill
+  // value and the forward mode's query length, docs/stacks/sglang.md §S11); vLLM's uniform
+  // MTP padding otherwise (rows_per_padding_request).
+  struct PaddingShape {
+    int64_t query_len = 1;
+    int64_t kv_len = 1;
+  };
+  std::optional<PaddingShape> padding_shape;
   std::optional<SparseSpec> sparse;
   uint64_t seed = 0;
   std::vector<std::string> inject;
   nlohmann::json captured;  // null when absent; validated by the captured-metadata module
   nlohmann::json expect;    // null when absent
+  // The batch's stack section as parsed by its stack (null when the stack has none or the
+  // batch omits it), and as written (batch_to_json writes it back).
+  std::shared_ptr<const StackSection> stack_section;
+  nlohmann::json stack_section_doc;
 
   bool has_defect(const std::string& id) const {
     for (const auto& d : inject)
@@ -113,6 +133,8 @@ struct Batch {
   int num_padding() const;
   // query rows each padding request gets (vLLM's uniform-MTP padding; 0 when it does not apply)
   int64_t rows_per_padding_request() const;
+  // KV entries a padding slot's table covers (its rows, under vLLM's padding)
+  int64_t padding_kv_len() const { return padding_shape ? padding_shape->kv_len : rows_per_padding_request(); }
   // bytes of one KV token row and of the per-layer cache (Gluon's 2 GiB bound)
   int64_t kv_cache_bytes() const;
 };
@@ -120,9 +142,6 @@ struct Batch {
 // At most this many requests (docs/design.md §2): every array stays within int32.
 constexpr int64_t kMaxBatchRequests = 1 << 22;
 
-// Parse a batch document. `source` names the file in messages. Throws
-// mlactl::Error (exit 3) naming the JSON pointer of the offending field.
-Batch parse_batch(const nlohmann::json& doc);
 // Strict JSON text -> document: malformed JSON, nesting deeper than 64 levels and
 // duplicate keys throw mlactl::Error (exit 3). Every batch file goes through this.
 nlohmann::json parse_json_document(const std::string& text, const std::string& source);
@@ -133,15 +152,11 @@ constexpr int64_t kDomBytesPerTextByte = 10;
 int64_t max_document_bytes();
 // Reads a file and parses it as above; larger than max_document_bytes() is exit 3; a missing file is exit 3 ("cannot open batch file").
 nlohmann::json load_json_document(const std::string& path);
-Batch parse_batch_text(const std::string& text, const std::string& source);
-Batch load_batch_file(const std::string& path);
 
 // Apply "key.path=value" (value parsed as JSON when it parses, else as a string)
 // to a raw document before parse_batch. Array elements: "requests.2.query_len=3".
 void apply_set(nlohmann::json& doc, const std::string& assignment);
 
-// The JSON Schema of the batch file (for `mlactl schema`).
-nlohmann::ordered_json batch_json_schema();
 
 // Serialise a parsed batch back to a canonical schema-1 document (explicit block table).
 nlohmann::ordered_json batch_to_json(const Batch& b);

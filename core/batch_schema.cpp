@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/defects.hpp"
 #include "core/json_schema.hpp"
 

@@ -134,7 +134,7 @@ CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_ro
   for (const char* name : {"tile_scheduler_metadata", "num_splits", "seq_lens"}) {
     if (!c.contains(name)) continue;
     const std::string ap = p + "/" + name;
-    if (!is_nvidia(b.platform.arch)) throw invalid_input(ap, "is a vLLM CUDA (FlashMLA) array; it applies to platform.arch \"sm90\" only");
+    // which stack reads it was checked by the parser (core/batch_parse.cpp kStackOwnedFields)
     std::vector<int64_t> flat;
     if (std::string(name) == "tile_scheduler_metadata" && c[name].is_array() && !c[name].empty() && c[name][0].is_array()) {
       for (const auto& row : row_array<8>(c[name], ap))

@@ -17,6 +17,8 @@ const char* to_string(Route r) {
     case Route::flash_attn_mla: return "flash_attn_mla";
     case Route::flashmla: return "flashmla";
     case Route::flashmla_sparse: return "flashmla_sparse";
+    case Route::flashinfer_mla: return "flashinfer_mla";
+    case Route::triton_extend: return "triton_extend";
     case Route::refused: return "refused";
   }
   return "?";
@@ -28,7 +30,7 @@ std::optional<Route> route_from_string(const std::string& s) {
   std::replace(id.begin(), id.end(), '-', '_');
   for (Route r : {Route::gluon_decode, Route::gluon_verify, Route::asm_persistent, Route::asm_nonpersistent,
                   Route::triton_mla, Route::sparse_triton, Route::aiter_sparse, Route::flash_attn_mla, Route::flashmla,
-                  Route::flashmla_sparse, Route::refused}) {
+                  Route::flashmla_sparse, Route::flashinfer_mla, Route::triton_extend, Route::refused}) {
     if (id == to_string(r)) return r;
   }
   return std::nullopt;

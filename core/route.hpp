@@ -21,6 +21,10 @@ enum class Route {
   flash_attn_mla,
   flashmla,
   flashmla_sparse,
+  // SGLang (docs/stacks/sglang.md): FlashInfer's MLA kernel (BatchMLAPagedAttentionWrapper)
+  // and SGLang's Triton extend kernel (verify / draft_extend over prefix + extend part)
+  flashinfer_mla,
+  triton_extend,
   refused,
 };
 const char* to_string(Route r);

@@ -8,12 +8,13 @@ const char* to_string(StackId s) {
   switch (s) {
     case StackId::vllm_rocm_aiter: return "vllm-rocm-aiter";
     case StackId::vllm_cuda: return "vllm-cuda";
+    case StackId::sglang: return "sglang";
   }
   return "?";
 }
 
 std::optional<StackId> stack_id_from_string(const std::string& s) {
-  for (StackId id : {StackId::vllm_rocm_aiter, StackId::vllm_cuda})
+  for (StackId id : {StackId::vllm_rocm_aiter, StackId::vllm_cuda, StackId::sglang})
     if (s == to_string(id)) return id;
   return std::nullopt;
 }

@@ -1,8 +1,10 @@
 // A modelled serving stack (docs/design.md §1.3): everything that differs between, say,
 // vLLM on ROCm with AITER and vLLM on CUDA with FlashMLA sits behind this interface, and
 // every verb asks it (through route_batch in core/routed.hpp), never a stack's functions
-// directly. Which stack a batch runs on is decided by the batch (core/stacks/registry.hpp).
+// directly. Which stack a batch runs on is decided by the batch: platform.stack and
+// platform.arch, through the registry (core/stacks/registry.hpp).
 #pragma once
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,8 +19,8 @@
 
 namespace mlactl {
 
-enum class StackId { vllm_rocm_aiter, vllm_cuda };
-const char* to_string(StackId s);  // "vllm-rocm-aiter", "vllm-cuda"
+enum class StackId { vllm_rocm_aiter, vllm_cuda, sglang };
+const char* to_string(StackId s);  // "vllm-rocm-aiter", "vllm-cuda", "sglang"
 std::optional<StackId> stack_id_from_string(const std::string& s);
 
 // One planner of a stack's registry: the routes whose own planner it is, and the
@@ -39,6 +41,34 @@ class Stack {
   virtual const std::vector<Route>& routes() const = 0;
   // Defect ids (core/defects.hpp) this stack models.
   virtual const std::vector<std::string>& defect_ids() const = 0;
+
+  // 0. The batch as this stack reads it. The registry's key: the serving stack modelled
+  //    and the archs it is modelled on.
+  virtual ServingStack serving() const = 0;
+  virtual const std::vector<Arch>& arches() const = 0;
+  //    Which of the stack-owned fields outside any stack section (core/batch.cpp
+  //    kStackOwnedFields: vLLM's knobs, kept where batch files have always had them) this
+  //    stack reads; a batch giving one its stack does not read is refused naming it.
+  virtual bool reads_field(const std::string& pointer) const = 0;
+  //    The head counts the stack's builder accepts at all (a route's own limits are its
+  //    router's refusals): the error, or nullopt.
+  virtual std::optional<std::string> num_heads_error(int64_t num_heads) const = 0;
+  //    kv_cache.block_size when the batch gives none (the stack's default page size).
+  virtual int default_block_size() const = 0;
+  //    The stack's own section of the batch (`/sglang`), or nullopt; parse_section reads
+  //    it (null when absent) once the rest of the batch but the block table is parsed,
+  //    sets Batch::stack_section and may resolve generic fields the stack derives (its
+  //    causal flag from the forward mode, the page size its backend forces unless
+  //    `block_size_given`). section_schema is its JSON Schema for `mlactl schema`.
+  virtual std::optional<std::string> section_key() const { return std::nullopt; }
+  virtual void parse_section(const nlohmann::json* section, bool block_size_given, Batch& b) const {
+    (void)section, (void)block_size_given, (void)b;
+  }
+  virtual nlohmann::ordered_json section_schema() const { return nullptr; }
+  //    Where `--attention-backend` writes its value (a JSON pointer such as
+  //    "/decode/attention_backend"), and the names it takes; empty when the stack has no
+  //    backend switch.
+  virtual std::string backend_field() const { return {}; }
 
   // 1. The stack's builder: the metadata it hands the kernel. `with_flatten` adds the
   //    large per-row flattened lists (only needed when the route reads them).

@@ -53,7 +53,12 @@ inline const char* to_string(Arch a) {
   }
   return "?";
 }
-inline bool is_nvidia(Arch a) { return a == Arch::sm90; }
+
+// The serving stack a batch comes from (`platform.stack`); with platform.arch it picks the
+// modelled stack (core/stacks/registry.hpp). No stack field means vLLM, the only stack
+// batch files named before SGLang was modelled.
+enum class ServingStack { vllm, sglang };
+inline const char* to_string(ServingStack s) { return s == ServingStack::vllm ? "vllm" : "sglang"; }
 inline const char* to_string(DType d) {
   switch (d) {
     case DType::bf16: return "bf16";

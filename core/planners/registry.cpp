@@ -12,6 +12,9 @@ const char* to_string(PlannerId p) {
     case PlannerId::sparse_rows: return "sparse-rows";
     case PlannerId::flashmla: return "flashmla";
     case PlannerId::fa3: return "fa3";
+    case PlannerId::flashinfer_mla: return "flashinfer-mla";
+    case PlannerId::sglang_triton: return "sglang-triton";
+    case PlannerId::triton_extend: return "triton-extend";
     case PlannerId::captured: return "captured";
   }
   return "?";
@@ -20,7 +23,8 @@ const char* to_string(PlannerId p) {
 const std::vector<PlannerId>& all_planners() {
   static const std::vector<PlannerId> ids = {PlannerId::aiter,  PlannerId::gluon,         PlannerId::gluon_split,
                                              PlannerId::triton, PlannerId::nonpersistent, PlannerId::sparse_rows,
-                                             PlannerId::flashmla, PlannerId::fa3};
+                                             PlannerId::flashmla, PlannerId::fa3,         PlannerId::flashinfer_mla,
+                                             PlannerId::sglang_triton, PlannerId::triton_extend};
   return ids;
 }
 

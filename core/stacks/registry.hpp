@@ -1,5 +1,6 @@
-// Which modelled stack a batch runs on: platform.arch gfx942/gfx950 select vLLM ROCm
-// AITER, sm90 selects vLLM CUDA (docs/design.md §1.3).
+// Which modelled stack a batch runs on: the serving stack it names (platform.stack,
+// vLLM when absent) on its hardware (platform.arch), docs/design.md §1.3. Adding a stack
+// is one line of kStacks in registry.cpp.
 #pragma once
 #include <vector>
 
@@ -8,6 +9,9 @@
 
 namespace mlactl {
 
+// The stack modelling `serving` on `arch`; Error (exit 3, naming /platform/stack) when
+// none does.
+const Stack& stack_for_platform(ServingStack serving, Arch arch);
 const Stack& stack_for(const Batch& b);
 const std::vector<const Stack*>& all_stacks();
 

@@ -1,7 +1,7 @@
 # The vllm-cuda stack through the real binary (docs/stacks/vllm-cuda.md): exit codes, error
 # texts, the route chain, FlashMLA's arrays, refusals of what is modelled up to routing.
 mlactl_cli_test(cuda-route-default RC 0 ARGS route --arch sm90 --heads 16 --context 100,2000
-                STDOUT "route: +flash_attn_mla.*vLLM backend: +FLASH_ATTN_MLA.*priority 1: FLASH_ATTN_MLA.validate_configuration +\\[\\] \\(valid\\)")
+                STDOUT "route: +flash_attn_mla.*backend: +FLASH_ATTN_MLA.*priority 1: FLASH_ATTN_MLA.validate_configuration +\\[\\] \\(valid\\)")
 mlactl_cli_test(cuda-route-fp8 RC 0 ARGS route --arch sm90 --heads 16 --context 100 --kv-dtype fp8
                 STDOUT "route: +flashmla.*FLASH_ATTN_MLA.validate_configuration +\\['kv_cache_dtype not supported'\\]")
 mlactl_cli_test(cuda-route-forced-refused RC 0 ARGS route --arch sm90 --heads 16 --context 100 --kv-dtype bf16 --attention-backend FLASHMLA
@@ -9,7 +9,7 @@ mlactl_cli_test(cuda-route-forced-refused RC 0 ARGS route --arch sm90 --heads 16
 mlactl_cli_test(cuda-run-forced-refused RC 5 ARGS run --arch sm90 --heads 16 --context 100 --attention-backend CUTLASS_MLA
                 STDOUT "REFUSED.*compute capability not supported")
 mlactl_cli_test(cuda-backend-off-sm90 RC 3 ARGS validate --heads 16 --context 100 --attention-backend FLASHMLA
-                STDERR "/decode/attention_backend: names a vLLM CUDA backend; it applies to platform.arch \"sm90\" only \\(this batch is gfx950\\)")
+                STDERR "/decode/attention_backend: names a vLLM CUDA backend; only vllm on sm90 reads it \\(this batch is vllm on gfx950\\)")
 mlactl_cli_test(cuda-heads-any RC 0 ARGS route --arch sm90 --heads 129 --context 100 --kv-dtype fp8 STDOUT "route: +flashmla")
 mlactl_cli_test(cuda-schedule-sparse RC 5 ARGS schedule fixtures/cuda-sparse-routing.json STDERR "flashmla_sparse: FLASHMLA_SPARSE's schedule is not modelled yet")
 mlactl_cli_test(cuda-run-fa3 RC 0 ARGS run fixtures/cuda-default-fa3.json --backend cpu STDOUT "PASSED.*route: +flash_attn_mla")
@@ -20,7 +20,7 @@ mlactl_cli_test(cuda-schedule-fa3-json RC 0 ARGS --format json schedule fixtures
 mlactl_cli_test(cuda-fa3-cudagraph-splits RC 0 ARGS --format json metadata fixtures/cuda-default-fa3.json --set decode.max_num_splits=32
                 STDOUT "\"num_splits\": 32,.*\"num_splits_dynamic\": \\[\n? *1,\n? *32\n? *\\]")
 mlactl_cli_test(cuda-fa3-max-splits-off-sm90 RC 3 ARGS validate --heads 16 --context 100 --set decode.max_num_splits=8
-                STDERR "/decode/max_num_splits: is FA3's num_splits \\(FLASH_ATTN_MLA\\); it applies to platform.arch \"sm90\" only")
+                STDERR "/decode/max_num_splits: is FA3's num_splits \\(FLASH_ATTN_MLA\\); only vllm on sm90 reads it")
 mlactl_cli_test(cuda-fa3-max-splits-range RC 3 ARGS validate --arch sm90 --heads 16 --context 100 --set decode.max_num_splits=257
                 STDERR "/decode/max_num_splits")
 mlactl_cli_test(cuda-run-fa3-mtp RC 0 ARGS run fixtures/cuda-fa3-varlen-cudagraph.json --backend cpu STDOUT "PASSED.*route: +flash_attn_mla")
@@ -66,4 +66,4 @@ mlactl_cli_test(cuda-captured-default-stale RC 1 ARGS run fixtures/cuda-captured
 mlactl_cli_test(cuda-captured-use-stale RC 1 ARGS run fixtures/cuda-captured-stale.json --use-captured
                 STDOUT "INCORRECT.*misses positions 64 of its window \\[0, 65\\)")
 mlactl_cli_test(cuda-captured-off-sm90 RC 3 ARGS run fixtures/cuda-captured-matches.json --set platform.arch=gfx950
-                STDERR "/captured/tile_scheduler_metadata: is a vLLM CUDA \\(FlashMLA\\) array; it applies to platform.arch \"sm90\" only")
+                STDERR "/captured/tile_scheduler_metadata: is a vLLM CUDA \\(FlashMLA\\) array; only vllm on sm90 reads it")

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "core/batch_parse.hpp"
 #include "cli/kernel_ran.hpp"
 #include "cli/pipeline.hpp"
 #include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"

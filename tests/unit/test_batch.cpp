@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 
 using namespace mlactl;
 using nlohmann::json;

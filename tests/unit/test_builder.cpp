@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "core/batch_parse.hpp"
 #include "core/vllm_common.hpp"
 #include "core/stacks/vllm_rocm_aiter/head_padding.hpp"
 #include "core/stacks/vllm_rocm_aiter/builder.hpp"

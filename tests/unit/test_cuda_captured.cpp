@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/captured.hpp"
 #include "core/routed.hpp"
 #include "core/semantics.hpp"

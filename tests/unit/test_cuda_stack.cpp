@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/invariants.hpp"
 #include "core/routed.hpp"
 #include "core/semantics.hpp"
@@ -289,7 +290,7 @@ TEST_CASE("vllm-cuda routing: sm90 priorities and validate_configuration reasons
     } catch (const Error& e) {
       CHECK(e.exit_code() == kExitInvalidInput);
       CHECK(std::string(e.what()) ==
-            "/decode/attention_backend: names a vLLM CUDA backend; it applies to platform.arch \"sm90\" only (this batch is gfx950)");
+            "/decode/attention_backend: names a vLLM CUDA backend; only vllm on sm90 reads it (this batch is vllm on gfx950)");
     }
   }
 }

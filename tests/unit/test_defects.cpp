@@ -19,6 +19,7 @@
 #include "cli/app.hpp"
 #include "core/routed.hpp"
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/stacks/vllm_rocm_aiter/builder.hpp"
 #include "core/defects.hpp"
 #include "core/invariants.hpp"

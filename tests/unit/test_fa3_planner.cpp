@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/invariants.hpp"
 #include "core/routed.hpp"
 #include "core/semantics.hpp"

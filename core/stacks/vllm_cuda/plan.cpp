@@ -254,6 +254,24 @@ void plan_triton(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
 
 }  // namespace
 
+KernelView cuda_base_view(const Batch& b) { return base_view(b); }
+void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p) { plan_flashmla(b, md, p); }
+void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p) { plan_fa3(b, md, p); }
+
+std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, const std::vector<RowWindow>& rows) {
+  std::vector<RowExpectation> out;
+  out.reserve(rows.size());
+  for (const RowWindow& w : rows) {
+    RowExpectation e;
+    e.q_row = md.qo_indptr[w.request] + w.token;
+    e.kv_begin = md.paged_kv_indptr[w.request] + (w.kind == MaskKind::padding ? 0 : w.begin);
+    e.kv_end = w.kind == MaskKind::padding ? e.kv_begin : md.paged_kv_indptr[w.request] + w.end;
+    e.required = w.kind != MaskKind::padding;
+    out.push_back(e);
+  }
+  return out;
+}
+
 RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md_in, const RouteDecision& rd, const std::vector<RowWindow>& rows,
                     std::optional<PlannerId> planner) {
   if (planner && !find_planner(vllm_cuda_stack(), *planner))
@@ -298,17 +316,7 @@ RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md_in, const RouteDeci
   p.work.planned_view.kv_dtype = p.kernel_view.kv_dtype;
   p.work.planned_view.page_size = 1;
 
-  // expectations from the ORACLE: q row qo_indptr[r] + t covers its window's entries of
-  // request r's list (the list is the request's positions [0, seq_len) in order)
-  p.expectations.reserve(rows.size());
-  for (const RowWindow& w : rows) {
-    RowExpectation e;
-    e.q_row = md.qo_indptr[w.request] + w.token;
-    e.kv_begin = md.paged_kv_indptr[w.request] + (w.kind == MaskKind::padding ? 0 : w.begin);
-    e.kv_end = w.kind == MaskKind::padding ? e.kv_begin : md.paged_kv_indptr[w.request] + w.end;
-    e.required = w.kind != MaskKind::padding;
-    p.expectations.push_back(e);
-  }
+  p.expectations = request_list_expectations(md, rows);
   for (const auto& n : p.work.notes) p.notes.push_back(n);
   return p;
 }

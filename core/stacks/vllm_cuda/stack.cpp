@@ -1,5 +1,7 @@
 #include "core/stacks/vllm_cuda/stack.hpp"
 
+#include <algorithm>
+
 namespace mlactl {
 
 namespace {
@@ -17,6 +19,25 @@ class VllmCudaStack final : public Stack {
                                                   "flashmla-no-work-marker", "triton-causal-per-request"};
     return ids;
   }
+  ServingStack serving() const override { return ServingStack::vllm; }
+  const std::vector<Arch>& arches() const override {
+    static const std::vector<Arch> a = {Arch::sm90};
+    return a;
+  }
+  bool reads_field(const std::string& pointer) const override {
+    static const std::vector<std::string> read = {"/decode/causal",       "/decode/mtp_qlen",
+                                                  "/decode/num_decode_tokens", "/decode/max_num_seqs",
+                                                  "/decode/attention_backend", "/decode/max_num_splits",
+                                                  "/sparse",              "/captured/tile_scheduler_metadata",
+                                                  "/captured/num_splits", "/captured/seq_lens"};
+    return std::find(read.begin(), read.end(), pointer) != read.end();
+  }
+  // vLLM's CUDA MLA backends take any positive count (docs/stacks/vllm-cuda.md §C3)
+  std::optional<std::string> num_heads_error(int64_t) const override { return std::nullopt; }
+  // vLLM's CUDA platform runs MLA with kernel block size 64 unless told otherwise (FlashMLA
+  // accepts only 64; FA3 MLA any multiple of 16), docs/stacks/vllm-cuda.md §C2
+  int default_block_size() const override { return 64; }
+  std::string backend_field() const override { return "/decode/attention_backend"; }
   // Pads for the backend the batch itself selects; plan() re-pads for a --kernel route.
   DecodeMetadata build_metadata(const Batch& b, bool) const override {
     const auto r = vllm_cuda::batch_route(b);

@@ -37,6 +37,15 @@ std::optional<Route> batch_route(const Batch& b);
 
 RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
                     std::optional<PlannerId> planner);
+// The route planners plan_cuda runs, for a stack that hands the same kernels its own
+// metadata (SGLang, docs/stacks/sglang.md §S14): FlashMLA's get_mla_metadata and split
+// walk, FA3's scheduler and tiles, over md's qo_indptr / paged_kv_indptr / seq_k.
+KernelView cuda_base_view(const Batch& b);
+void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p);
+void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p);
+// The ORACLE's expectations over per-request lists: q row qo_indptr[r] + t covers its
+// window's entries of request r's list (the request's positions [0, seq_len) in order).
+std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, const std::vector<RowWindow>& rows);
 MetadataWindows cuda_metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows);
 const std::vector<PlannerEntry>& cuda_planner_registry();
 

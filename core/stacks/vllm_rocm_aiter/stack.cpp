@@ -1,5 +1,9 @@
 #include "core/stacks/vllm_rocm_aiter/stack.hpp"
 
+#include <algorithm>
+
+#include "core/vllm_common.hpp"
+
 #include "core/stacks/vllm_rocm_aiter/builder.hpp"
 #include "core/stacks/vllm_rocm_aiter/route_input.hpp"
 #include "core/stacks/vllm_rocm_aiter/router.hpp"
@@ -23,6 +27,23 @@ class VllmRocmAiterStack final : public Stack {
                                                  "gluon-arch-ungated",      "metadata-dtype-omitted"};
     return ids;
   }
+  ServingStack serving() const override { return ServingStack::vllm; }
+  const std::vector<Arch>& arches() const override {
+    static const std::vector<Arch> a = {Arch::gfx942, Arch::gfx950};
+    return a;
+  }
+  bool reads_field(const std::string& pointer) const override {
+    static const std::vector<std::string> read = {"/platform/aiter",       "/platform/aiter_has_causal_arg", "/decode/causal",
+                                                  "/decode/small_head_mode", "/decode/mtp_qlen",            "/decode/num_decode_tokens",
+                                                  "/decode/max_num_seqs",  "/sparse"};
+    return std::find(read.begin(), read.end(), pointer) != read.end();
+  }
+  // rocm_aiter_mla.py's head-count rule (docs/stacks/vllm-rocm-aiter.md)
+  std::optional<std::string> num_heads_error(int64_t n) const override {
+    if (vllm::num_heads_valid(n)) return std::nullopt;
+    return vllm::num_heads_error(n);
+  }
+  int default_block_size() const override { return 1; }
   DecodeMetadata build_metadata(const Batch& b, bool with_flatten) const override { return build_decode(b, with_flatten); }
   // Only the R0 verify flatten is large enough to build on demand.
   bool needs_flattened_metadata(Route r) const override { return r == Route::gluon_verify; }

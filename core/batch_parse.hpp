@@ -1,0 +1,22 @@
+// The batch file's parser and schema (docs/design.md §2): each field checked as the
+// batch's stack reads it (platform.stack on platform.arch, core/stacks/registry.hpp).
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/batch.hpp"
+
+namespace mlactl {
+
+// Parse a batch document. Throws mlactl::Error (exit 3) naming the JSON pointer of the
+// offending field.
+Batch parse_batch(const nlohmann::json& doc);
+// parse_json_document / load_json_document, then parse_batch; `source` names the text in messages.
+Batch parse_batch_text(const std::string& text, const std::string& source);
+Batch load_batch_file(const std::string& path);
+
+// The JSON Schema of the batch file (for `mlactl schema`), every stack's section included.
+nlohmann::ordered_json batch_json_schema();
+
+}  // namespace mlactl

@@ -1,0 +1,98 @@
+// Route -> planner -> kernel view for the SGLang stack (docs/stacks/sglang.md §S12-§S14):
+// FA3's and FlashMLA's planners with SGLang's arguments, FlashInfer's MLAPlan, SGLang's
+// Triton splits and its extend kernel, each turned into mlactl's one work-list format with
+// the oracle's expectations.
+#include <chrono>
+#include <string>
+
+#include "core/stacks/sglang/router.hpp"
+#include "core/stacks/sglang/section.hpp"
+#include "core/stacks/sglang/stack.hpp"
+#include "core/stacks/vllm_cuda/stack.hpp"
+
+namespace mlactl::sglang {
+
+const std::vector<PlannerEntry>& sglang_planner_registry() {
+  static const std::vector<PlannerEntry> registry = {
+      {PlannerId::fa3, {Route::flash_attn_mla}, {Route::flash_attn_mla}},
+      {PlannerId::flashmla, {Route::flashmla}, {Route::flashmla}},
+      {PlannerId::triton_extend, {Route::triton_extend}, {Route::triton_extend}},
+  };
+  return registry;
+}
+
+namespace {
+
+// SGLang's Triton extend kernel (triton_ops/extend_attention.py@888a8794, §S7): one program
+// per (request, q block, head) reads the request's prefix from the cache and its extend
+// tokens, causal within the extend part, no KV split. As works: one per request over its
+// whole list, causal from the end (row t sees the prefix and extend tokens <= t).
+void plan_triton_extend(const DecodeMetadata& md, RoutePlan& p) {
+  WorkList& wl = p.work;
+  wl.planner = "triton_extend";
+  wl.num_workgroups = (int)md.num_requests;
+  wl.work_indptr.assign(1, 0);
+  for (int64_t r = 0; r < md.num_requests; ++r) {
+    WorkInfo w;
+    w.batch_idx = (int32_t)r;
+    w.qo_start = md.qo_indptr[(size_t)r];
+    w.qo_end = md.qo_indptr[(size_t)r + 1];
+    w.kv_start = md.paged_kv_indptr[(size_t)r];
+    w.kv_end = md.paged_kv_indptr[(size_t)r + 1];
+    wl.work_info.push_back(w);
+    wl.work_indptr.push_back((int32_t)wl.work_info.size());
+  }
+  wl.num_q_rows = md.qo_indptr.back();
+  wl.planned_view = p.kernel_view;
+  p.kv_indices = md.paged_kv_indices;
+  p.uniform_qlen = md.uni_seqlen ? md.max_qo_len : 0;
+}
+
+}  // namespace
+
+RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
+                      std::optional<PlannerId> planner) {
+  const Stack& stack = sglang_stack();
+  if (planner && !find_planner(stack, *planner)) {
+    std::string names;
+    for (const PlannerEntry& e : stack.planners()) names += std::string(names.empty() ? "" : ", ") + to_string(e.id);
+    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) + " is not a planner of the sglang stack: " + names);
+  }
+  if (rd.route == Route::refused) throw Error(kExitRefused, "", "the modelled stack refuses this configuration: " + refusal_text(rd));
+  const auto own = default_planner(stack, rd.route);
+  if (!own)
+    throw Error(kExitRefused, "", std::string("route ") + to_string(rd.route) + " (SGLang " + rd.backend +
+                                      "): its planner is not modelled yet (docs/stacks/sglang.md lists what is)");
+  if (planner && *planner != *own)
+    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) + " does not plan route " + to_string(rd.route) +
+                                    " of the sglang stack (its planner is " + to_string(*own) + ")");
+  RoutePlan p;
+  p.route = rd.route;
+  p.planner = *own;
+  p.user_rows = (int64_t)rows.size();
+  p.heads = md.heads;
+  p.kernel_view = vllm_cuda::cuda_base_view(b);
+  const auto t0 = std::chrono::steady_clock::now();
+  switch (rd.route) {
+    case Route::flash_attn_mla: vllm_cuda::plan_fa3_route(b, md, p); break;
+    case Route::flashmla: vllm_cuda::plan_flashmla_route(b, md, p); break;
+    case Route::triton_extend:
+      p.kernel_view.q_layout = QLayout::per_request;
+      p.kernel_view.causal = true;
+      p.kernel_view.q_tokens_per_tile = (int)std::max<int64_t>(1, md.max_qo_len);
+      plan_triton_extend(md, p);
+      p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      break;
+    default: break;
+  }
+  p.work.planned_view.head_dim = p.kernel_view.head_dim;
+  p.work.planned_view.v_dim = p.kernel_view.v_dim;
+  p.work.planned_view.q_dtype = p.kernel_view.q_dtype;
+  p.work.planned_view.kv_dtype = p.kernel_view.kv_dtype;
+  p.work.planned_view.page_size = 1;
+  p.expectations = vllm_cuda::request_list_expectations(md, rows);
+  for (const auto& n : p.work.notes) p.notes.push_back(n);
+  return p;
+}
+
+}  // namespace mlactl::sglang
