@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/invariants.hpp"
 #include "core/position_audit.hpp"
 #include "core/routed.hpp"

@@ -17,6 +17,7 @@
 
 #include "cli/pipeline.hpp"
 #include "core/batch.hpp"
+#include "core/batch_parse.hpp"
 #include "core/types.hpp"
 
 namespace {
