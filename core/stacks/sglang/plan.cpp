@@ -5,6 +5,8 @@
 #include <chrono>
 #include <string>
 
+#include "core/stacks/sglang/planners/flashinfer_mla.hpp"
+#include "core/stacks/sglang/planners/flashinfer_mla_works.hpp"
 #include "core/stacks/sglang/router.hpp"
 #include "core/stacks/sglang/section.hpp"
 #include "core/stacks/sglang/stack.hpp"
@@ -16,6 +18,7 @@ const std::vector<PlannerEntry>& sglang_planner_registry() {
   static const std::vector<PlannerEntry> registry = {
       {PlannerId::fa3, {Route::flash_attn_mla}, {Route::flash_attn_mla}},
       {PlannerId::flashmla, {Route::flashmla}, {Route::flashmla}},
+      {PlannerId::flashinfer_mla, {Route::flashinfer_mla}, {Route::flashinfer_mla}},
       {PlannerId::triton_extend, {Route::triton_extend}, {Route::triton_extend}},
   };
   return registry;
@@ -48,6 +51,56 @@ void plan_triton_extend(const DecodeMetadata& md, RoutePlan& p) {
   p.uniform_qlen = md.uni_seqlen ? md.max_qo_len : 0;
 }
 
+// BatchMLAPagedAttentionWrapper.plan -> MLAPlan over the builder's lists (§S4, §S12):
+// page size 1, kv_len_arr = the KV each request attends, causal except in decode.
+void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
+  const Section& s = section_of(b);
+  MlaPlanInput in;
+  in.qo_indptr = md.qo_indptr;
+  in.kv_indptr = md.paged_kv_indptr;
+  for (int64_t len : md.seq_k) in.kv_len.push_back((int32_t)len);
+  in.num_heads = b.model.num_heads;
+  in.num_sm = b.platform.num_cu;
+  in.causal = s.forward_mode != ForwardMode::decode;
+  const auto t0 = std::chrono::steady_clock::now();
+  const MlaPlan plan = flashinfer_mla_plan(in);
+  p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  FlashinferMlaWorkInput wi;
+  wi.qo_indptr = md.qo_indptr;
+  wi.kv_list_indptr = md.paged_kv_indptr;
+  wi.num_heads = b.model.num_heads;
+  wi.causal = in.causal;
+  p.work = flashinfer_mla_work_list(plan, wi);
+  p.schedule_words = flashinfer_mla_words(plan, b.model.num_heads);
+  auto flat = [](const std::string& name, const std::vector<int32_t>& v) { return StackArray{name, 0, false, {v.begin(), v.end()}}; };
+  auto merge_prefix = [&](const std::vector<int32_t>& v) { return std::vector<int32_t>(v.begin(), v.begin() + plan.merge_cta_counter); };
+  p.stack_arrays = {StackArray{"cluster_size", 0, true, {plan.cluster_size}},
+                    StackArray{"kv_len_limit", 0, true, {plan.kv_len_limit}},
+                    flat("work_indptr", plan.work_indptr),
+                    flat("q_indptr", plan.q_indptr),
+                    flat("kv_indptr", plan.kv_indptr),
+                    flat("partial_indptr", plan.partial_indptr),
+                    flat("q_len", plan.q_len),
+                    flat("kv_len", plan.kv_len),
+                    flat("q_start", plan.q_start),
+                    flat("kv_start", plan.kv_start),
+                    flat("kv_end", plan.kv_end),
+                    flat("merge_packed_offset_start", merge_prefix(plan.merge_packed_offset_start)),
+                    flat("merge_packed_offset_end", merge_prefix(plan.merge_packed_offset_end)),
+                    flat("merge_partial_packed_offset_start", merge_prefix(plan.merge_partial_packed_offset_start)),
+                    flat("merge_partial_packed_offset_end", merge_prefix(plan.merge_partial_packed_offset_end)),
+                    flat("merge_partial_stride", merge_prefix(plan.merge_partial_stride))};
+  p.notes.push_back("MLAPlan: " + std::to_string(plan.num_clusters) + " clusters of " + std::to_string(plan.cluster_size) + " CTAs, tiles of " +
+                    std::to_string(plan.cluster_tile_q) + " packed rows, KV chunks of " + std::to_string(plan.kv_len_limit) + ", " +
+                    std::to_string(plan.total_num_works) + " works, " + std::to_string(plan.merge_cta_counter) + " merge CTAs" +
+                    (in.causal ? "" : "; causal off (decode)"));
+  p.kv_indices = md.paged_kv_indices;
+  p.kernel_view.q_layout = QLayout::per_request;
+  p.kernel_view.q_tokens_per_tile = p.work.planned_view.q_tokens_per_tile;
+  p.kernel_view.causal = in.causal;
+  p.uniform_qlen = md.uni_seqlen ? md.max_qo_len : 0;
+}
+
 }  // namespace
 
 RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
@@ -76,6 +129,7 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   switch (rd.route) {
     case Route::flash_attn_mla: vllm_cuda::plan_fa3_route(b, md, p); break;
     case Route::flashmla: vllm_cuda::plan_flashmla_route(b, md, p); break;
+    case Route::flashinfer_mla: plan_flashinfer(b, md, p); break;
     case Route::triton_extend:
       p.kernel_view.q_layout = QLayout::per_request;
       p.kernel_view.causal = true;
