@@ -6,7 +6,7 @@
 // stage-1 kernel that ran (ExecResult::stage1; a run without one fails: "no stage-1
 // kernel reported"), and the summary counts the runs by kernel, schedule and precision
 // and by reduce. Exit 0 all good, 1 any failure, 77 no GPU for --backend gpu.
-//   run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda] [-v]
+//   run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda|sglang] [-v]
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -142,6 +142,52 @@ json random_cuda_batch(Rng& rng, int index) {
   return d;
 }
 
+// --stack sglang: SGLang batches on sm90 (docs/stacks/sglang.md): every Hopper backend
+// (fa3, flashmla, flashinfer, triton) named or by default, decode / target_verify /
+// draft_extend (ragged accept lengths), heads 16-128 (and a few others), CUDA-graph
+// padding slots, lengths 0-65,536 around the 64-token blocks, bf16 or fp16, fp8 where the
+// backend takes it (flashmla; the others' refusals counted as such).
+json random_sglang_batch(Rng& rng, int index) {
+  json d = {{"schema", 1}, {"name", "grid-sglang-" + std::to_string(index)}};
+  const int head_choices[] = {16, 32, 64, 128, 16, 32, 64, 128, 8, 12, 24, 48};
+  const int heads = head_choices[rng.below(sizeof head_choices / sizeof head_choices[0])];
+  const char* backends[] = {"", "fa3", "flashmla", "flashinfer", "triton"};
+  const char* backend = backends[rng.below(5)];
+  const char* modes[] = {"decode", "decode", "target_verify", "draft_extend"};
+  const std::string mode = modes[rng.below(4)];
+  const int drafts = 2 + (int)rng.below(4);
+  const bool fp8 = rng.below(4) == 0;
+  d["platform"] = {{"stack", "sglang"}, {"arch", "sm90"}};
+  if (rng.below(4) == 0) d["platform"]["num_cu"] = (int)(1 + rng.below(160));
+  d["model"] = {{"num_heads", heads}, {"dtype", rng.below(4) == 0 ? "fp16" : "bf16"}};
+  d["kv_cache"] = {{"dtype", fp8 ? "fp8" : "auto"}, {"layout", rng.below(2) ? "shuffled" : "sequential"}};
+  if (fp8) d["kv_cache"]["scale"] = 0.25 + rng.uniform01();
+  d["sglang"] = {{"forward_mode", mode}};
+  if (*backend) d["sglang"]["attention_backend"] = backend;
+  if (mode != "decode") d["sglang"]["num_draft_tokens"] = drafts;
+  const int nreq = 1 + (int)rng.below(6);
+  json reqs = json::array();
+  int64_t total = 0;
+  for (int r = 0; r < nreq; ++r) {
+    const int q = mode == "decode" ? 1 : mode == "target_verify" ? drafts : 1 + (int)rng.below(drafts);
+    int64_t c;
+    switch (rng.below(6)) {
+      case 0: c = 0; break;
+      case 1: c = 64 * (int64_t)(1 + rng.below(40)) - q - 1 + (int64_t)rng.below(3); break;  // seq_len at a block edge
+      case 2: c = (int64_t)rng.below(64); break;
+      case 3: c = total < 70000 && rng.below(4) == 0 ? 65536 - q : (int64_t)rng.below(9000); break;
+      default: c = (int64_t)rng.below(3000);
+    }
+    c = std::max<int64_t>(0, c);
+    total += c;
+    reqs.push_back({{"context_len", c}, {"query_len", q}});
+  }
+  for (int p = (int)rng.below(3); p > 0 && rng.below(2) == 0; --p) reqs.push_back({{"padding", true}});
+  d["requests"] = reqs;
+  d["data"] = {{"seed", (int)rng.below(1000)}};
+  return d;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -159,7 +205,7 @@ int main(int argc, char** argv) {
     else if (a == "--stack" && i + 1 < argc) stack = argv[++i];
     else if (a == "-v") verbose = true;
     else {
-      std::fprintf(stderr, "usage: run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda] [-v]\n");
+      std::fprintf(stderr, "usage: run_grid --backend cpu|gpu [--cases N] [--seed S] [--cross-check] [--stack vllm-rocm-aiter|vllm-cuda|sglang] [-v]\n");
       return 2;
     }
   }
@@ -174,7 +220,7 @@ int main(int argc, char** argv) {
   int failures = 0, passed = 0, refused = 0, findings = 0, invalid = 0;
   for (int i = 0; i < cases; ++i) {
     std::string kernel;
-    json doc = stack == "vllm-cuda" ? random_cuda_batch(rng, i) : random_batch(rng, i, &kernel);
+    json doc = stack == "vllm-cuda" ? random_cuda_batch(rng, i) : stack == "sglang" ? random_sglang_batch(rng, i) : random_batch(rng, i, &kernel);
     Batch b;
     try {
       b = parse_batch(doc);
