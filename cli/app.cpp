@@ -31,7 +31,8 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
   g->add_option("--qlen", o.qlen, "query_len of every request")->capture_default_str();
   g->add_option("--context", o.context, "context lengths, comma-separated (one request each)");
   g->add_option("--padding", o.padding, "cudagraph padding slots appended");
-  g->add_option("--arch", o.arch, "platform.arch (sm90 selects vLLM's CUDA stack)")->check(CLI::IsMember({"gfx942", "gfx950", "sm90"}));
+  g->add_option("--stack", o.stack, "platform.stack: the serving stack the batch comes from (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
+  g->add_option("--arch", o.arch, "platform.arch: the hardware (gfx942, gfx950, sm90)")->check(CLI::IsMember({"gfx942", "gfx950", "sm90"}));
   g->add_option("--dtype", o.dtype, "model.dtype")->check(CLI::IsMember({"bf16", "fp16"}));
   g->add_option("--kv-dtype", o.kv_dtype, "kv_cache.dtype")->check(CLI::IsMember({"auto", "bf16", "fp16", "fp8"}));
   g->add_option("--block-size", o.block_size, "kv_cache.block_size");
@@ -40,9 +41,11 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
   g->add_option("--mtp-qlen", o.mtp_qlen, "decode.mtp_qlen (K)");
   g->add_option("--small-head-mode", o.small_head_mode, "decode.small_head_mode")->check(CLI::IsMember({"auto", "gluon", "asm"}));
   g->add_flag("--non-causal", o.non_causal, "decode.causal = false (a draft block)");
-  // vLLM's own flag and names; the batch parser refuses it off sm90 naming the field
-  sub->add_option("--attention-backend", o.attention_backend, "decode.attention_backend: force a vLLM CUDA backend (sm90)")
-      ->check(CLI::IsMember({"FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "FLASHMLA_SPARSE", "FLASHINFER_MLA", "CUTLASS_MLA"}));
+  // each stack's own flag and names (vLLM: decode.attention_backend, SGLang:
+  // sglang.attention_backend); the batch parser refuses a name its stack does not know,
+  // naming the field
+  sub->add_option("--attention-backend", o.attention_backend,
+                  "force the serving stack's attention backend by its own name (vLLM on sm90: FLASHMLA, ...; SGLang: fa3, flashmla, flashinfer, triton, aiter, ...)");
   sub->add_option("--seed", o.seed, "data.seed");
   // One value per flag (repeat the flag for more): `--inject ID fixtures/a.json` must
   // leave the batch path to the positional, not swallow it as a second defect id.
@@ -91,7 +94,15 @@ nlohmann::json batch_document(const BatchOptions& o) {
   if (o.mtp_qlen) set("decode", "mtp_qlen", *o.mtp_qlen);
   if (!o.small_head_mode.empty()) set("decode", "small_head_mode", o.small_head_mode);
   if (o.non_causal) set("decode", "causal", false);
-  if (!o.attention_backend.empty()) set("decode", "attention_backend", o.attention_backend);
+  if (!o.stack.empty()) set("platform", "stack", o.stack);
+  if (!o.attention_backend.empty()) {
+    // the field the batch's serving stack reads it from (core/stack.hpp backend_field)
+    const nlohmann::json* named = doc.contains("platform") && doc["platform"].is_object() && doc["platform"].contains("stack") ? &doc["platform"]["stack"] : nullptr;
+    const std::string serving = named && named->is_string() ? named->get<std::string>() : "vllm";
+    const std::string field = backend_field_of(serving);
+    if (field.empty()) throw Error(kExitUsage, "", "--attention-backend: the " + serving + " stack has no attention-backend switch");
+    doc[nlohmann::json::json_pointer(field)] = o.attention_backend;
+  }
   if (o.seed) doc["data"]["seed"] = *o.seed;
   for (const auto& s : o.sets) apply_set(doc, s);
   if (!o.inject.empty()) {

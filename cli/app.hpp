@@ -38,7 +38,7 @@ struct BatchOptions {
   int qlen = 1;
   std::string context;  // comma-separated context lengths
   int padding = 0;
-  std::string arch, dtype, kv_dtype, layout, small_head_mode, attention_backend;
+  std::string stack, arch, dtype, kv_dtype, layout, small_head_mode, attention_backend;
   // Given or not (a 0 must reach the parser and be refused naming the field, not
   // read as "not given").
   std::optional<int> block_size, num_cu, mtp_qlen;

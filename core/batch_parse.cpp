@@ -80,6 +80,12 @@ void check_stack_owned_fields(const json& doc, const Batch& b, const Stack& stac
 
 }  // namespace
 
+std::vector<StackOwnedFieldInfo> stack_owned_fields() {
+  std::vector<StackOwnedFieldInfo> out;
+  for (const StackOwnedField& f : kStackOwnedFields) out.push_back({f.pointer, readers_of(f.pointer)});
+  return out;
+}
+
 namespace {
 
 void materialise_block_table(Batch& b, const std::string& ptr) {

@@ -2,6 +2,7 @@
 // batch's stack reads it (platform.stack on platform.arch, core/stacks/registry.hpp).
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,14 @@ Batch parse_batch(const nlohmann::json& doc);
 // parse_json_document / load_json_document, then parse_batch; `source` names the text in messages.
 Batch parse_batch_text(const std::string& text, const std::string& source);
 Batch load_batch_file(const std::string& path);
+
+// The fields outside any stack section that only some stacks read (vLLM's knobs where
+// batch files have always had them): the JSON pointer and "vllm on sm90"-style readers.
+struct StackOwnedFieldInfo {
+  std::string pointer;
+  std::string read_by;
+};
+std::vector<StackOwnedFieldInfo> stack_owned_fields();
 
 // The JSON Schema of the batch file (for `mlactl schema`), every stack's section included.
 nlohmann::ordered_json batch_json_schema();

@@ -5,6 +5,7 @@
 #include "core/batch_parse.hpp"
 #include "core/defects.hpp"
 #include "core/json_schema.hpp"
+#include "core/stacks/registry.hpp"
 
 namespace mlactl {
 
@@ -55,8 +56,9 @@ ojson batch_json_schema() {
       {"schema", ojson{{"const", 1}}},
       {"name", str("case id")},
       {"description", str("free text")},
-      {"platform", obj({{"arch", en({"gfx942", "gfx950", "sm90"}, "gfx950",
-                                    "the modelled target: gfx942/gfx950 select vLLM ROCm AITER, sm90 (H100/H200/H800) vLLM CUDA")},
+      {"platform", obj({{"stack", en({"vllm", "sglang"}, "vllm", "the serving stack the batch comes from; with arch it picks the modelled stack")},
+                        {"arch", en({"gfx942", "gfx950", "sm90"}, "gfx950",
+                                    "the hardware: gfx942 (MI300X/MI325X), gfx950 (MI355X), sm90 (H100/H200/H800)")},
                         {"num_cu", integer(1, "CUs (SMs on sm90) the planners plan for [304 on gfx942, 256 on gfx950, 132 on sm90]")},
                         {"aiter", en({"2026.08"}, "2026.08", "AITER rule set (commit e4048607)")},
                         {"aiter_has_causal_arg", boolean(true, "mla_decode_fwd takes causal=")}})},
@@ -118,6 +120,20 @@ ojson batch_json_schema() {
                            {"additionalProperties", false}}},
                     {"tolerance", ojson{{"type", "object"}, {"description", "atol, rtol, cos_tol overrides for `run`"}}}}}}},
   }, {"schema", "model", "requests"});
+  // each stack's own section, and which stacks read the fields kept outside any section
+  for (const Stack* st : all_stacks())
+    if (const auto key = st->section_key()) top["properties"][*key] = st->section_schema();
+  for (const StackOwnedFieldInfo& f : stack_owned_fields()) {
+    ojson* node = &top;
+    std::string rest = f.pointer.substr(1);
+    while (!rest.empty() && node) {
+      const size_t slash = rest.find('/');
+      const std::string key = rest.substr(0, slash);
+      rest = slash == std::string::npos ? "" : rest.substr(slash + 1);
+      node = node->contains("properties") && (*node)["properties"].contains(key) ? &(*node)["properties"][key] : nullptr;
+    }
+    if (node) (*node)["x-read-by"] = f.read_by;  // a field another stack's batch may not give
+  }
   for (auto it = top.begin(); it != top.end(); ++it) s[it.key()] = it.value();
   return s;
 }
@@ -127,17 +143,26 @@ ojson batch_to_json(const Batch& b) {
   o["schema"] = 1;
   if (!b.name.empty()) o["name"] = b.name;
   if (!b.description.empty()) o["description"] = b.description;
-  o["platform"] = {{"arch", to_string(b.platform.arch)}, {"num_cu", b.platform.num_cu}, {"aiter", b.platform.aiter},
-                   {"aiter_has_causal_arg", b.platform.aiter_has_causal_arg}};
+  // only the fields the batch's stack reads, so the document parses back to this batch
+  const Stack& stack = stack_for(b);
+  o["platform"] = {{"stack", to_string(b.platform.stack)}, {"arch", to_string(b.platform.arch)}, {"num_cu", b.platform.num_cu}};
+  if (stack.reads_field("/platform/aiter")) o["platform"]["aiter"] = b.platform.aiter;
+  if (stack.reads_field("/platform/aiter_has_causal_arg")) o["platform"]["aiter_has_causal_arg"] = b.platform.aiter_has_causal_arg;
   o["model"] = {{"num_heads", b.model.num_heads}, {"kv_lora_rank", b.model.kv_lora_rank}, {"qk_rope_head_dim", b.model.qk_rope_head_dim},
                 {"dtype", to_string(b.model.dtype)}, {"softmax_scale", b.model.softmax_scale}};
   o["kv_cache"] = {{"dtype", b.kv_cache.dtype_auto ? "auto" : to_string(b.kv_cache.dtype)}, {"scale", b.kv_cache.scale},
                    {"block_size", b.kv_cache.block_size}, {"block_table", b.kv_cache.block_table}, {"num_blocks", b.kv_cache.num_blocks}};
-  o["decode"] = {{"causal", b.decode.causal}, {"small_head_mode", to_string(b.decode.small_head_mode)}, {"mtp_qlen", b.decode.mtp_qlen},
-                 {"q_dtype", b.decode.q_dtype_is_model ? "model" : "fp8"}, {"num_decode_tokens", b.decode.num_decode_tokens},
-                 {"max_num_seqs", b.decode.max_num_seqs}};
-  if (b.decode.attention_backend) o["decode"]["attention_backend"] = to_string(*b.decode.attention_backend);
-  if (b.decode.max_num_splits > 0) o["decode"]["max_num_splits"] = b.decode.max_num_splits;
+  o["decode"] = {{"q_dtype", b.decode.q_dtype_is_model ? "model" : "fp8"}};
+  auto put = [&](const char* key, const ojson& v) {
+    if (stack.reads_field(std::string("/decode/") + key)) o["decode"][key] = v;
+  };
+  put("causal", b.decode.causal);
+  put("small_head_mode", to_string(b.decode.small_head_mode));
+  put("mtp_qlen", b.decode.mtp_qlen);
+  put("num_decode_tokens", b.decode.num_decode_tokens);
+  put("max_num_seqs", b.decode.max_num_seqs);
+  if (b.decode.attention_backend) put("attention_backend", to_string(*b.decode.attention_backend));
+  if (b.decode.max_num_splits > 0) put("max_num_splits", b.decode.max_num_splits);
   ojson reqs = ojson::array();
   for (const auto& r : b.requests) {
     if (r.padding) reqs.push_back({{"padding", true}});
@@ -152,6 +177,7 @@ ojson batch_to_json(const Batch& b) {
   }
   o["data"] = {{"seed", b.seed}};
   if (!b.inject.empty()) o["inject"] = b.inject;
+  if (const auto key = stack.section_key(); key && !b.stack_section_doc.is_null()) o[*key] = b.stack_section_doc;
   if (!b.captured.is_null()) o["captured"] = b.captured;
   if (!b.expect.is_null()) o["expect"] = b.expect;
   return o;

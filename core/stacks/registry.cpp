@@ -25,6 +25,12 @@ const Stack& stack_for_platform(ServingStack serving, Arch arch) {
                                              ", not on platform.arch \"" + to_string(arch) + "\"");
 }
 
+std::string backend_field_of(const std::string& serving) {
+  for (const Stack* s : all_stacks())
+    if (serving == to_string(s->serving()) && !s->backend_field().empty()) return s->backend_field();
+  return {};
+}
+
 const Stack& stack_for(const Batch& b) { return stack_for_platform(b.platform.stack, b.platform.arch); }
 
 }  // namespace mlactl

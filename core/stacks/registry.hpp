@@ -14,5 +14,9 @@ namespace mlactl {
 const Stack& stack_for_platform(ServingStack serving, Arch arch);
 const Stack& stack_for(const Batch& b);
 const std::vector<const Stack*>& all_stacks();
+// Where a batch of the serving stack named `serving` ("vllm", "sglang") gives its attention
+// backend (a JSON pointer, core/stack.hpp backend_field), "" when none of its stacks has one
+// or the name is unknown (the parser then names /platform/stack).
+std::string backend_field_of(const std::string& serving);
 
 }  // namespace mlactl
