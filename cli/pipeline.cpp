@@ -33,7 +33,7 @@ struct ExecOutput {
   ExecResult result;
   std::vector<float> out, lse;
 };
-ExecOutput execute(Executor& ex, const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout, const EncodedTensor& kq) {
+ExecOutput run_executor(Executor& ex, const Batch& b, const RoutePlan& plan, const Inputs& in, const ViewLayout& layout, const EncodedTensor& kq) {
   ExecOutput eo;
   const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
   eo.result = ex.run(call->args);
@@ -102,34 +102,6 @@ std::unique_ptr<ExecCall> make_exec_call(const Batch& b, const RoutePlan& plan, 
   return c;
 }
 
-const char* to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::passed: return "passed";
-    case RunStatus::incorrect: return "incorrect";
-    case RunStatus::refused: return "refused";
-    case RunStatus::failed: return "failed";
-    case RunStatus::skipped: return "skipped";
-  }
-  return "?";
-}
-
-const char* to_string(RunFailure f) {
-  switch (f) {
-    case RunFailure::position_audit: return "position audit";
-    case RunFailure::position_probe: return "position probe";
-    case RunFailure::nonfinite: return "non-finite";
-    case RunFailure::numeric: return "numeric";
-    case RunFailure::cross_check: return "cross check";
-  }
-  return "?";
-}
-
-std::optional<RunFailure> run_failure_from_string(const std::string& s) {
-  for (RunFailure f : {RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check})
-    if (s == to_string(f)) return f;
-  return std::nullopt;
-}
-
 const char* to_string(Backend b) {
   switch (b) {
     case Backend::automatic: return "auto";
@@ -162,207 +134,96 @@ std::unique_ptr<Executor> make_executor(Backend backend, int threads, std::strin
   return std::make_unique<CpuExecutor>(threads);
 }
 
-const char* to_string(RunStage s) {
-  switch (s) {
-    case RunStage::route: return "route";
-    case RunStage::plan: return "plan and audit";
-    case RunStage::inputs: return "inputs";
-    case RunStage::reference: return "reference";
-    case RunStage::execute: return "execute";
-    case RunStage::compare: return "compare";
+namespace {
+
+// One of mlactl's executors (CPU, GPU) as core's CaseExecutor; keeps what it returned so
+// the record of what ran survives the run.
+class OwnExecutor final : public CaseExecutor {
+ public:
+  OwnExecutor(std::unique_ptr<Executor> ex, ExecutorKind kind, RunOutcome* record) : ex_(std::move(ex)), kind_(kind), record_(record) {}
+  std::string name() const override { return ex_->name(); }
+  ExecutionResult execute(const ExecutionRequest& r) override {
+    ExecOutput eo = run_executor(*ex_, r.batch, r.plan, r.inputs, r.layout, r.kernel_q);
+    if (record_) record_->ran = kernel_ran(kind_, eo.result);  // what the launch sites reported, kept on a failed run too
+    ExecutionResult out;
+    out.ok = eo.result.ok;
+    if (!out.ok) out.error = "device/runtime error: " + eo.result.error;
+    out.out = std::move(eo.out);
+    out.lse = std::move(eo.lse);
+    return out;
   }
-  return "";
-}
+
+ private:
+  std::unique_ptr<Executor> ex_;
+  ExecutorKind kind_;
+  RunOutcome* record_;
+};
+
+// A user's kernel through --executor (docs/executor-protocol.md).
+class UserExecutor final : public CaseExecutor {
+ public:
+  UserExecutor(const ExternalSpec& spec, const ExecutionRequest& r, RunOutcome* record)
+      : ext_(spec, ExternalCase{&r.batch, &r.routed, &r.plan, &r.inputs, &r.layout}), record_(record) {}
+  std::string name() const override { return ext_.name(); }
+  ExecutionResult execute(const ExecutionRequest& r) override {
+    ExecOutput eo = run_executor(ext_, r.batch, r.plan, r.inputs, r.layout, r.kernel_q);
+    record_->ran = kernel_ran(ExecutorKind::external, eo.result);
+    ExecutionResult out;
+    if (ext_.unsupported()) {
+      out.unsupported = *ext_.unsupported();
+      return out;
+    }
+    out.ok = eo.result.ok;
+    out.error = eo.result.error;
+    out.out = std::move(eo.out);
+    out.lse = std::move(eo.lse);
+    out.wrote_lse = ext_.wrote_lse();
+    if (out.ok && ext_.all_nan()) out.error_unless_cpu_all_nan = ext_.all_nan_error();
+    return out;
+  }
+
+ private:
+  ExternalExecutor ext_;
+  RunOutcome* record_;
+};
+
+}  // namespace
 
 RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   RunOutcome o;
-  o.out_dtype = b.model.dtype;
-  auto stage = [&](RunStage s) {
-    if (opt.on_stage) opt.on_stage(s);
+  CaseHooks hooks;
+  hooks.unavailable = [&]() -> std::optional<std::string> {
+    if (opt.external) return std::nullopt;
+    std::string skip;
+    if (opt.backend == Backend::gpu && !gpu_available(&skip)) return no_gpu_reason(skip);
+    return std::nullopt;
   };
-  stage(RunStage::route);
-  auto t0 = clock_type::now();
-  RoutedBatch rb = route_batch(b, opt.kernel);
-  o.route = rb.decision;
-  if (rb.refused()) {
-    o.status = RunStatus::refused;
-    o.exit_code = kExitRefused;
-    o.message = rb.refusal();
-    return o;
-  }
-  o.ms_metadata = ms_since(t0);
-  auto rows = oracle_windows(b);
-
-  stage(RunStage::plan);
-  t0 = clock_type::now();
-  CapturedMetadata cap;
-  if (!b.captured.is_null()) {
-    cap = parse_captured(b, b.captured, (int64_t)rows.size());
-    RoutePlan own = plan_batch(b, rb, rows, opt.planner);
-    o.captured = diff_captured(b, rb.metadata, rows, cap, &own);
-  }
-  if (opt.use_captured && cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
-  const bool replay = !cap.empty() && !opt.own_metadata;
-  {
-    try {
-      // the kernel runs exactly what the real stack produced, validated as a plan of this
-      // batch first (docs/design.md §2 captured); else mlactl's own plan
-      o.plan = replay ? plan_captured(b, rb, rows, cap, opt.planner) : plan_batch(b, rb, rows, opt.planner);
-    } catch (const Error& e) {
-      // a route the stack models only up to routing (vllm-cuda flashmla_sparse, FA3's
-      // scheduler): refused with the reason, exit 5, never a guessed schedule
-      if (e.exit_code() != kExitRefused) throw;
-      o.status = RunStatus::refused;
-      o.exit_code = kExitRefused;
-      o.message = e.what();
-      return o;
-    }
-  }
-  o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
-  o.ms_plan = ms_since(t0);
-
-  {
-    // refuse up front what would not fit (docs/design.md §9): inputs, reference + output copies,
-    // the kernel's q/out/partial buffers and the audit's slot map
-    const RoutePlan& p = *o.plan;
-    const int64_t nrows = (int64_t)rows.size();
-    const int64_t out_elems = nrows * b.model.num_heads * b.model.kv_lora_rank;
-    const int64_t view_elems = nrows * std::max(1, p.kernel_view.fold_ratio) * p.kernel_view.heads * p.kernel_view.v_dim;
-    const int64_t partial_elems = p.work.num_partial_rows * p.kernel_view.heads * p.kernel_view.v_dim;
-    const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
-    const int64_t need = estimated_input_bytes(b, nrows) + out_elems * 4 * 4 + view_elems * (2 + 4) + partial_elems * 4 * 2 + slots * 8 +
-                         (int64_t)p.kv_indices.size() * 4;
-    require_within_budget(need, "/requests", "inputs, reference and outputs");
-  }
-  std::string skip;
-  // an external executor is made once the inputs and the layout it writes out exist
-  std::unique_ptr<Executor> ex = opt.external ? nullptr : make_executor(opt.backend, opt.threads, &skip);
-  if (!ex && !opt.external) {
-    o.status = RunStatus::skipped;
-    o.exit_code = kExitSkipped;
-    o.message = skip;
-    return o;
-  }
-  if (ex) {
-    o.executor = ex->name();
-    o.ran.executor = dynamic_cast<GpuExecutor*>(ex.get()) ? ExecutorKind::gpu : ExecutorKind::cpu;
-  }
-
-  stage(RunStage::inputs);
-  t0 = clock_type::now();
-  Inputs in = opt.inputs_dir.empty() ? generate_inputs(b, rows, opt.threads) : load_captured_inputs(opt.inputs_dir, b, rows);
-  const RoutePlan& plan = *o.plan;
-  std::optional<ProbeSpec> probe;
-  if (opt.probe) {
-    probe = plan_probe(b, rows, &plan);
-    apply_probe_inputs(b, rows, *probe, in);
-  }
-  ViewLayout layout;
-  try {
-    layout = make_view_layout((int64_t)rows.size(), plan.kernel_view, plan.heads, plan.uniform_qlen);
-  } catch (const std::exception& e) {
-    o.status = RunStatus::failed;
-    o.exit_code = kExitDevice;
-    o.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
-    return o;
-  }
-  EncodedTensor kq = build_kernel_q(in, layout, plan.kernel_view);
-  o.ms_inputs = ms_since(t0);
-
-  stage(RunStage::reference);
-  t0 = clock_type::now();
-  ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
-  o.ms_reference = ms_since(t0);
-
-  ExternalExecutor* ext = nullptr;
-  if (opt.external) {
-    auto e = std::make_unique<ExternalExecutor>(*opt.external, ExternalCase{&b, &rb, &plan, &in, &layout});
-    ext = e.get();
-    ex = std::move(e);
-  }
-
-  stage(RunStage::execute);
-  t0 = clock_type::now();
-  ExecOutput eo = execute(*ex, b, plan, in, layout, kq);
-  o.ms_execute = ms_since(t0);
-  o.executor = ex->name();
-  // what the launch sites reported (GPU executor), kept on a failed run too
-  o.ran = kernel_ran(ext ? ExecutorKind::external : o.ran.executor, eo.result);
-  if (ext && ext->unsupported()) {
-    o.status = RunStatus::skipped;
-    o.exit_code = kExitSkipped;
-    o.message = *ext->unsupported();
-    return o;
-  }
-  if (!eo.result.ok) {
-    o.status = RunStatus::failed;
-    o.exit_code = kExitDevice;
-    o.message = ext ? eo.result.error : "device/runtime error: " + eo.result.error;
-    return o;
-  }
-  if (ext && ext->all_nan()) {
-    CpuExecutor cpu(opt.threads);
-    ExecOutput ec = execute(cpu, b, plan, in, layout, kq);
-    bool cpu_all_nan = ec.result.ok;
-    for (size_t i = 0; cpu_all_nan && i < ec.out.size(); ++i) cpu_all_nan = std::isnan(ec.out[i]);
-    if (!cpu_all_nan) {
-      o.status = RunStatus::failed;
-      o.exit_code = kExitDevice;
-      o.message = ext->all_nan_error();
-      return o;
-    }
-  }
-
-  stage(RunStage::compare);
-  t0 = clock_type::now();
-  CompareOptions co;
-  co.tol = default_tolerance(b.model.dtype, b.kv_cache.dtype, b.decode.q_dtype);
-  co.lse_tol = default_lse_tolerance(b.kv_cache.dtype, b.decode.q_dtype);
-  if (opt.atol || opt.rtol || opt.cos_tol) co.tol.source = "command line";
-  if (opt.atol) co.tol.atol = *opt.atol;
-  if (opt.rtol) co.tol.rtol = *opt.rtol;
-  if (opt.cos_tol) co.tol.cos_tol = *opt.cos_tol;
-  co.out_dtype = b.model.dtype;
-  co.max_rows_listed = opt.max_listed;
-  // an external executor may leave out lse.npy: then only the output is compared
-  const float* got_lse = ext && !ext->wrote_lse() ? nullptr : eo.lse.data();
-  o.compare = compare_outputs(rows, ref, eo.out.data(), got_lse, co);
-  if (probe) o.probe = evaluate_probe(*probe, eo.out, got_lse ? eo.lse.data() : nullptr, b.model.num_heads, b.model.kv_lora_rank, opt.max_listed);
-  if (opt.cross_check && o.executor != "cpu") {
-    CpuExecutor cpu(opt.threads);
-    ExecOutput ec = execute(cpu, b, plan, in, layout, kq);
-    if (ec.result.ok) {
-      // the CPU executor's output plays the reference: same work list, same inputs
-      ReferenceOutput cref = ref;
-      cref.out = ec.out;
-      cref.lse = ec.lse;
-      for (size_t i = 0; i < rows.size(); ++i) cref.computed[i] = rows[i].kind != MaskKind::padding;
-      o.cross = compare_outputs(rows, cref, eo.out.data(), eo.lse.data(), co);
-    }
-  }
-  o.ms_compare = ms_since(t0);
-
-  if (!o.audit->ok) o.failure = RunFailure::position_audit;
-  else if (o.probe && !o.probe->ok) o.failure = RunFailure::position_probe;
-  else if (!o.compare->passed && (o.compare->unwritten_row_heads > 0 || o.compare->nonfinite_mismatches > 0)) o.failure = RunFailure::nonfinite;
-  else if (!o.compare->passed) o.failure = RunFailure::numeric;
-  else if (o.cross && !o.cross->passed) o.failure = RunFailure::cross_check;
-  if (o.failure) {
-    o.status = RunStatus::incorrect;
-    o.exit_code = kExitVerifyFailed;
-    switch (*o.failure) {
-      case RunFailure::position_audit:
-        o.message = "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions";
-        break;
-      case RunFailure::position_probe:
-        o.message = "position probe: " + std::to_string(o.probe->bad_rows) + " rows read a KV position outside their window or missed one inside";
-        break;
-      case RunFailure::nonfinite: o.message = "non-finite output where the reference is finite (unwritten rows or poisoned reads)"; break;
-      case RunFailure::numeric: o.message = "numeric comparison failed"; break;
-      case RunFailure::cross_check: o.message = "GPU and CPU executors differ on the same work list"; break;
-    }
-    if (!opt.dump_dir.empty()) o.dumped = dump_failure(opt.dump_dir, b, o, in, eo.out, ref);
-  }
+  hooks.make_executor = [&](const ExecutionRequest& r) -> std::unique_ptr<CaseExecutor> {
+    if (opt.external) return std::make_unique<UserExecutor>(*opt.external, r, &o);
+    std::string skip;
+    std::unique_ptr<Executor> ex = make_executor(opt.backend, opt.threads, &skip);
+    if (!ex) throw Error(kExitDevice, "", skip);  // the GPU went away since unavailable() asked
+    const ExecutorKind kind = dynamic_cast<GpuExecutor*>(ex.get()) ? ExecutorKind::gpu : ExecutorKind::cpu;
+    o.ran.executor = kind;
+    return std::make_unique<OwnExecutor>(std::move(ex), kind, &o);
+  };
+  hooks.make_cpu_executor = [&]() -> std::unique_ptr<CaseExecutor> {
+    return std::make_unique<OwnExecutor>(std::make_unique<CpuExecutor>(opt.threads), ExecutorKind::cpu, nullptr);
+  };
+  if (!opt.inputs_dir.empty())
+    hooks.load_inputs = [&](const Batch& batch, const std::vector<RowWindow>& rows) { return load_captured_inputs(opt.inputs_dir, batch, rows); };
+  auto dump = [&](const CaseOutcome& co, const CaseBuffers& buf) {
+    if (opt.dump_dir.empty()) return;
+    RunOutcome whole = o;
+    static_cast<CaseOutcome&>(whole) = co;
+    o.dumped = dump_failure(opt.dump_dir, b, whole, *buf.inputs, *buf.out, *buf.reference);
+  };
+  CaseOutcome co = run_case(b, opt, hooks, dump);
+  const KernelRan ran = o.ran;
+  const std::string dumped = o.dumped;
+  static_cast<CaseOutcome&>(o) = std::move(co);
+  o.ran = ran;
+  o.dumped = dumped;
   return o;
 }
 

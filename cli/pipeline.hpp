@@ -17,6 +17,7 @@
 #include "core/probe.hpp"
 #include "core/reference.hpp"
 #include "core/plan.hpp"
+#include "core/pipeline.hpp"
 #include "core/route.hpp"
 #include "cli/external_executor.hpp"
 #include "cli/kernel_ran.hpp"
@@ -24,69 +25,31 @@
 
 namespace mlactl::cli {
 
-// What `run` concluded (docs/design.md §6): one word each in every format.
-enum class RunStatus { passed, incorrect, refused, failed, skipped };
-const char* to_string(RunStatus s);
-// Why an `incorrect` run is incorrect, in the order the checks run: the position audit
-// first (it sees what tolerances cannot); then output that is NaN/inf where the reference
-// is finite (a row no work wrote, still NaN poison, or a read of the NaN-filled unused KV
-// slots, e.g. a wrong row stride: the poison cannot tell the two apart); then the numbers;
-// then GPU vs CPU on the same work list.
-// The position probe (--probe) comes right after the audit: it is the audit's black-box twin.
-enum class RunFailure { position_audit, position_probe, nonfinite, numeric, cross_check };
-const char* to_string(RunFailure f);  // "position audit", "position probe", "non-finite", "numeric", "cross check"
-std::optional<RunFailure> run_failure_from_string(const std::string& s);
+// The run itself is core's (core/pipeline.hpp run_case); cli/ chooses the executor (the
+// CPU or GPU executor, or a user's kernel through --executor), loads --inputs, dumps a
+// failing case and keeps the launch sites' record of what ran.
+using mlactl::RunFailure;
+using mlactl::RunStage;
+using mlactl::RunStatus;
+using mlactl::kRunStages;
+using mlactl::run_failure_from_string;
 
 enum class Backend { automatic, cpu, gpu };  // --backend auto | cpu | gpu
 const char* to_string(Backend b);
 std::optional<Backend> backend_from_string(const std::string& s);
 
-// The stages of one run, in order; RunOptions::on_stage hears each as it starts (the
-// progress line of a long `run` on a terminal, docs/design.md §6).
-enum class RunStage { route, plan, inputs, reference, execute, compare };
-const char* to_string(RunStage s);
-constexpr int kRunStages = 6;
-
-struct RunOptions {
+struct RunOptions : CaseOptions {
   Backend backend = Backend::automatic;
-  std::optional<Route> kernel;       // --kernel: forced route
-  std::optional<PlannerId> planner;  // --planner: planner override
-  bool cross_check = false;      // also run the CPU executor on the same work list and diff
-  // A batch's captured arrays are what `run` and `check` execute (docs/design.md §2
-  // captured): `own_metadata` (--own-metadata) runs mlactl's own metadata instead;
-  // `use_captured` (--use-captured) insists on captured arrays (a usage error without).
-  bool own_metadata = false;
-  bool use_captured = false;
-  std::optional<double> atol, rtol, cos_tol;
-  int threads = 0;
-  std::string dump_dir;
-  // --inputs DIR: q and KV from a capture instead of data.seed (cli/captured_inputs.hpp)
-  std::string inputs_dir;
-  int64_t max_listed = 20;
-  std::function<void(RunStage)> on_stage;  // optional; called from the calling thread
-  std::optional<ExternalSpec> external;
-  std::optional<ProbeKind> probe;        // --probe windows: probe inputs, then check every probed edge (core/probe.hpp)  // --executor CMD: run the case through a user's kernel (docs/executor-protocol.md)
+  std::string dump_dir;    // --dump-dir: where a failing case's batch, result and arrays go
+  std::string inputs_dir;  // --inputs DIR: q and KV from a capture instead of data.seed (cli/captured_inputs.hpp)
+  std::optional<ExternalSpec> external;  // --executor CMD: run the case through a user's kernel (docs/executor-protocol.md)
 };
 
-struct RunOutcome {
-  RunStatus status = RunStatus::passed;
-  std::optional<RunFailure> failure;  // set when incorrect
-  int exit_code = 0;
-  std::string message;            // one line: why (refusal text, device error, skip reason)
-  RouteDecision route;
-  std::optional<RoutePlan> plan;
-  std::optional<PositionAudit> audit;
-  std::optional<CompareReport> compare;
-  std::optional<CompareReport> cross;  // GPU vs CPU on the same work list
-  std::optional<CapturedDiff> captured;  // captured arrays vs what mlactl builds
-  std::optional<ProbeReport> probe;      // with --probe
-  std::string executor;
+struct RunOutcome : CaseOutcome {
   // Which executor ran and, for the GPU executor, the stage-1 and reduce launches it
   // reported (cli/kernel_ran.hpp); executor none until one is made.
   KernelRan ran;
   std::string dumped;  // --dump-dir: the path stem the failing case's files were written to
-  double ms_metadata = 0, ms_plan = 0, ms_inputs = 0, ms_reference = 0, ms_execute = 0, ms_compare = 0;
-  DType out_dtype = DType::bf16;
 };
 
 // The kernel contract's arguments for a plan over output buffers it owns, poisoned

@@ -1,0 +1,235 @@
+#include "core/pipeline.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "core/budget.hpp"
+
+namespace mlactl {
+
+namespace {
+using clock_type = std::chrono::steady_clock;
+double ms_since(clock_type::time_point t0) { return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count(); }
+}  // namespace
+
+const char* to_string(RunStatus s) {
+  switch (s) {
+    case RunStatus::passed: return "passed";
+    case RunStatus::incorrect: return "incorrect";
+    case RunStatus::refused: return "refused";
+    case RunStatus::failed: return "failed";
+    case RunStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+const char* to_string(RunFailure f) {
+  switch (f) {
+    case RunFailure::position_audit: return "position audit";
+    case RunFailure::position_probe: return "position probe";
+    case RunFailure::nonfinite: return "non-finite";
+    case RunFailure::numeric: return "numeric";
+    case RunFailure::cross_check: return "cross check";
+  }
+  return "?";
+}
+
+std::optional<RunFailure> run_failure_from_string(const std::string& s) {
+  for (RunFailure f : {RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check})
+    if (s == to_string(f)) return f;
+  return std::nullopt;
+}
+
+const char* to_string(RunStage s) {
+  switch (s) {
+    case RunStage::route: return "route";
+    case RunStage::plan: return "plan and audit";
+    case RunStage::inputs: return "inputs";
+    case RunStage::reference: return "reference";
+    case RunStage::execute: return "execute";
+    case RunStage::compare: return "compare";
+  }
+  return "";
+}
+
+CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& hooks,
+                     const std::function<void(const CaseOutcome&, const CaseBuffers&)>& on_incorrect) {
+  CaseOutcome o;
+  o.out_dtype = b.model.dtype;
+  auto stage = [&](RunStage s) {
+    if (opt.on_stage) opt.on_stage(s);
+  };
+  stage(RunStage::route);
+  auto t0 = clock_type::now();
+  RoutedBatch rb = route_batch(b, opt.kernel);
+  o.route = rb.decision;
+  if (rb.refused()) {
+    o.status = RunStatus::refused;
+    o.exit_code = kExitRefused;
+    o.message = rb.refusal();
+    return o;
+  }
+  o.ms_metadata = ms_since(t0);
+  auto rows = oracle_windows(b);
+
+  stage(RunStage::plan);
+  t0 = clock_type::now();
+  CapturedMetadata cap;
+  if (!b.captured.is_null()) {
+    cap = parse_captured(b, b.captured, (int64_t)rows.size());
+    RoutePlan own = plan_batch(b, rb, rows, opt.planner);
+    o.captured = diff_captured(b, rb.metadata, rows, cap, &own);
+  }
+  if (opt.use_captured && cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
+  const bool replay = !cap.empty() && !opt.own_metadata;
+  {
+    try {
+      // the kernel runs exactly what the real stack produced, validated as a plan of this
+      // batch first (docs/design.md §2 captured); else mlactl's own plan
+      o.plan = replay ? plan_captured(b, rb, rows, cap, opt.planner) : plan_batch(b, rb, rows, opt.planner);
+    } catch (const Error& e) {
+      // a route the stack models only up to routing (vllm-cuda flashmla_sparse, FA3's
+      // scheduler): refused with the reason, exit 5, never a guessed schedule
+      if (e.exit_code() != kExitRefused) throw;
+      o.status = RunStatus::refused;
+      o.exit_code = kExitRefused;
+      o.message = e.what();
+      return o;
+    }
+  }
+  o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
+  o.ms_plan = ms_since(t0);
+
+  {
+    // refuse up front what would not fit (docs/design.md §9): inputs, reference + output copies,
+    // the kernel's q/out/partial buffers and the audit's slot map
+    const RoutePlan& p = *o.plan;
+    const int64_t nrows = (int64_t)rows.size();
+    const int64_t out_elems = nrows * b.model.num_heads * b.model.kv_lora_rank;
+    const int64_t view_elems = nrows * std::max(1, p.kernel_view.fold_ratio) * p.kernel_view.heads * p.kernel_view.v_dim;
+    const int64_t partial_elems = p.work.num_partial_rows * p.kernel_view.heads * p.kernel_view.v_dim;
+    const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
+    const int64_t need = estimated_input_bytes(b, nrows) + out_elems * 4 * 4 + view_elems * (2 + 4) + partial_elems * 4 * 2 + slots * 8 +
+                         (int64_t)p.kv_indices.size() * 4;
+    require_within_budget(need, "/requests", "inputs, reference and outputs");
+  }
+  // no executor (no GPU for --backend gpu): skipped before any input is made
+  if (const auto why = hooks.unavailable ? hooks.unavailable() : std::nullopt) {
+    o.status = RunStatus::skipped;
+    o.exit_code = kExitSkipped;
+    o.message = *why;
+    return o;
+  }
+
+  stage(RunStage::inputs);
+  t0 = clock_type::now();
+  Inputs in = hooks.load_inputs ? hooks.load_inputs(b, rows) : generate_inputs(b, rows, opt.threads);
+  const RoutePlan& plan = *o.plan;
+  std::optional<ProbeSpec> probe;
+  if (opt.probe) {
+    probe = plan_probe(b, rows, &plan);
+    apply_probe_inputs(b, rows, *probe, in);
+  }
+  ViewLayout layout;
+  try {
+    layout = make_view_layout((int64_t)rows.size(), plan.kernel_view, plan.heads, plan.uniform_qlen);
+  } catch (const std::exception& e) {
+    o.status = RunStatus::failed;
+    o.exit_code = kExitDevice;
+    o.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
+    return o;
+  }
+  EncodedTensor kq = build_kernel_q(in, layout, plan.kernel_view);
+  o.ms_inputs = ms_since(t0);
+
+  stage(RunStage::reference);
+  t0 = clock_type::now();
+  ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
+  o.ms_reference = ms_since(t0);
+
+  const ExecutionRequest request{b, rb, plan, in, layout, kq};
+  std::unique_ptr<CaseExecutor> ex = hooks.make_executor(request);
+  o.executor = ex->name();
+
+  stage(RunStage::execute);
+  t0 = clock_type::now();
+  ExecutionResult eo = ex->execute(request);
+  o.ms_execute = ms_since(t0);
+  o.executor = ex->name();  // a user's kernel names itself while it runs
+  if (eo.unsupported) {
+    o.status = RunStatus::skipped;
+    o.exit_code = kExitSkipped;
+    o.message = *eo.unsupported;
+    return o;
+  }
+  if (!eo.ok) {
+    o.status = RunStatus::failed;
+    o.exit_code = kExitDevice;
+    o.message = eo.error;
+    return o;
+  }
+  if (eo.error_unless_cpu_all_nan) {
+    ExecutionResult ec = hooks.make_cpu_executor()->execute(request);
+    bool cpu_all_nan = ec.ok;
+    for (size_t i = 0; cpu_all_nan && i < ec.out.size(); ++i) cpu_all_nan = std::isnan(ec.out[i]);
+    if (!cpu_all_nan) {
+      o.status = RunStatus::failed;
+      o.exit_code = kExitDevice;
+      o.message = *eo.error_unless_cpu_all_nan;
+      return o;
+    }
+  }
+
+  stage(RunStage::compare);
+  t0 = clock_type::now();
+  CompareOptions co;
+  co.tol = default_tolerance(b.model.dtype, b.kv_cache.dtype, b.decode.q_dtype);
+  co.lse_tol = default_lse_tolerance(b.kv_cache.dtype, b.decode.q_dtype);
+  if (opt.atol || opt.rtol || opt.cos_tol) co.tol.source = "command line";
+  if (opt.atol) co.tol.atol = *opt.atol;
+  if (opt.rtol) co.tol.rtol = *opt.rtol;
+  if (opt.cos_tol) co.tol.cos_tol = *opt.cos_tol;
+  co.out_dtype = b.model.dtype;
+  co.max_rows_listed = opt.max_listed;
+  // an external executor may leave out lse.npy: then only the output is compared
+  const float* got_lse = eo.wrote_lse ? eo.lse.data() : nullptr;
+  o.compare = compare_outputs(rows, ref, eo.out.data(), got_lse, co);
+  if (probe) o.probe = evaluate_probe(*probe, eo.out, got_lse ? eo.lse.data() : nullptr, b.model.num_heads, b.model.kv_lora_rank, opt.max_listed);
+  if (opt.cross_check && o.executor != "cpu") {
+    ExecutionResult ec = hooks.make_cpu_executor()->execute(request);
+    if (ec.ok) {
+      // the CPU executor's output plays the reference: same work list, same inputs
+      ReferenceOutput cref = ref;
+      cref.out = ec.out;
+      cref.lse = ec.lse;
+      for (size_t i = 0; i < rows.size(); ++i) cref.computed[i] = rows[i].kind != MaskKind::padding;
+      o.cross = compare_outputs(rows, cref, eo.out.data(), eo.lse.data(), co);
+    }
+  }
+  o.ms_compare = ms_since(t0);
+
+  if (!o.audit->ok) o.failure = RunFailure::position_audit;
+  else if (o.probe && !o.probe->ok) o.failure = RunFailure::position_probe;
+  else if (!o.compare->passed && (o.compare->unwritten_row_heads > 0 || o.compare->nonfinite_mismatches > 0)) o.failure = RunFailure::nonfinite;
+  else if (!o.compare->passed) o.failure = RunFailure::numeric;
+  else if (o.cross && !o.cross->passed) o.failure = RunFailure::cross_check;
+  if (o.failure) {
+    o.status = RunStatus::incorrect;
+    o.exit_code = kExitVerifyFailed;
+    switch (*o.failure) {
+      case RunFailure::position_audit:
+        o.message = "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions";
+        break;
+      case RunFailure::position_probe:
+        o.message = "position probe: " + std::to_string(o.probe->bad_rows) + " rows read a KV position outside their window or missed one inside";
+        break;
+      case RunFailure::nonfinite: o.message = "non-finite output where the reference is finite (unwritten rows or poisoned reads)"; break;
+      case RunFailure::numeric: o.message = "numeric comparison failed"; break;
+      case RunFailure::cross_check: o.message = "GPU and CPU executors differ on the same work list"; break;
+    }
+    if (on_incorrect) on_incorrect(o, CaseBuffers{&in, &eo.out, &ref});
+  }
+  return o;
+}
+
+}  // namespace mlactl
