@@ -103,6 +103,7 @@ DecodeMetadata build_sglang(const Batch& b, std::optional<Backend> backend) {
         md.stack_arrays.push_back(flat("qo_indptr", widen(md.qo_indptr)));
         md.stack_arrays.push_back(flat("kv_indptr", widen(md.paged_kv_indptr)));
         md.stack_arrays.push_back(flat("kv_len_arr", md.seq_k));
+        md.stack_arrays.push_back(scalar("causal", 1));
         break;
       }
       int64_t width = 0;
@@ -161,7 +162,7 @@ DecodeMetadata build_sglang(const Batch& b, std::optional<Backend> backend) {
     }
     default: break;
   }
-  md.stack_arrays.push_back(flat("seq_lens", seq_lens));
+  md.stack_arrays.push_back(flat("forward_batch_seq_lens", seq_lens));  // SGLang's seq_lens (verify: the prefix); mlactl's seq_lens is the KV each request attends
   return md;
 }
 

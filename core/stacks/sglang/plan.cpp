@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 
+#include "core/planners/planner_util.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla_works.hpp"
 #include "core/stacks/sglang/router.hpp"
@@ -44,7 +45,9 @@ void plan_triton_extend(const DecodeMetadata& md, RoutePlan& p) {
     w.kv_end = md.paged_kv_indptr[(size_t)r + 1];
     wl.work_info.push_back(w);
     wl.work_indptr.push_back((int32_t)wl.work_info.size());
+    planner_util::add_unsplit_tile(wl);
   }
+  if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
   wl.num_q_rows = md.qo_indptr.back();
   wl.planned_view = p.kernel_view;
   p.kv_indices = md.paged_kv_indices;
@@ -76,7 +79,7 @@ void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   auto merge_prefix = [&](const std::vector<int32_t>& v) { return std::vector<int32_t>(v.begin(), v.begin() + plan.merge_cta_counter); };
   p.stack_arrays = {StackArray{"cluster_size", 0, true, {plan.cluster_size}},
                     StackArray{"kv_len_limit", 0, true, {plan.kv_len_limit}},
-                    flat("work_indptr", plan.work_indptr),
+                    flat("cluster_work_indptr", plan.work_indptr),  // MLAPlan's work_indptr (mlactl's own is the work list's)
                     flat("q_indptr", plan.q_indptr),
                     flat("kv_indptr", plan.kv_indptr),
                     flat("partial_indptr", plan.partial_indptr),
