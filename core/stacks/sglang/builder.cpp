@@ -112,7 +112,10 @@ DecodeMetadata build_sglang(const Batch& b, std::optional<Backend> backend) {
       md.stack_arrays.push_back(flat("cache_seqlens", md.seq_k));
       // get_mla_metadata(seq_lens (+ D), num_q_heads (x D), 1) (§S5, §S14)
       const int64_t tokens = std::max<int64_t>(1, md.max_qo_len) * b.model.num_heads;
-      const int parts = vllm_cuda::flashmla_num_sm_parts(b.platform.num_cu, 1, tokens);
+      // sglang-flashmla-kv-heads-from-config: the config's 16 KV heads (sglang #5154)
+      const int parts = b.has_defect("sglang-flashmla-kv-heads-from-config")
+                            ? vllm_cuda::flashmla_num_sm_parts(b.platform.num_cu, 16, tokens / 16)
+                            : vllm_cuda::flashmla_num_sm_parts(b.platform.num_cu, 1, tokens);
       const auto sched = vllm_cuda::flashmla_get_mla_metadata(md.seq_k, parts);
       for (auto& a : vllm_cuda::flashmla_arrays(sched)) md.stack_arrays.push_back(std::move(a));
       break;

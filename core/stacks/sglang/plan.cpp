@@ -2,15 +2,18 @@
 // FA3's and FlashMLA's planners with SGLang's arguments, FlashInfer's MLAPlan, SGLang's
 // Triton splits and its extend kernel, each turned into mlactl's one work-list format with
 // the oracle's expectations.
+#include <algorithm>
 #include <chrono>
 #include <string>
 
 #include "core/planners/planner_util.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla_works.hpp"
+#include "core/stacks/sglang/planners/triton_splits.hpp"
 #include "core/stacks/sglang/router.hpp"
 #include "core/stacks/sglang/section.hpp"
 #include "core/stacks/sglang/stack.hpp"
+#include "core/stacks/vllm_cuda/planners/flashmla.hpp"
 #include "core/stacks/vllm_cuda/stack.hpp"
 
 namespace mlactl::sglang {
@@ -20,6 +23,7 @@ const std::vector<PlannerEntry>& sglang_planner_registry() {
       {PlannerId::fa3, {Route::flash_attn_mla}, {Route::flash_attn_mla}},
       {PlannerId::flashmla, {Route::flashmla}, {Route::flashmla}},
       {PlannerId::flashinfer_mla, {Route::flashinfer_mla}, {Route::flashinfer_mla}},
+      {PlannerId::sglang_triton, {Route::triton_mla}, {Route::triton_mla}},
       {PlannerId::triton_extend, {Route::triton_extend}, {Route::triton_extend}},
   };
   return registry;
@@ -52,6 +56,48 @@ void plan_triton_extend(const DecodeMetadata& md, RoutePlan& p) {
   wl.planned_view = p.kernel_view;
   p.kv_indices = md.paged_kv_indices;
   p.uniform_qlen = md.uni_seqlen ? md.max_qo_len : 0;
+}
+
+// SGLang's Triton decode (§S7, §S13): num_kv_splits from get_num_kv_splits_triton, each
+// request's one q row cut into splits of cdiv(cdiv(seq, splits), 32) * 32 tokens, empty
+// splits dropped; the stage-2 kernel merges a row's splits. Programs are dealt to the SMs.
+void plan_sglang_triton(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
+  const Section& s = section_of(b);
+  SglangTritonSplitsInput in;
+  in.seq_lens = md.seq_k;
+  in.num_group = 1;
+  in.num_head = b.model.num_heads;
+  in.num_kv_head = (int)s.kv_heads_per_rank;
+  const int base = b.platform.arch == Arch::sm90 ? kSglangTritonBaseKvSplits : kSglangTritonBaseKvSplitsHip;
+  in.enable_deterministic = s.deterministic;
+  in.max_kv_splits = sglang_triton_backend_max_kv_splits(base, true, b.platform.num_cu, s.max_context_len,
+                                                         s.deterministic ? kSglangTritonDeterministicTile : 0);
+  in.device_core_count = b.platform.num_cu;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int32_t> splits = sglang_triton_num_kv_splits(in);
+  WorkList& wl = p.work;
+  wl.planner = "sglang_triton";
+  int64_t next_partial = 0;
+  for (int64_t r = 0; r < md.num_requests; ++r) {
+    std::vector<std::pair<int64_t, int64_t>> chunks;
+    for (const SglangTritonKvRange& k : sglang_triton_split_kv_ranges(md.seq_k[(size_t)r], splits[(size_t)r], in.max_kv_splits))
+      if (!k.empty()) chunks.emplace_back(k.start, k.end);
+    planner_util::emit_row_chunks(wl, r, md.paged_kv_indptr[(size_t)r], md.seq_k[(size_t)r], chunks, next_partial);
+  }
+  if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
+  planner_util::deal_works_evenly(wl, b.platform.num_cu);
+  wl.num_partial_rows = next_partial;
+  wl.num_q_rows = md.num_requests;
+  p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p.stack_arrays = {StackArray{"max_kv_splits", 0, true, {in.max_kv_splits}}, StackArray{"num_kv_splits", 0, false, {splits.begin(), splits.end()}}};
+  p.notes.push_back("get_num_kv_splits_triton: max_kv_splits " + std::to_string(in.max_kv_splits) + " (base " + std::to_string(base) +
+                    ", MLA cap over " + std::to_string(b.platform.num_cu) + " SMs and a " + std::to_string(s.max_context_len) + "-token context)");
+  p.kv_indices = md.paged_kv_indices;
+  p.row_indptr = md.paged_kv_indptr;
+  p.kernel_view.q_layout = QLayout::flattened_rows;
+  p.kernel_view.q_tokens_per_tile = 1;
+  p.kernel_view.causal = false;  // a decode row sees its whole request
+  wl.planned_view = p.kernel_view;
 }
 
 // BatchMLAPagedAttentionWrapper.plan -> MLAPlan over the builder's lists (§S4, §S12):
@@ -131,8 +177,25 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   const auto t0 = std::chrono::steady_clock::now();
   switch (rd.route) {
     case Route::flash_attn_mla: vllm_cuda::plan_fa3_route(b, md, p); break;
-    case Route::flashmla: vllm_cuda::plan_flashmla_route(b, md, p); break;
+    case Route::flashmla: {
+      // sglang-flashmla-kv-heads-from-config (sglang #5154, fixed by PR #5272): the backend
+      // called get_mla_metadata(seq_lens, Q_LEN * H // num_kv_heads, num_kv_heads) with the
+      // config's 16 KV heads, while FlashMLA's MLA kernel has one; it runs the parts planned
+      std::optional<int> parts;
+      if (b.has_defect("sglang-flashmla-kv-heads-from-config")) {
+        constexpr int kConfigKvHeads = 16;
+        const int64_t s_q = std::max<int64_t>(1, md.max_qo_len);
+        parts = vllm_cuda::flashmla_num_sm_parts(b.platform.num_cu, kConfigKvHeads, s_q * b.model.num_heads / kConfigKvHeads);
+        const int intended = vllm_cuda::flashmla_num_sm_parts(b.platform.num_cu, 1, s_q * b.model.num_heads);
+        p.notes.push_back("get_mla_metadata given num_heads_k = 16 (kv heads read from the model config; FlashMLA's MLA has one): " +
+                          std::to_string(*parts) + " SM parts where " + std::to_string(intended) + " fill the " + std::to_string(b.platform.num_cu) +
+                          " SMs; the split kernel runs the parts planned (sglang #5154)");
+      }
+      vllm_cuda::plan_flashmla_route(b, md, p, parts);
+      break;
+    }
     case Route::flashinfer_mla: plan_flashinfer(b, md, p); break;
+    case Route::triton_mla: plan_sglang_triton(b, md, p); break;
     case Route::triton_extend:
       p.kernel_view.q_layout = QLayout::per_request;
       p.kernel_view.causal = true;

@@ -1,6 +1,7 @@
 #include "core/stacks/sglang/section.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "core/json_fields.hpp"
@@ -81,7 +82,7 @@ void parse_section(const nlohmann::json* doc, bool block_size_given, Batch& b) {
   if (doc) {
     require_object(*doc, p);
     check_keys(*doc, p, {"attention_backend", "forward_mode", "num_draft_tokens", "speculative_topk", "kv_heads_per_rank", "cuda_graph",
-                         "deterministic"});
+                         "deterministic", "max_context_len"});
     if (const json* v = find(*doc, "attention_backend"))
       s->attention_backend = backend_from_string(get_enum(*v, p + "/attention_backend", backend_names()));
     if (const json* v = find(*doc, "forward_mode")) {
@@ -93,6 +94,7 @@ void parse_section(const nlohmann::json* doc, bool block_size_given, Batch& b) {
     if (const json* v = find(*doc, "kv_heads_per_rank")) s->kv_heads_per_rank = get_int(*v, p + "/kv_heads_per_rank", 1, 1024);
     if (const json* v = find(*doc, "cuda_graph")) s->cuda_graph = get_bool(*v, p + "/cuda_graph");
     if (const json* v = find(*doc, "deterministic")) s->deterministic = get_bool(*v, p + "/deterministic");
+    if (const json* v = find(*doc, "max_context_len")) s->max_context_len = get_int(*v, p + "/max_context_len", 1, std::numeric_limits<int32_t>::max());
   }
   // get_num_kv_heads(tp) of a DeepSeek-style config equals the q heads per rank (§S1)
   if (s->kv_heads_per_rank == 0) s->kv_heads_per_rank = b.model.num_heads;
@@ -142,6 +144,8 @@ void parse_section(const nlohmann::json* doc, bool block_size_given, Batch& b) {
   // SGLang's rows are causal in every mode, aligned to the end of the KV (§S9); a decode
   // row of one token sees its whole request either way.
   b.decode.causal = true;
+  // FA3's num_splits: 0 (its heuristic), 1 under deterministic inference (§S6)
+  b.decode.max_num_splits = s->deterministic ? 1 : 0;
 
   // The backend the router will take, for what the server arguments rewrite (§S2 R1/R2)
   // and the padding fill (§S11).
@@ -185,7 +189,8 @@ nlohmann::ordered_json section_schema() {
         {"speculative_topk", {{"type", "integer"}, {"minimum", 1}, {"default", 1}}},
         {"kv_heads_per_rank", {{"type", "integer"}, {"minimum", 1}, {"description", "get_num_kv_heads(tp); default model.num_heads"}}},
         {"cuda_graph", {{"type", "boolean"}, {"description", "a CUDA-graph replay (default: true when the batch has padding slots)"}}},
-        {"deterministic", {{"type", "boolean"}, {"default", false}}}}}};
+        {"deterministic", {{"type", "boolean"}, {"default", false}}},
+        {"max_context_len", {{"type", "integer"}, {"minimum", 1}, {"default", 163840}, {"description", "model_config.context_len (the Triton backend's split cap)"}}}}}};
 }
 
 }  // namespace mlactl::sglang

@@ -37,6 +37,9 @@ struct Section : StackSection {
   bool cuda_graph = false;                   // replayed under a CUDA graph (resolved: true when the batch has padding slots)
   bool deterministic = false;                // --enable-deterministic-inference (FA3 num_splits 1)
   int64_t page_size = 1;                     // kv_cache.block_size as SGLang's --page-size (resolved after R1)
+  // model_config.context_len: the Triton backend's split cap reads it (§S13); DeepSeek-V3's
+  // max_position_embeddings by default
+  int64_t max_context_len = 163840;
   std::vector<std::string> rewrites;         // server_args' rewrites applied (R1: page_size -> 64), in words
 };
 

@@ -23,7 +23,7 @@ class SglangStack final : public Stack {
     return r;
   }
   const std::vector<std::string>& defect_ids() const override {
-    static const std::vector<std::string> ids = {};
+    static const std::vector<std::string> ids = {"sglang-flashmla-kv-heads-from-config"};
     return ids;
   }
   ServingStack serving() const override { return ServingStack::sglang; }

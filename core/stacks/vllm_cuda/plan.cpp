@@ -88,7 +88,7 @@ void fp8_zero_length_reads(const Batch& b, const DecodeMetadata& md, RoutePlan& 
     }
 }
 
-void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
+void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> planned_parts = std::nullopt) {
   const int s_q = (int)std::max<int64_t>(1, md.max_qo_len);
   // flashmla-qlen-planned-as-one (vLLM PR #27368): get_mla_metadata given the q_len-1 token
   // count while the kernel runs s_q > 1. The kernel takes num_sm_parts from the schedule's
@@ -96,7 +96,7 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   // right, the grid is num_sm_parts x q tiles CTAs, more than the SMs.
   const bool qlen_one = b.has_defect("flashmla-qlen-planned-as-one");
   const int64_t tokens = (int64_t)s_q * b.model.num_heads;  // num_q_tokens_per_head_k (h_kv 1)
-  const int parts = flashmla_num_sm_parts(b.platform.num_cu, 1, qlen_one ? b.model.num_heads : tokens);
+  const int parts = planned_parts ? *planned_parts : flashmla_num_sm_parts(b.platform.num_cu, 1, qlen_one ? b.model.num_heads : tokens);
   const int intended = flashmla_num_sm_parts(b.platform.num_cu, 1, tokens);
   const auto t0 = std::chrono::steady_clock::now();
   // flashmla-stale-schedule (vLLM PR #35175): the replay executes the schedule captured for
@@ -185,7 +185,7 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   p.stack_arrays.push_back({"split_kernel_ctas", 0, true, {ctas}});
   p.notes.push_back("split kernel grid: " + std::to_string(parts) + " SM parts x " + std::to_string(m_tiles) + " q tile(s) of 64 rows = " +
                     std::to_string(ctas) + " CTAs on " + std::to_string(b.platform.num_cu) + " SMs");
-  if (parts != intended)
+  if (parts != intended && !planned_parts)
     p.notes.push_back("get_mla_metadata planned " + std::to_string(parts) + " SM parts for q_len 1, but the kernel runs q_len " +
                       std::to_string(s_q) + " (" + std::to_string(tokens) + " q rows per KV head, " + std::to_string(m_tiles) +
                       " tiles): its grid is " + std::to_string(ctas) + " CTAs, " + std::to_string((ctas + b.platform.num_cu - 1) / b.platform.num_cu) +
@@ -255,7 +255,9 @@ void plan_triton(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
 }  // namespace
 
 KernelView cuda_base_view(const Batch& b) { return base_view(b); }
-void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p) { plan_flashmla(b, md, p); }
+void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> planned_parts) {
+  plan_flashmla(b, md, p, planned_parts);
+}
 void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p) { plan_fa3(b, md, p); }
 
 std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, const std::vector<RowWindow>& rows) {

@@ -41,7 +41,9 @@ RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md, const RouteDecisio
 // metadata (SGLang, docs/stacks/sglang.md §S14): FlashMLA's get_mla_metadata and split
 // walk, FA3's scheduler and tiles, over md's qo_indptr / paged_kv_indptr / seq_k.
 KernelView cuda_base_view(const Batch& b);
-void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p);
+// `planned_parts`: the num_sm_parts get_mla_metadata was asked for when the caller's stack
+// computes it otherwise (the kernel runs the schedule's parts).
+void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> planned_parts = std::nullopt);
 void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p);
 // The ORACLE's expectations over per-request lists: q row qo_indptr[r] + t covers its
 // window's entries of request r's list (the request's positions [0, seq_len) in order).

@@ -157,8 +157,10 @@ MlaPlan flashinfer_mla_plan(const MlaPlanInput& in) {
   plan.cluster_size = plan.avg_packed_qo_len > 64 ? 2 : 1;
   plan.num_clusters = in.num_sm / plan.cluster_size;
   if (plan.num_clusters < 1)
-    throw invalid_input("", "flashinfer MLAPlan: num_sm " + std::to_string(in.num_sm) + " holds no cluster of " +
-                                std::to_string(plan.cluster_size) + " CTAs (upstream divides by num_clusters = 0)");
+    // upstream divides by num_clusters = 0 (an integer division by zero on the host): the
+    // stack fails, so mlactl refuses, as where upstream raises
+    throw Error(kExitRefused, "", "flashinfer MLAPlan: num_sm " + std::to_string(in.num_sm) + " holds no cluster of " +
+                                      std::to_string(plan.cluster_size) + " CTAs (upstream divides by num_clusters = 0)");
   plan.cluster_tile_q = plan.cluster_size * kMlaCtaTileQ;
   const int cluster_tile_q = plan.cluster_tile_q;
   plan.partial_o_rows = int64_t{2} * plan.num_clusters * cluster_tile_q;
