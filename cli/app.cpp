@@ -23,7 +23,7 @@ Style GlobalOptions::style() const {
   return s;
 }
 
-void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
+void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required, bool with_stack) {
   auto* f = sub->add_option("batch", o.file, "batch file (schema 1); omit to describe the batch inline");
   if (file_required) f->required();
   auto g = sub->add_option_group("inline batch", "describe a batch on the command line instead of a file");
@@ -31,7 +31,8 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required) {
   g->add_option("--qlen", o.qlen, "query_len of every request")->capture_default_str();
   g->add_option("--context", o.context, "context lengths, comma-separated (one request each)");
   g->add_option("--padding", o.padding, "cudagraph padding slots appended");
-  g->add_option("--stack", o.stack, "platform.stack: the serving stack the batch comes from (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
+  if (with_stack)
+    g->add_option("--stack", o.stack, "platform.stack: the serving stack the batch comes from (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
   g->add_option("--arch", o.arch, "platform.arch: the hardware (gfx942, gfx950, sm90)")->check(CLI::IsMember({"gfx942", "gfx950", "sm90"}));
   g->add_option("--dtype", o.dtype, "model.dtype")->check(CLI::IsMember({"bf16", "fp16"}));
   g->add_option("--kv-dtype", o.kv_dtype, "kv_cache.dtype")->check(CLI::IsMember({"auto", "bf16", "fp16", "fp8"}));

@@ -47,7 +47,8 @@ struct BatchOptions {
   std::vector<std::string> sets;
   std::vector<std::string> inject;
 };
-void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required = false);
+// `with_stack`: add --stack (a verb that reads --stack itself, as `schedule`'s comparison, passes false)
+void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required = false, bool with_stack = true);
 nlohmann::json batch_document(const BatchOptions& o);  // raw document after --set / --inject
 Batch load_batch(const BatchOptions& o);
 

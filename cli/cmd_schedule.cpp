@@ -209,18 +209,55 @@ std::vector<int64_t> splits_per_request(const RoutePlan& p, const DecodeMetadata
 
 std::string c_name(const std::vector<StackCase>& cs) { return cs.empty() ? "" : cs.front().case_name; }
 
-StackCase plan_under_stack(const BatchOptions& opts, const std::string& stack) {
+// The batch under another stack for `schedule --stack A,B`: an item is a serving stack
+// ("vllm", "sglang": the batch's arch), "stack@arch", or a modelled stack's id ("vllm-cuda":
+// its serving stack on the batch's arch when it models it, else its first). Fields the
+// target stack does not read, and other stacks' sections, are dropped, so each stack plans
+// the batch with its own defaults; nothing here knows a stack by name.
+StackCase plan_under_stack(const BatchOptions& opts, const std::string& item) {
   nlohmann::json doc = batch_document(opts);
   std::string arch = "gfx950";
   if (doc.contains("platform") && doc["platform"].is_object() && doc["platform"].contains("arch") && doc["platform"]["arch"].is_string())
     arch = doc["platform"]["arch"].get<std::string>();
-  const bool cuda = stack == "vllm-cuda";
-  const std::string target = cuda ? "sm90" : (arch == "gfx942" || arch == "gfx950" ? arch : "gfx950");
-  doc["platform"]["arch"] = target;
-  if (!cuda && doc.contains("decode") && doc["decode"].is_object()) doc["decode"].erase("attention_backend");
+  std::string serving = item, want_arch;
+  if (const size_t at = item.find('@'); at != std::string::npos) {
+    serving = item.substr(0, at);
+    want_arch = item.substr(at + 1);
+  }
+  const Stack* target = nullptr;
+  for (const Stack* st : all_stacks()) {
+    if (to_string(st->id()) == serving && want_arch.empty()) {
+      // a modelled stack's id: its serving stack, on the batch's arch if it models it
+      target = st;
+      serving = to_string(st->serving());
+      bool has = false;
+      for (Arch a : st->arches()) has = has || arch == to_string(a);
+      want_arch = has ? arch : to_string(st->arches().front());
+    }
+  }
+  if (want_arch.empty()) want_arch = arch;
+  if (serving != "vllm" && serving != "sglang")
+    throw Error(kExitUsage, "", "--stack " + item + ": not a serving stack (vllm, sglang), stack@arch, or a modelled stack's id");
+  doc["platform"]["stack"] = serving;
+  doc["platform"]["arch"] = want_arch;
+  if (!target)
+    for (const Stack* st : all_stacks())
+      if (serving == to_string(st->serving()))
+        for (Arch a : st->arches())
+          if (want_arch == to_string(a)) target = st;  // none: parse_batch names /platform/stack
+  if (target) {
+    for (const StackOwnedFieldInfo& f : stack_owned_fields()) {
+      const nlohmann::json::json_pointer ptr(f.pointer);
+      if (!target->reads_field(f.pointer) && doc.contains(ptr)) doc[ptr.parent_pointer()].erase(ptr.back());
+    }
+    for (const Stack* st : all_stacks())
+      if (const auto key = st->section_key(); key && key != target->section_key()) doc.erase(*key);
+  }
+  const std::string stack = item;
+  const std::string target_arch = want_arch;
   StackCase sc;
   sc.stack = stack;
-  sc.arch = target;
+  sc.arch = target_arch;
   const Batch b = parse_batch(doc);
   sc.num_cu = b.platform.num_cu;
   sc.case_name = b.name;
@@ -311,7 +348,7 @@ void setup_schedule(CLI::App& app, Context& ctx) {
   auto planners = std::make_shared<std::vector<std::string>>();
   auto max_works = std::make_shared<int>(64);
   auto* sub = app.add_subcommand("schedule", "the split-KV work list a route's planner builds, reduce maps, buffer sizes, balance, invariants");
-  add_batch_options(sub, *opts);
+  add_batch_options(sub, *opts, false, false);
   add_kernel_option(sub, *kernel);
   sub->add_option("--planner", *planners, "plan with these planners instead of the route's (comma-separated to compare, or repeat the flag)")
       ->delimiter(',')
@@ -320,12 +357,16 @@ void setup_schedule(CLI::App& app, Context& ctx) {
   sub->add_option("--max-works", *max_works, "works listed in the table output (0 = all)")->capture_default_str();
   auto stacks = std::make_shared<std::vector<std::string>>();
   sub->add_option("--stack", *stacks,
-                  "plan the batch under these stacks and compare them (vllm-rocm-aiter,vllm-cuda): platform.arch becomes the stack's "
-                  "(gfx950, or the batch's gfx arch; sm90), each with its own defaults")
+                  "platform.stack; with several (comma-separated) plan the batch under each and compare them: a serving stack "
+                  "(vllm, sglang) on the batch's arch, stack@arch (vllm@sm90), or a modelled stack's id (vllm-rocm-aiter, vllm-cuda, sglang), "
+                  "each with its own defaults")
       ->delimiter(',')
-      ->allow_extra_args(false)
-      ->check(CLI::IsMember({"vllm-rocm-aiter", "vllm-cuda"}));
+      ->allow_extra_args(false);
   sub->callback([opts, kernel, planners, max_works, stacks, &ctx]() {
+    if (stacks->size() == 1 && ((*stacks)[0] == "vllm" || (*stacks)[0] == "sglang")) {
+      opts->stack = (*stacks)[0];  // one serving stack: the batch's platform.stack
+      stacks->clear();
+    }
     if (!stacks->empty()) {
       if (!planners->empty() || !kernel->empty()) throw Error(kExitUsage, "", "--stack compares each stack's own route and planner: give it without --planner/--kernel");
       std::vector<StackCase> cs;

@@ -29,7 +29,7 @@ class VllmRocmAiterStack final : public Stack {
   }
   ServingStack serving() const override { return ServingStack::vllm; }
   const std::vector<Arch>& arches() const override {
-    static const std::vector<Arch> a = {Arch::gfx942, Arch::gfx950};
+    static const std::vector<Arch> a = {Arch::gfx950, Arch::gfx942};  // gfx950 first: the default arch
     return a;
   }
   bool reads_field(const std::string& pointer) const override {
