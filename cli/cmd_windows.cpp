@@ -13,6 +13,18 @@
 
 namespace mlactl::cli {
 
+namespace {
+// Sorted distinct positions as half-open ranges: {0..299, 300, 302} -> [0, 301) [302, 303).
+std::vector<std::pair<int64_t, int64_t>> position_ranges(const std::vector<int64_t>& positions) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t p : positions) {
+    if (!out.empty() && out.back().second == p) ++out.back().second;
+    else out.push_back({p, p + 1});
+  }
+  return out;
+}
+}  // namespace
+
 void setup_windows(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<BatchOptions>();
   auto* sub = app.add_subcommand("windows", "per query row: oracle KV window [begin, end) vs the window the routed kernel's metadata gives");
@@ -45,8 +57,8 @@ void setup_windows(CLI::App& app, Context& ctx) {
     std::vector<bool> flag(rows.size(), false);
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!mw.available || rows[i].kind == MaskKind::padding) continue;
-      const int64_t want = rows[i].kind == MaskKind::sparse ? (int64_t)rows[i].sparse_positions.size() : rows[i].length();
-      const bool bad = rows[i].kind == MaskKind::sparse ? (mw.end[i] - mw.begin[i]) != want
+      const int64_t want = has_position_set(rows[i].kind) ? (int64_t)rows[i].sparse_positions.size() : rows[i].length();
+      const bool bad = has_position_set(rows[i].kind) ? (mw.end[i] - mw.begin[i]) != want
                                                         : (mw.begin[i] != rows[i].begin || mw.end[i] != rows[i].end);
       flag[i] = bad;
       mismatches += bad;
@@ -54,7 +66,7 @@ void setup_windows(CLI::App& app, Context& ctx) {
     auto& os = *ctx.out;
     const Style st = ctx.global.style();
     auto row_length = [](const RowWindow& w) -> int64_t {
-      return w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+      return w.kind == MaskKind::padding ? 0 : (has_position_set(w.kind) ? (int64_t)w.sparse_positions.size() : w.length());
     };
     if (ctx.global.fmt() == Format::json) {
       // one object per query row (131,072 for 16,384 requests x 8), written as it goes
@@ -74,6 +86,11 @@ void setup_windows(CLI::App& app, Context& ctx) {
         w.begin_object();
         w.field("row", r.row).field("request", r.request).field("token", r.token).field("position", r.position);
         w.field("begin", r.begin).field("end", r.end).field("length", row_length(r)).field("mask", to_string(r.kind));
+        if (r.kind == MaskKind::tree) {
+          w.key("allowed").begin_array();
+          for (const auto& [lo, hi] : position_ranges(r.sparse_positions)) w.begin_array().value(lo).value(hi).end_array();
+          w.end_array();
+        }
         if (mw.available) w.field("metadata_begin", mw.begin[i]).field("metadata_end", mw.end[i]);
         w.field("mismatch", (bool)flag[i]);
         w.end_object();
@@ -117,6 +134,11 @@ void setup_windows(CLI::App& app, Context& ctx) {
         const auto& w = rows[i];
         const int64_t len = row_length(w);
         std::string win = w.kind == MaskKind::padding ? "-" : "[" + std::to_string(w.begin) + ", " + std::to_string(w.end) + ")";
+        if (w.kind == MaskKind::tree) {  // a draft of a tree: its allowed positions, range by range
+          win.clear();
+          for (const auto& [lo, hi] : position_ranges(w.sparse_positions))
+            win += (win.empty() ? "" : " + ") + ("[" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+        }
         std::string meta = mw.available ? "[" + std::to_string(mw.begin[i]) + ", " + std::to_string(mw.end[i]) + ")" : "-";
         std::string check = w.kind == MaskKind::padding ? "padding" : "ok";
         if (flag[i]) {

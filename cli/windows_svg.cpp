@@ -19,7 +19,7 @@ double lane_height(size_t lanes) { return std::clamp(std::floor(640.0 / double(s
 
 // What the oracle row covers on the KV axis: a sparse row spans its positions.
 std::pair<int64_t, int64_t> oracle_span(const RowWindow& w) {
-  if (w.kind == MaskKind::sparse)
+  if (has_position_set(w.kind))
     return w.sparse_positions.empty() ? std::pair<int64_t, int64_t>{w.begin, w.begin}
                                       : std::pair<int64_t, int64_t>{w.sparse_positions.front(), w.sparse_positions.back() + 1};
   return {w.begin, w.end};

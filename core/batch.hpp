@@ -30,6 +30,9 @@ struct Request {
   int64_t context_len = 0;  // c: KV committed before this step
   int64_t query_len = 0;    // q: tokens scheduled this step
   bool padding = false;     // cudagraph padding slot (seq_len 0, query_len 0)
+  // tree verify (topk > 1): parents[i] of query token i, -1 for the root (token 0), each
+  // parent before its child (core/draft_tree.hpp); empty: the tokens are a causal chain
+  std::vector<int32_t> draft_parents;
   int64_t seq_len() const { return context_len + query_len; }
 };
 

@@ -254,6 +254,41 @@ const std::vector<DefectInfo>& defect_catalog() {
           "SINGLE_ONLY says (exit 5, not modelled), and the defect shows the unexpanded rows.",
           {},
       },
+      {
+          "sglang-flashmla-kv-heads-from-config",
+          "-",
+          "sglang #5272",
+          "SGLang's flashmla backend asking get_mla_metadata for the model config's KV heads (issue sglang #5154)",
+          "planner",
+          "core/stacks/sglang/plan.cpp, core/stacks/sglang/builder.cpp (get_mla_metadata's num_heads_k)",
+          "get_mla_metadata(seq_lens, Q_LEN * H // 16, 16): num_sm_parts from 16 KV heads where FlashMLA's MLA has one",
+          "`schedule` shows 8 SM parts on 132 SMs (16 heads, decode) with the note naming num_heads_k = 16; `run` still passes",
+          "FlashMLA sizes its split-KV grid from the schedule: num_sm_parts = SMs / num_heads_k / ceil(q rows per KV head / 64). "
+          "SGLang's flashmla backend read the KV-head count from the model config (16 on its test model) and passed "
+          "Q_LEN * num_q_heads // num_kv_heads tokens per KV head with num_heads_k = 16, while the MLA kernel has a single latent "
+          "KV head. On 132 SMs that plans 8 parts where 132 fill the GPU: every request's KV is walked by at most 8 "
+          "CTAs, so the decode step is slower; the schedule still covers every row, so nothing fails. PR #5272 passes "
+          "(seq_lens, num_q_heads, 1). Whether the kernel of that time wrote every row under the 16-head schedule is not "
+          "confirmed (docs/stacks/sglang.md §S16).",
+          {},
+      },
+      {
+          "sglang-flashinfer-tree-mask-dropped",
+          "-",
+          "#4425 refusal",
+          "SGLang's flashinfer MLA backend under EAGLE with topk > 1 (issue sglang #4425)",
+          "router",
+          "core/stacks/sglang/router.cpp (the topk refusal), core/stacks/sglang/plan.cpp (MLAPlan with the causal flag)",
+          "a topk > 1 tree verify runs on FlashInfer MLA: the custom mask is built and dropped, the plan is causal",
+          "`run`: incorrect (position audit): a draft whose tree is not a chain reads the drafts between it and its parent; `schedule`: invariants broken",
+          "EAGLE with topk > 1 verifies a tree of drafts: draft i may attend the prefix, its ancestors and itself. SGLang's "
+          "verify input builds that custom mask, but the FlashInfer MLA backend planned BatchMLAPagedAttentionWrapper with "
+          "causal=True and never passed the mask, so draft i attended every draft before it, siblings and cousins included: "
+          "silently wrong output for every row whose tree is not a chain. The maintainers' answer was to refuse the "
+          "combination (\"Currently Flashinfer MLA only supports topk=1 for speculative decoding\"); the -fixed fixture "
+          "expects that refusal.",
+          {},
+      },
   };
   return catalog;
 }

@@ -125,10 +125,16 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
   std::vector<RowExpectation> exp = rows;
   auto by_row = [](const RowExpectation& a, const RowExpectation& b) { return a.q_row < b.q_row; };
   if (!std::is_sorted(exp.begin(), exp.end(), by_row)) std::stable_sort(exp.begin(), exp.end(), by_row);
+  // a row may expect several disjoint ranges (a tree-verify row: its prefix and its drafts'
+  // entries, core/draft_tree.hpp); overlapping ones are a planner's bug
+  auto by_row_kv = [](const RowExpectation& a, const RowExpectation& b) {
+    return a.q_row != b.q_row ? a.q_row < b.q_row : a.kv_begin < b.kv_begin;
+  };
+  if (!std::is_sorted(exp.begin(), exp.end(), by_row_kv)) std::stable_sort(exp.begin(), exp.end(), by_row_kv);
   for (size_t i = 1; i < exp.size(); ++i)
-    if (exp[i].q_row == exp[i - 1].q_row)
+    if (exp[i].q_row == exp[i - 1].q_row && exp[i].kv_begin < exp[i - 1].kv_end)
       r.add("structure", exp[i].q_row, exp[i].kv_begin, exp[i].kv_end, -1,
-            "q row " + std::to_string(exp[i].q_row) + " has two expectations");
+            "q row " + std::to_string(exp[i].q_row) + " has two overlapping expectations");
   auto by_row_begin = [](const RowInterval& a, const RowInterval& b) {
     return a.row != b.row ? a.row < b.row : (a.begin != b.begin ? a.begin < b.begin : a.work < b.work);
   };
@@ -136,34 +142,59 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
   if (!std::is_sorted(intervals.begin(), intervals.end(), by_row_begin))
     std::sort(intervals.begin(), intervals.end(), by_row_begin);
   size_t ei = 0, ii = 0;
-  auto check_row = [&](const RowExpectation& x, size_t from, size_t to) {
-    if (!x.required) return;  // padding rows: discarded by the stack, anything goes
-    int64_t cursor = x.kv_begin;  // everything in [kv_begin, cursor) is covered once
+  // one range: the row's window; several: the parts of its window (sorted, disjoint)
+  auto check_row = [&](const RowExpectation* xs, size_t nx, size_t from, size_t to) {
+    if (!xs[0].required) return;  // padding rows: discarded by the stack, anything goes
+    const RowExpectation& first = xs[0];
+    const RowExpectation& last = xs[nx - 1];
     for (size_t k = from; k < to; ++k) {
       const RowInterval& iv = intervals[k];
-      if (iv.begin < x.kv_begin)
-        r.add("extra", x.q_row, iv.begin, std::min(iv.end, x.kv_begin), iv.work,
-              "q row " + std::to_string(x.q_row) + " sees KV " + range(iv.begin, std::min(iv.end, x.kv_begin)) +
-                  " in work " + std::to_string(iv.work) + ", before its window " + range(x.kv_begin, x.kv_end));
-      if (iv.end > x.kv_end)
-        r.add("extra", x.q_row, std::max(iv.begin, x.kv_end), iv.end, iv.work,
-              "q row " + std::to_string(x.q_row) + " sees KV " + range(std::max(iv.begin, x.kv_end), iv.end) +
-                  " in work " + std::to_string(iv.work) + ", past its window " + range(x.kv_begin, x.kv_end));
-      const int64_t b = std::max(iv.begin, x.kv_begin), e = std::min(iv.end, x.kv_end);
-      if (b >= e) continue;
-      if (b > cursor)
-        r.add("uncovered", x.q_row, cursor, b, -1,
-              "q row " + std::to_string(x.q_row) + ": KV " + range(cursor, b) + " is covered by no work (next work " +
-                  std::to_string(iv.work) + " starts at " + std::to_string(b) + ")");
-      if (b < cursor)
-        r.add("covered_twice", x.q_row, b, std::min(cursor, e), iv.work,
-              "q row " + std::to_string(x.q_row) + ": KV " + range(b, std::min(cursor, e)) + " is covered again by work " +
-                  std::to_string(iv.work));
-      cursor = std::max(cursor, e);
+      if (nx == 1) {
+        if (iv.begin < first.kv_begin)
+          r.add("extra", first.q_row, iv.begin, std::min(iv.end, first.kv_begin), iv.work,
+                "q row " + std::to_string(first.q_row) + " sees KV " + range(iv.begin, std::min(iv.end, first.kv_begin)) +
+                    " in work " + std::to_string(iv.work) + ", before its window " + range(first.kv_begin, first.kv_end));
+        if (iv.end > first.kv_end)
+          r.add("extra", first.q_row, std::max(iv.begin, first.kv_end), iv.end, iv.work,
+                "q row " + std::to_string(first.q_row) + " sees KV " + range(std::max(iv.begin, first.kv_end), iv.end) +
+                    " in work " + std::to_string(iv.work) + ", past its window " + range(first.kv_begin, first.kv_end));
+        continue;
+      }
+      int64_t pos = iv.begin;  // the parts of iv outside every range
+      for (size_t j = 0; j < nx && pos < iv.end; ++j) {
+        if (pos < xs[j].kv_begin)
+          r.add("extra", first.q_row, pos, std::min(iv.end, xs[j].kv_begin), iv.work,
+                "q row " + std::to_string(first.q_row) + " sees KV " + range(pos, std::min(iv.end, xs[j].kv_begin)) + " in work " +
+                    std::to_string(iv.work) + ", outside the " + std::to_string(nx) + " parts of its window " +
+                    range(first.kv_begin, last.kv_end));
+        pos = std::max(pos, xs[j].kv_end);
+      }
+      if (pos < iv.end)
+        r.add("extra", first.q_row, pos, iv.end, iv.work,
+              "q row " + std::to_string(first.q_row) + " sees KV " + range(pos, iv.end) + " in work " + std::to_string(iv.work) +
+                  ", outside the " + std::to_string(nx) + " parts of its window " + range(first.kv_begin, last.kv_end));
     }
-    if (cursor < x.kv_end)
-      r.add("uncovered", x.q_row, cursor, x.kv_end, -1,
-            "q row " + std::to_string(x.q_row) + ": KV " + range(cursor, x.kv_end) + " is covered by no work");
+    for (size_t j = 0; j < nx; ++j) {
+      const RowExpectation& x = xs[j];
+      int64_t cursor = x.kv_begin;  // everything in [kv_begin, cursor) is covered once
+      for (size_t k = from; k < to; ++k) {
+        const RowInterval& iv = intervals[k];
+        const int64_t b = std::max(iv.begin, x.kv_begin), e = std::min(iv.end, x.kv_end);
+        if (b >= e) continue;
+        if (b > cursor)
+          r.add("uncovered", x.q_row, cursor, b, -1,
+                "q row " + std::to_string(x.q_row) + ": KV " + range(cursor, b) + " is covered by no work (next work " +
+                    std::to_string(iv.work) + " starts at " + std::to_string(b) + ")");
+        if (b < cursor)
+          r.add("covered_twice", x.q_row, b, std::min(cursor, e), iv.work,
+                "q row " + std::to_string(x.q_row) + ": KV " + range(b, std::min(cursor, e)) + " is covered again by work " +
+                    std::to_string(iv.work));
+        cursor = std::max(cursor, e);
+      }
+      if (cursor < x.kv_end)
+        r.add("uncovered", x.q_row, cursor, x.kv_end, -1,
+              "q row " + std::to_string(x.q_row) + ": KV " + range(cursor, x.kv_end) + " is covered by no work");
+    }
   };
   while (ei < exp.size() || ii < intervals.size()) {
     const int64_t row_e = ei < exp.size() ? exp[ei].q_row : INT64_MAX;
@@ -172,8 +203,10 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
     size_t to = ii;
     while (to < intervals.size() && intervals[to].row == row) ++to;
     if (row_e == row) {
-      check_row(exp[ei], ii, to);
-      while (ei < exp.size() && exp[ei].q_row == row) ++ei;
+      size_t ej = ei;
+      while (ej < exp.size() && exp[ej].q_row == row) ++ej;
+      check_row(&exp[ei], ej - ei, ii, to);
+      ei = ej;
     } else {
       for (size_t k = ii; k < to; ++k)
         r.add("extra", row, intervals[k].begin, intervals[k].end, intervals[k].work,

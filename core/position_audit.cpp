@@ -87,7 +87,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
     const RowWindow& rw = rows[i];
     if (rw.kind == MaskKind::padding) continue;
     a.rows_checked++;
-    const bool sparse = rw.kind == MaskKind::sparse;
+    const bool sparse = has_position_set(rw.kind);
     const int64_t wlen = sparse ? (int64_t)rw.sparse_positions.size() : rw.length();
     AuditRow bad;
     bool row_bad = false;

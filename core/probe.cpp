@@ -91,7 +91,7 @@ std::vector<Edge> row_edges(const Batch& b, const RowWindow& w, const std::vecto
       if (x.position == p) return;
     e.push_back({p, k, inside});
   };
-  if (w.kind == MaskKind::sparse) {
+  if (has_position_set(w.kind)) {
     const auto& sp = w.sparse_positions;
     if (sp.empty()) return e;
     add(sp.back(), ProbeEdge::last_allowed, true);
@@ -173,7 +173,7 @@ ProbeSpec plan_probe(const Batch& b, const std::vector<RowWindow>& rows, const R
     if (coded.empty()) continue;
     for (int h = 0; h < H; ++h) {
       const auto& [e, code] = coded[h % coded.size()];
-      const int64_t n = w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length();
+      const int64_t n = has_position_set(w.kind) ? (int64_t)w.sparse_positions.size() : w.length();
       spec.targets.push_back({w.row, w.request, w.token, h, e.position, e.edge, e.inside, code, n});
     }
   }

@@ -137,7 +137,7 @@ void sparse_row(const Batch& b, const RowWindow& w, const Inputs& in, Workspace&
 }
 
 bool row_is_empty(const RowWindow& w) {
-  return w.kind == MaskKind::sparse ? w.sparse_positions.empty() : w.length() <= 0;
+  return has_position_set(w.kind) ? w.sparse_positions.empty() : w.length() <= 0;
 }
 
 }  // namespace
@@ -174,7 +174,7 @@ ReferenceOutput compute_reference(const Batch& b, const std::vector<RowWindow>& 
   }
   parallel_for_with_state<Workspace>((int64_t)jobs.size(), threads, [&](Workspace& ws, int64_t job) {
     const RequestRows& rr = jobs[job];
-    if (rows[rr.begin].kind == MaskKind::sparse) {
+    if (has_position_set(rows[rr.begin].kind)) {
       for (int64_t i = rr.begin; i < rr.end; ++i) sparse_row(b, rows[i], in, ws, ref);
     } else {
       dense_request(b, rows, in, rr, ws, ref);

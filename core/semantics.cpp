@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/draft_tree.hpp"
 #include "core/rng.hpp"
 
 namespace mlactl {
@@ -70,6 +71,13 @@ std::vector<RowWindow> oracle_windows(const Batch& b) {
         w.sparse_positions = std::move(sparse_sets[sparse_i++]);
         w.begin = 0;
         w.end = r.context_len + t + 1;  // the causal bound the index set lives in
+      } else if (!r.draft_parents.empty()) {
+        // a draft of a tree: the prefix, its ancestors and itself (core/draft_tree.hpp)
+        w.kind = MaskKind::tree;
+        for (const auto& [lo, hi] : draft_row_key_intervals(DraftTree{r.draft_parents}, t, r.context_len))
+          for (int64_t p = lo; p < hi; ++p) w.sparse_positions.push_back(p);
+        w.begin = 0;
+        w.end = r.context_len + t + 1;  // the causal bound the set lives in
       } else if (b.decode.causal) {
         w.kind = MaskKind::causal;  // token t sees [0, c + t + 1)
         w.end = r.context_len + t + 1;

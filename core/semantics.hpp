@@ -8,13 +8,19 @@
 
 namespace mlactl {
 
-enum class MaskKind { causal, non_causal, padding, sparse };
+// tree: a draft row of a topk > 1 tree verify, which sees the request's prefix, its
+// ancestors among the drafts and itself (core/draft_tree.hpp); like sparse it is a set of
+// positions, not one interval.
+enum class MaskKind { causal, non_causal, padding, sparse, tree };
+// Rows whose KV is a set of positions (RowWindow::sparse_positions), not [begin, end).
+inline bool has_position_set(MaskKind k) { return k == MaskKind::sparse || k == MaskKind::tree; }
 inline const char* to_string(MaskKind k) {
   switch (k) {
     case MaskKind::causal: return "causal";
     case MaskKind::non_causal: return "non_causal";
     case MaskKind::padding: return "padding";
     case MaskKind::sparse: return "sparse";
+    case MaskKind::tree: return "tree";
   }
   return "?";
 }
@@ -28,7 +34,7 @@ struct RowWindow {
   int64_t end = 0;
   MaskKind kind = MaskKind::causal;
   int64_t length() const { return end - begin; }
-  // sparse: the positions this token sees (sorted ascending, distinct); else empty
+  // sparse, tree: the positions this token sees (sorted ascending, distinct); else empty
   std::vector<int64_t> sparse_positions;
 };
 

@@ -165,6 +165,10 @@ json random_sglang_batch(Rng& rng, int index) {
   d["sglang"] = {{"forward_mode", mode}};
   if (*backend) d["sglang"]["attention_backend"] = backend;
   if (mode != "decode") d["sglang"]["num_draft_tokens"] = drafts;
+  // a third of the verify steps verify a tree (topk 2 or 3): fa3's two passes, Triton's mask,
+  // the other backends' refusals
+  const bool tree = mode == "target_verify" && rng.below(3) == 0;
+  if (tree) d["sglang"]["speculative_topk"] = 2 + (int)rng.below(2);
   const int nreq = 1 + (int)rng.below(6);
   json reqs = json::array();
   int64_t total = 0;
@@ -183,6 +187,19 @@ json random_sglang_batch(Rng& rng, int index) {
     reqs.push_back({{"context_len", c}, {"query_len", q}});
   }
   for (int p = (int)rng.below(3); p > 0 && rng.below(2) == 0; --p) reqs.push_back({{"padding", true}});
+  if (tree) {
+    json trees = json::array();
+    for (const auto& r : reqs) {
+      if (r.contains("padding")) {
+        trees.push_back(nullptr);
+        continue;
+      }
+      json parents = json::array({-1});  // token 0 the root, every parent before its child
+      for (int i = 1; i < drafts; ++i) parents.push_back((int)rng.below((uint64_t)i));
+      trees.push_back({{"parents", parents}});
+    }
+    d["sglang"]["draft_trees"] = trees;
+  }
   d["requests"] = reqs;
   d["data"] = {{"seed", (int)rng.below(1000)}};
   return d;

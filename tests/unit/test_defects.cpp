@@ -116,7 +116,9 @@ TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, 
                                         "pad-repeat-noop",         "pad-append-only",     "gluon-arch-ungated",     "metadata-dtype-omitted",
                                         // the vLLM CUDA stack's (docs/stacks/vllm-cuda.md §C11)
                                         "flashmla-qlen-planned-as-one", "flashmla-stale-schedule", "flashmla-fp8-zero-pad",
-                                        "flashmla-no-work-marker", "triton-causal-per-request"};
+                                        "flashmla-no-work-marker", "triton-causal-per-request",
+                                        // the SGLang stack's (docs/stacks/sglang.md §S15)
+                                        "sglang-flashmla-kv-heads-from-config", "sglang-flashinfer-tree-mask-dropped"};
   REQUIRE(defect_catalog().size() == ids.size());
   const std::map<std::string, std::pair<std::string, std::string>> seed_pr = {
       {"verify-window-broadcast", {"000", "#50476"}}, {"causal-flag-dropped", {"001", "#55966"}},
@@ -125,7 +127,8 @@ TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, 
       {"gluon-arch-ungated", {"003", "#50578"}},      {"metadata-dtype-omitted", {"004", "#46997"}},
       {"flashmla-qlen-planned-as-one", {"-", "#27368"}}, {"flashmla-stale-schedule", {"-", "#35175"}},
       {"flashmla-fp8-zero-pad", {"-", "#35969"}},        {"flashmla-no-work-marker", {"-", "FlashMLA #3"}},
-      {"triton-causal-per-request", {"-", "#51065"}}};
+      {"triton-causal-per-request", {"-", "#51065"}},
+      {"sglang-flashmla-kv-heads-from-config", {"-", "sglang #5272"}}, {"sglang-flashinfer-tree-mask-dropped", {"-", "#4425 refusal"}}};
   const std::set<std::string> stages = {"builder", "router", "planner", "padding"};
   for (size_t i = 0; i < ids.size(); ++i) {
     const DefectInfo& d = defect_catalog()[i];

@@ -575,7 +575,14 @@ TEST_CASE("flashinfer mla: errors", "[sglang][flashinfer_mla]") {
       }
     };
     expect_invalid(mla_input({}, {}, 16, false), "empty batch");
-    expect_invalid(mla_input({1}, {10}, 128, false, 1), "no cluster");  // 1 SM, clusters of 2
+    // 1 SM, clusters of 2: upstream divides by zero clusters, a failure of the stack (exit 5)
+    try {
+      flashinfer_mla_plan(mla_input({1}, {10}, 128, false, 1));
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.exit_code() == kExitRefused);
+      CHECK_THAT(std::string(e.what()), Catch::Contains("no cluster"));
+    }
     expect_invalid(mla_input({1}, {-1}, 16, false), "kv_len[0]");
     expect_invalid(mla_input({1}, {1 << 30}, 16, false), "kv_len[0]");
     expect_invalid(mla_input({1}, {10}, 0, false), "num_heads");

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <string>
 
+#include "core/draft_tree.hpp"
 #include "core/planners/planner_util.hpp"
+#include "core/semantics.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla_works.hpp"
 #include "core/stacks/sglang/planners/triton_splits.hpp"
@@ -100,6 +102,91 @@ void plan_sglang_triton(const Batch& b, const DecodeMetadata& md, RoutePlan& p) 
   wl.planned_view = p.kernel_view;
 }
 
+bool has_tree(const Batch& b) {
+  for (const Request& r : b.requests)
+    if (!r.draft_parents.empty()) return true;
+  return false;
+}
+
+// topk > 1 tree verify (§S10), as works over per-row lists: row t of request r sees the
+// prefix [0, c) and the drafts its tree allows (ancestors and itself, in column order).
+// fa3 runs two passes, both non-causal: the prefix (cache_seqlens = seq_lens) and the
+// expand pass (one q row per draft over its allowed drafts' slots), merged by
+// merge_state_v2's LSE rule; as works, one per (row, pass), the two partials merged per row
+// (FA3's own splits inside a pass are not modelled here). triton's extend kernel reads the
+// prefix and the drafts its custom mask allows in one pass: one work per row over its list.
+void plan_tree_verify(const Batch& b, const DecodeMetadata& md, RoutePlan& p, bool two_pass) {
+  WorkList& wl = p.work;
+  wl.planner = two_pass ? "fa3_tree_two_pass" : "triton_extend_tree";
+  p.kv_indices.clear();
+  p.row_indptr.assign(1, 0);
+  int64_t next_partial = 0;
+  const std::vector<RowWindow> oracle = oracle_windows(b);
+  for (int64_t r = 0; r < md.num_requests; ++r) {
+    const Request& q = b.requests[(size_t)r];
+    const int64_t q0 = md.qo_indptr[(size_t)r], L = md.qo_len[(size_t)r];
+    const int64_t prefix = md.seq_k[(size_t)r] - L;
+    const std::vector<std::vector<int32_t>> allowed =
+        q.draft_parents.empty() ? std::vector<std::vector<int32_t>>{} : draft_allowed_columns(DraftTree{q.draft_parents});
+    auto columns = [&](int64_t t) {  // a padding slot's rows (no tree): every draft
+      if (!allowed.empty()) return allowed[(size_t)t];
+      std::vector<int32_t> all((size_t)L);
+      for (int64_t j = 0; j < L; ++j) all[(size_t)j] = (int32_t)j;
+      return all;
+    };
+    const int64_t prefix_at = (int64_t)p.kv_indices.size();
+    if (two_pass)
+      for (int64_t j = 0; j < prefix; ++j) p.kv_indices.push_back((int32_t)token_slot(b, (int)r, j));
+    for (int64_t t = 0; t < L; ++t) {
+      const int64_t row = q0 + t;
+      const int64_t row_at = (int64_t)p.kv_indices.size();
+      if (!two_pass)
+        for (int64_t j = 0; j < prefix; ++j) p.kv_indices.push_back((int32_t)token_slot(b, (int)r, j));
+      const int64_t drafts_at = (int64_t)p.kv_indices.size();
+      for (int32_t c : columns(t)) p.kv_indices.push_back((int32_t)token_slot(b, (int)r, prefix + c));
+      const int64_t end = (int64_t)p.kv_indices.size();
+      p.row_indptr.push_back((int32_t)end);
+      if (!two_pass || prefix == 0) {
+        planner_util::emit_row_chunks(wl, row, two_pass ? drafts_at : row_at, end - (two_pass ? drafts_at : row_at),
+                                      {{0, end - (two_pass ? drafts_at : row_at)}}, next_partial);
+      } else {
+        std::vector<int32_t> plocs;
+        for (const auto& [ks, ke] : {std::pair<int64_t, int64_t>{prefix_at, prefix_at + prefix}, {drafts_at, end}}) {
+          WorkInfo w;
+          w.batch_idx = (int32_t)r;
+          w.partial_qo_loc = (int32_t)next_partial++;
+          w.qo_start = (int32_t)row;
+          w.qo_end = (int32_t)(row + 1);
+          w.kv_start = (int32_t)ks;
+          w.kv_end = (int32_t)ke;
+          plocs.push_back(w.partial_qo_loc);
+          wl.work_info.push_back(w);
+        }
+        planner_util::add_reduce_tile(wl, (int32_t)row, (int32_t)(row + 1), plocs);
+      }
+      // the oracle's expectation: the row's entries (two parts when the prefix is apart)
+      const bool required = oracle[(size_t)row].kind != MaskKind::padding;
+      if (two_pass && prefix > 0) {
+        p.expectations.push_back({row, prefix_at, prefix_at + prefix, required});
+        p.expectations.push_back({row, drafts_at, end, required});
+      } else {
+        p.expectations.push_back({row, two_pass ? drafts_at : row_at, end, required});
+      }
+    }
+  }
+  if (wl.reduce_indptr.empty()) wl.reduce_indptr.push_back(0);
+  planner_util::deal_works_evenly(wl, b.platform.num_cu);
+  wl.num_partial_rows = next_partial;
+  wl.num_q_rows = md.qo_indptr.back();
+  p.kernel_view.q_layout = two_pass ? QLayout::per_request : QLayout::flattened_rows;
+  if (two_pass) p.row_indptr.clear();
+  p.kernel_view.q_tokens_per_tile = 1;
+  p.kernel_view.causal = false;  // the lists are the rows' allowed sets
+  wl.planned_view = p.kernel_view;
+  p.notes.push_back(two_pass ? "tree verify (topk > 1): FA3's prefix pass and expand pass per draft row, merged by LSE (merge_state_v2)"
+                             : "tree verify (topk > 1): the extend kernel's custom mask, one list per draft row (prefix + allowed drafts)");
+}
+
 // BatchMLAPagedAttentionWrapper.plan -> MLAPlan over the builder's lists (§S4, §S12):
 // page size 1, kv_len_arr = the KV each request attends, causal except in decode.
 void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
@@ -175,6 +262,15 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   p.heads = md.heads;
   p.kernel_view = vllm_cuda::cuda_base_view(b);
   const auto t0 = std::chrono::steady_clock::now();
+  if (has_tree(b) && (rd.route == Route::flash_attn_mla || rd.route == Route::triton_extend)) {
+    plan_tree_verify(b, md, p, rd.route == Route::flash_attn_mla);
+    p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    p.work.planned_view.head_dim = p.kernel_view.head_dim;
+    p.work.planned_view.v_dim = p.kernel_view.v_dim;
+    p.work.planned_view.q_dtype = p.kernel_view.q_dtype;
+    p.work.planned_view.kv_dtype = p.kernel_view.kv_dtype;
+    return p;
+  }
   switch (rd.route) {
     case Route::flash_attn_mla: vllm_cuda::plan_fa3_route(b, md, p); break;
     case Route::flashmla: {

@@ -147,11 +147,21 @@ RouteDecision route_sglang(const Batch& b, std::optional<Route> forced) {
       return d;
     }
     if (backend == Backend::flashinfer) {
-      refuse(d, "ValueError", "Currently Flashinfer MLA only supports topk=1 for speculative decoding");
-      return d;
+      // sglang-flashinfer-tree-mask-dropped (sglang #4425): before the refusal, the verify
+      // custom mask was built and dropped, the plan causal: each draft saw a chain
+      if (!b.has_defect("sglang-flashinfer-tree-mask-dropped")) {
+        refuse(d, "ValueError", "Currently Flashinfer MLA only supports topk=1 for speculative decoding");
+        return d;
+      }
+      d.findings.push_back("FlashInfer MLA runs topk > 1 with its causal flag only: the tree's custom mask is built and dropped (sglang #4425)");
     }
     if (backend == Backend::flashmla) {
       refuse(d, "ValueError", "Currently FlashMLA only supports topk=1 for speculative decoding");
+      return d;
+    }
+    if (backend == Backend::aiter) {
+      refuse(d, "NotModelled", "aiter with speculative_eagle_topk > 1: SGLang raises nothing, but mla_decode_fwd is given no tree mask "
+                               "(what it then computes is not confirmed, docs/stacks/sglang.md §S16)");
       return d;
     }
   }

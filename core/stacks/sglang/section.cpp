@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "core/draft_tree.hpp"
 #include "core/json_fields.hpp"
 
 namespace mlactl::sglang {
@@ -82,7 +83,7 @@ void parse_section(const nlohmann::json* doc, bool block_size_given, Batch& b) {
   if (doc) {
     require_object(*doc, p);
     check_keys(*doc, p, {"attention_backend", "forward_mode", "num_draft_tokens", "speculative_topk", "kv_heads_per_rank", "cuda_graph",
-                         "deterministic", "max_context_len"});
+                         "deterministic", "max_context_len", "draft_trees"});
     if (const json* v = find(*doc, "attention_backend"))
       s->attention_backend = backend_from_string(get_enum(*v, p + "/attention_backend", backend_names()));
     if (const json* v = find(*doc, "forward_mode")) {
@@ -138,8 +139,33 @@ void parse_section(const nlohmann::json* doc, bool block_size_given, Batch& b) {
   if (s->speculative_topk > 1 && s->forward_mode != ForwardMode::target_verify)
     throw invalid_input(p + "/speculative_topk", "is " + std::to_string(s->speculative_topk) +
                                                      "; a draft tree is verified in target_verify (sglang.forward_mode), the other modes run topk 1 rows");
-  if (s->speculative_topk > 1)
-    throw invalid_input(p + "/speculative_topk", "topk > 1 tree verify needs per-request draft trees, which this mlactl does not read yet (docs/stacks/sglang.md §S10)");
+  // topk > 1: each request's draft tree (parent indices, docs/stacks/sglang.md §S10), one
+  // list per request in order (null for a padding slot)
+  const json* trees = doc ? find(*doc, "draft_trees") : nullptr;
+  if (trees && s->speculative_topk == 1)
+    throw invalid_input(p + "/draft_trees", "is a topk > 1 tree verify's; sglang.speculative_topk is 1 (the drafts are a chain)");
+  if (s->speculative_topk > 1) {
+    if (!trees) throw invalid_input(p + "/draft_trees", "is required for speculative_topk > 1: one {\"parents\": [...]} per request (token 0 the root, -1)");
+    if (!trees->is_array() || trees->size() != b.requests.size())
+      throw invalid_input(p + "/draft_trees", "must be an array with one {\"parents\": [...]} per request (" + std::to_string(b.requests.size()) + ")");
+    for (size_t i = 0; i < b.requests.size(); ++i) {
+      const std::string tp = p + "/draft_trees/" + std::to_string(i);
+      const json& t = (*trees)[i];
+      if (b.requests[i].padding) {
+        if (!t.is_null()) throw invalid_input(tp, "must be null: request " + std::to_string(i) + " is a padding slot");
+        continue;
+      }
+      require_object(t, tp);
+      check_keys(t, tp, {"parents"});
+      const json* par = find(t, "parents");
+      if (!par) throw invalid_input(tp + "/parents", "is required: the parent of each draft token (token 0 the root: -1)");
+      if (!par->is_array()) throw invalid_input(tp + "/parents", std::string("must be an array of parent indices, got ") + type_name(*par));
+      DraftTree tree;
+      for (size_t j = 0; j < par->size(); ++j) tree.parents.push_back((int32_t)get_int((*par)[j], tp + "/parents/" + std::to_string(j), -1, 1 << 20));
+      validate_draft_tree(tree, b.requests[i].query_len, tp);
+      b.requests[i].draft_parents = tree.parents;
+    }
+  }
 
   // SGLang's rows are causal in every mode, aligned to the end of the KV (§S9); a decode
   // row of one token sees its whole request either way.
@@ -190,6 +216,7 @@ nlohmann::ordered_json section_schema() {
         {"kv_heads_per_rank", {{"type", "integer"}, {"minimum", 1}, {"description", "get_num_kv_heads(tp); default model.num_heads"}}},
         {"cuda_graph", {{"type", "boolean"}, {"description", "a CUDA-graph replay (default: true when the batch has padding slots)"}}},
         {"deterministic", {{"type", "boolean"}, {"default", false}}},
+        {"draft_trees", {{"type", "array"}, {"description", "speculative_topk > 1: per request {\"parents\": [...]}, the parent of each draft token (token 0 the root: -1); null for a padding slot"}}},
         {"max_context_len", {{"type", "integer"}, {"minimum", 1}, {"default", 163840}, {"description", "model_config.context_len (the Triton backend's split cap)"}}}}}};
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/draft_tree.hpp"
 #include "core/stacks/sglang/builder.hpp"
 #include "core/stacks/sglang/router.hpp"
 #include "core/stacks/sglang/section.hpp"
@@ -23,7 +24,7 @@ class SglangStack final : public Stack {
     return r;
   }
   const std::vector<std::string>& defect_ids() const override {
-    static const std::vector<std::string> ids = {"sglang-flashmla-kv-heads-from-config"};
+    static const std::vector<std::string> ids = {"sglang-flashmla-kv-heads-from-config", "sglang-flashinfer-tree-mask-dropped"};
     return ids;
   }
   ServingStack serving() const override { return ServingStack::sglang; }
@@ -70,8 +71,20 @@ class SglangStack final : public Stack {
   std::string planner_rules_text(const Batch&) const override { return {}; }
   bool builds_min_kv_seq_len() const override { return false; }
   // every SGLang kernel aligns a request's query rows to the end of its KV (§S9)
+  // every SGLang kernel aligns a request's query rows to the end of its KV (§S9); a tree
+  // row's metadata (the custom mask, FA3's expand-pass page table) gives it the prefix and
+  // the drafts its tree allows: compared by count, as a set
   MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route, const std::vector<RowWindow>& rows) const override {
-    return vllm_cuda::cuda_metadata_windows(b, md, route == Route::triton_mla ? Route::triton_mla : Route::flash_attn_mla, rows);
+    MetadataWindows mw = vllm_cuda::cuda_metadata_windows(b, md, route == Route::triton_mla ? Route::triton_mla : Route::flash_attn_mla, rows);
+    if (!mw.available) return mw;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Request& q = b.requests[(size_t)rows[i].request];
+      if (q.draft_parents.empty()) continue;
+      const auto cols = draft_allowed_columns(DraftTree{q.draft_parents});
+      mw.begin[i] = 0;
+      mw.end[i] = q.context_len + (int64_t)cols[(size_t)rows[i].token].size();
+    }
+    return mw;
   }
 };
 

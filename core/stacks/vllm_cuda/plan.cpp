@@ -264,6 +264,17 @@ std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, 
   std::vector<RowExpectation> out;
   out.reserve(rows.size());
   for (const RowWindow& w : rows) {
+    if (w.kind == MaskKind::tree) {
+      // a draft of a tree sees a set of positions: one expectation per run of them
+      const int64_t q_row = md.qo_indptr[w.request] + w.token, base = md.paged_kv_indptr[w.request];
+      for (size_t i = 0; i < w.sparse_positions.size();) {
+        size_t j = i + 1;
+        while (j < w.sparse_positions.size() && w.sparse_positions[j] == w.sparse_positions[j - 1] + 1) ++j;
+        out.push_back({q_row, base + w.sparse_positions[i], base + w.sparse_positions[j - 1] + 1, true});
+        i = j;
+      }
+      continue;
+    }
     RowExpectation e;
     e.q_row = md.qo_indptr[w.request] + w.token;
     e.kv_begin = md.paged_kv_indptr[w.request] + (w.kind == MaskKind::padding ? 0 : w.begin);

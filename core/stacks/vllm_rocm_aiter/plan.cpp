@@ -255,7 +255,7 @@ void expectations_from_oracle(const PlanContext& c, RoutePlan& p) {
       len = w.kind == MaskKind::padding ? 0 : w.length();
     } else {
       base = p.row_indptr[i];
-      len = w.kind == MaskKind::padding ? 0 : (w.kind == MaskKind::sparse ? (int64_t)w.sparse_positions.size() : w.length());
+      len = w.kind == MaskKind::padding ? 0 : (has_position_set(w.kind) ? (int64_t)w.sparse_positions.size() : w.length());
     }
     for (int g = 0; g < k; ++g) {
       RowExpectation e;
