@@ -289,6 +289,24 @@ const std::vector<DefectInfo>& defect_catalog() {
           "expects that refusal.",
           {},
       },
+      {
+          "flashinfer-causal-negative-kv-end",
+          "-",
+          "flashinfer 480d1ae0",
+          "FlashInfer's packed_causal_kv_end without its clamp at 0 (flashinfer PR #1533, issue #1395), as SGLang's flashinfer MLA backend plans with it",
+          "planner",
+          "core/stacks/sglang/plan.cpp (MLAPlan's input), core/stacks/sglang/planners/flashinfer_mla.cpp (packed_causal_kv_end)",
+          "a causal q tile of a request with more q tokens than keys gets a negative KV end: no work, and a lower total that shrinks kv_len_limit",
+          "`schedule`/`run`: refused with FlashInfer's \"Internal Error: merge_cta_counter should be less than or equal to num_sm\" where the smaller chunks need more merge CTAs than SMs; elsewhere the tiles' rows are never written",
+          "MLAPlan sizes its KV chunks from the total effective KV of all causal q tiles. For a request with more q tokens than "
+          "keys, a non-last tile's causal end kv_len - qo_len + ceil((t+1) * tile / H) is negative: before flashinfer #1533 "
+          "nothing clamped it, so the tile's chunk loop never ran (its rows left as torch.empty) and the negative length "
+          "lowered the total, hence kv_len_limit, hence cut every other request into more chunks. In SGLang the shape occurs in "
+          "draft_extend under a CUDA graph: a padding slot gets q_len = steps + 1 over seq_len 1 (docs/stacks/sglang.md §S11); "
+          "with 128 heads its tiles hold one token each. With enough chunks the merge CTAs outnumber the SMs and the planner "
+          "raises its internal error, a crash of the replay. The fix clamps the end at 0: a zero-length work writes the rows empty.",
+          {},
+      },
   };
   return catalog;
 }

@@ -198,6 +198,9 @@ void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   in.num_heads = b.model.num_heads;
   in.num_sm = b.platform.num_cu;
   in.causal = s.forward_mode != ForwardMode::decode;
+  // flashinfer-causal-negative-kv-end (flashinfer #1533, fixed by 480d1ae0): a causal tile
+  // of a request with more q tokens than keys got a negative KV end and no work
+  in.clamp_causal_kv_end = !b.has_defect("flashinfer-causal-negative-kv-end");
   const auto t0 = std::chrono::steady_clock::now();
   const MlaPlan plan = flashinfer_mla_plan(in);
   p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -24,7 +24,8 @@ class SglangStack final : public Stack {
     return r;
   }
   const std::vector<std::string>& defect_ids() const override {
-    static const std::vector<std::string> ids = {"sglang-flashmla-kv-heads-from-config", "sglang-flashinfer-tree-mask-dropped"};
+    static const std::vector<std::string> ids = {"sglang-flashmla-kv-heads-from-config", "sglang-flashinfer-tree-mask-dropped",
+                                                 "flashinfer-causal-negative-kv-end"};
     return ids;
   }
   ServingStack serving() const override { return ServingStack::sglang; }
