@@ -307,6 +307,23 @@ const std::vector<DefectInfo>& defect_catalog() {
           "raises its internal error, a crash of the replay. The fix clamps the end at 0: a zero-length work writes the rows empty.",
           {},
       },
+      {
+          "sglang-eagle-stale-qo-indptr",
+          "-",
+          "sglang #15601",
+          "SGLang's draft_extend under EAGLE running FlashInfer MLA with forward metadata not refreshed since target_verify (with flashinfer #2236)",
+          "planner",
+          "core/stacks/sglang/plan.cpp (MLAPlan's qo_indptr and kv_len in draft_extend)",
+          "draft_extend planned with the verify step's qo_indptr (arange * D) and KV (prefix + D) while q holds the accepted tokens",
+          "`schedule`: invariants broken (works address q rows past the accepted tokens, rows read other requests' KV); `run` stops at the q rows outside the q tensor (exit 4: upstream's illegal memory access)",
+          "BatchMLAPagedAttentionWrapper.run reads the q rows its plan names. Under EAGLE the draft_extend step must re-plan "
+          "with its own qo_indptr (the cumulative accepted tokens, ragged) and post-accept KV lengths; when forward_metadata "
+          "was not refreshed the wrapper ran the plan of the target_verify step before it: D q rows per request and the "
+          "verify step's KV lengths. With fewer accepted tokens than drafts the plan addresses q rows past the end of q "
+          "(an illegal memory access), and every request after the first reads the q rows and KV of the wrong request. "
+          "sglang #15601 refreshes the metadata (flashinfer #2236 adds a check that q's rows match the plan).",
+          {},
+      },
   };
   return catalog;
 }

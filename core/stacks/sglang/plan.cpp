@@ -201,15 +201,32 @@ void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   // flashinfer-causal-negative-kv-end (flashinfer #1533, fixed by 480d1ae0): a causal tile
   // of a request with more q tokens than keys got a negative KV end and no work
   in.clamp_causal_kv_end = !b.has_defect("flashinfer-causal-negative-kv-end");
+  // sglang-eagle-stale-qo-indptr (sglang #15601 with flashinfer #2236): draft_extend runs
+  // against the forward metadata of the target_verify step before it, not refreshed: D
+  // rows per request (arange * D) and the verify step's KV (prefix + D), while q holds the
+  // accepted tokens only
+  const bool stale = s.forward_mode == ForwardMode::draft_extend && b.has_defect("sglang-eagle-stale-qo-indptr");
+  if (stale) {
+    const int64_t D = *s.num_draft_tokens;
+    for (int64_t r = 0; r < md.num_requests; ++r) {
+      in.qo_indptr[(size_t)r + 1] = (int32_t)((r + 1) * D);
+      in.kv_len[(size_t)r] = (int32_t)(md.seq_k[(size_t)r] - md.qo_len[(size_t)r] + D);
+      in.kv_indptr[(size_t)r + 1] = in.kv_indptr[(size_t)r] + in.kv_len[(size_t)r];
+    }
+    p.notes.push_back("draft_extend planned with the target_verify step's forward metadata (qo_indptr = arange * " + std::to_string(D) +
+                      ", KV prefix + " + std::to_string(D) + "): the works address " + std::to_string(in.qo_indptr.back()) + " q rows, q has " +
+                      std::to_string(md.qo_indptr.back()) + " (sglang #15601)");
+  }
   const auto t0 = std::chrono::steady_clock::now();
   const MlaPlan plan = flashinfer_mla_plan(in);
   p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   FlashinferMlaWorkInput wi;
-  wi.qo_indptr = md.qo_indptr;
+  wi.qo_indptr = stale ? in.qo_indptr : md.qo_indptr;
   wi.kv_list_indptr = md.paged_kv_indptr;
   wi.num_heads = b.model.num_heads;
   wi.causal = in.causal;
   p.work = flashinfer_mla_work_list(plan, wi);
+  p.work.num_q_rows = md.qo_indptr.back();  // the q the kernel is given, whatever the plan addresses
   p.schedule_words = flashinfer_mla_words(plan, b.model.num_heads);
   auto flat = [](const std::string& name, const std::vector<int32_t>& v) { return StackArray{name, 0, false, {v.begin(), v.end()}}; };
   auto merge_prefix = [&](const std::vector<int32_t>& v) { return std::vector<int32_t>(v.begin(), v.begin() + plan.merge_cta_counter); };
