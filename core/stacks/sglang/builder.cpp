@@ -142,12 +142,18 @@ DecodeMetadata build_sglang(const Batch& b, std::optional<Backend> backend) {
         md.stack_arrays.push_back(flat("kv_indptr", widen(md.paged_kv_indptr)));
         break;
       }
-      // the extend kernel reads the prefix from the cache (kv_indptr over seq_lens) and the
-      // query tokens' own K/V from this forward (§S7)
-      std::vector<int64_t> prefix_indptr{0};
-      for (int64_t r = 0; r < R; ++r) prefix_indptr.push_back(prefix_indptr.back() + md.seq_k[r] - md.qo_len[r]);
+      // the extend kernel reads kv_indptr's entries from the cache and the query tokens' own
+      // K/V from this forward (§S7): target_verify's kv_indptr is cumsum(seq_lens), the
+      // prefix; draft_extend's is cumsum(seq_lens) too, but its seq_lens are post-accept, so
+      // as built the accepted tokens would be read twice (§S16.1, unconfirmed): mlactl runs
+      // the prefix + extend the kernel is meant to see and says so
+      std::vector<int64_t> kv_indptr{0};
+      for (int64_t r = 0; r < R; ++r) kv_indptr.push_back(kv_indptr.back() + seq_lens[(size_t)r]);
       md.stack_arrays.push_back(flat("qo_indptr", widen(md.qo_indptr)));
-      md.stack_arrays.push_back(flat("kv_indptr", prefix_indptr));
+      md.stack_arrays.push_back(flat("kv_indptr", kv_indptr));
+      if (s.forward_mode == ForwardMode::draft_extend)
+        md.notes.push_back("triton draft_extend: kv_indptr = cumsum(seq_lens) counts the accepted tokens, which the extend part "
+                           "supplies again (docs/stacks/sglang.md §S16.1, unconfirmed); mlactl executes prefix = seq_lens - accepted");
       md.stack_arrays.push_back(scalar("max_extend_len", md.max_qo_len));
       break;
     }
