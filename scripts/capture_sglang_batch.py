@@ -103,46 +103,17 @@ torch tensors both work (and the tests use plain fakes).
 """
 import json
 import os
-import tempfile
+import sys
+
+# the readers and the atomic writer the vLLM helper already has (same folder)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from capture_vllm_batch import _dtype, _ints, _rows, _write_atomic  # noqa: E402
 
 __all__ = ["sglang_batch", "capture_sglang_batch"]
 
-_DTYPES = {
-    "bfloat16": "bf16", "bf16": "bf16",
-    "float16": "fp16", "half": "fp16", "fp16": "fp16",
-    "fp8": "fp8", "fp8_e4m3": "fp8", "float8_e4m3fn": "fp8", "float8_e4m3fnuz": "fp8",
-    "auto": "auto",
-}
 _BACKENDS = ("fa3", "flashmla", "flashinfer", "triton", "aiter")
 _MODES = ("decode", "target_verify", "draft_extend")
 _FLASHMLA_PAGE = 64
-
-
-def _dtype(x, what):
-    name = str(x).replace("torch.", "")
-    if name not in _DTYPES:
-        raise ValueError(f"{what}: {x!r} is not a dtype mlactl models ({', '.join(sorted(set(_DTYPES.values())))})")
-    return _DTYPES[name]
-
-
-def _ints(x):
-    """A tensor, array or list as a flat list of Python ints."""
-    v = x.tolist() if hasattr(x, "tolist") else list(x)
-    out = []
-    stack = [v]
-    while stack:  # flatten nested lists in order
-        top = stack.pop()
-        if isinstance(top, (list, tuple)):
-            stack.extend(reversed(top))
-        else:
-            out.append(int(top))
-    return out
-
-
-def _rows(x):
-    """A 2-D tensor as a list of lists of ints."""
-    v = x.tolist() if hasattr(x, "tolist") else [list(r) for r in x]
-    return [[int(e) for e in row] for row in v]
 
 
 def _field(obj, *names):
@@ -480,19 +451,6 @@ def sglang_batch(forward_batch, backend_metadata=None, *, attention_backend, num
     if size > max_bytes:
         raise ValueError(f"the batch would be {size} bytes, over max_bytes={max_bytes}")
     return doc
-
-
-def _write_atomic(path, data):
-    """``data`` (bytes) to ``path`` through a unique temporary file in its folder."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".capture-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def capture_sglang_batch(forward_batch, backend_metadata, path, **kw):

@@ -11,6 +11,7 @@
 
 #include "core/draft_tree.hpp"
 #include "core/types.hpp"
+#include "error_text.hpp"
 
 using namespace mlactl;
 
@@ -18,18 +19,8 @@ namespace {
 
 using Intervals = std::vector<std::pair<int64_t, int64_t>>;
 
-std::string dt_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.exit_code() == kExitInvalidInput);
-    return e.what();
-  }
-  return "(no error)";
-}
-
 std::string dt_validate_error(const std::vector<int32_t>& parents, int64_t query_len) {
-  return dt_error_of([&] { validate_draft_tree(DraftTree{parents}, query_len, "/requests/2/draft_tree"); });
+  return invalid_input_text([&] { validate_draft_tree(DraftTree{parents}, query_len, "/requests/2/draft_tree"); });
 }
 
 // SGLang's retrieve_next_token / retrieve_next_sibling (first child, next sibling) to parents
@@ -72,8 +63,8 @@ TEST_CASE("draft tree: a branching tree gives exact sets", "[draft_tree]") {
   // no prefix: no empty [0, 0) interval
   CHECK(draft_row_key_intervals(t, 4, 0) == Intervals{{0, 1}, {2, 3}, {4, 5}});
   CHECK(draft_depths(t) == std::vector<int32_t>{0, 1, 1, 2, 2});
-  CHECK_THAT(dt_error_of([&] { draft_row_key_intervals(t, 5, 10); }), Catch::Contains("draft tree: row 5 is outside [0, 5)"));
-  CHECK_THAT(dt_error_of([&] { draft_row_key_intervals(t, 0, -1); }), Catch::Contains("prefix_len -1 is negative"));
+  CHECK_THAT(invalid_input_text([&] { draft_row_key_intervals(t, 5, 10); }), Catch::Contains("draft tree: row 5 is outside [0, 5)"));
+  CHECK_THAT(invalid_input_text([&] { draft_row_key_intervals(t, 0, -1); }), Catch::Contains("prefix_len -1 is negative"));
 }
 
 TEST_CASE("draft tree: upstream build_tree_kernel_efficient test tree", "[draft_tree]") {
@@ -116,7 +107,7 @@ TEST_CASE("draft tree: malformed trees name the field", "[draft_tree]") {
   CHECK_THAT(dt_validate_error({-1, 2, 0}, 3),
              Catch::Contains("/requests/2/draft_tree/parents/1: is 2, not earlier than token 1: SGLang orders verify tokens so that a parent precedes its child"));
   // the helpers refuse an invalid tree too
-  CHECK_THAT(dt_error_of([] { draft_allowed_columns(DraftTree{{-1, 2, 1}}); }), Catch::Contains("closes a cycle"));
+  CHECK_THAT(invalid_input_text([] { draft_allowed_columns(DraftTree{{-1, 2, 1}}); }), Catch::Contains("closes a cycle"));
   CHECK_FALSE(is_chain(DraftTree{{-1, 0, 0}}));
 }
 

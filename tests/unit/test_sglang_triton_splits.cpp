@@ -12,6 +12,7 @@
 
 #include "core/stacks/sglang/planners/triton_splits.hpp"
 #include "core/types.hpp"
+#include "error_text.hpp"
 
 using namespace mlactl;
 using namespace mlactl::sglang;
@@ -28,16 +29,6 @@ SglangTritonSplitsInput sg_input(const std::vector<int64_t>& lens, int heads, in
   in.num_group = num_group;
   in.device_core_count = cores;
   return in;
-}
-
-std::string sg_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    CHECK(e.exit_code() == kExitInvalidInput);
-    return e.what();
-  }
-  return "(no error)";
 }
 
 std::vector<std::pair<int64_t, int64_t>> sg_nonempty(int64_t seq, int32_t splits, int max_splits) {
@@ -191,32 +182,32 @@ TEST_CASE("sglang triton: static, no core count and deterministic paths", "[sgla
   in.split_tile_size = 100;
   CHECK(sglang_triton_num_kv_splits(in) == std::vector<int32_t>{1, 1, 3, 3, 3, 3, 0, 0});
   in.split_tile_size = 0;
-  CHECK_THAT(sg_error_of([&] { sglang_triton_num_kv_splits(in); }), Catch::Contains("split_tile_size is 0"));
+  CHECK_THAT(invalid_input_text([&] { sglang_triton_num_kv_splits(in); }), Catch::Contains("split_tile_size is 0"));
 }
 
 TEST_CASE("sglang triton: refusals name the problem", "[sglang][triton]") {
   // a zero length on the heuristic path: min_len 0 -> cdiv(max_len, 0)
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({100, 0, 7}, 16, 16, 8)); }),
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({100, 0, 7}, 16, 16, 8)); }),
              Catch::Contains("sglang triton splits: seq_lens[1] is 0: get_num_kv_splits_triton would compute cdiv(max_len, min_len) "
                              "with min_len 0, an integer division by zero"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({0, 0}, 16, 16, 8)); }), Catch::Contains("seq_lens[0] is 0"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({0, 0}, 16, 16, 8)); }), Catch::Contains("seq_lens[0] is 0"));
   // ... but the static fill never divides: no refusal
   auto st = sg_input({0, 0}, 16, 16, 8);
   st.static_kv_splits = true;
   CHECK(sglang_triton_num_kv_splits(st) == std::vector<int32_t>{8, 8});
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({}, 16, 16, 8)); }), Catch::Contains("seq_lens is empty"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({-3}, 16, 16, 8)); }), Catch::Contains("seq_lens[0] is -3"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({kSglangTritonMaxSeqLen + 1}, 16, 16, 8)); }),
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({}, 16, 16, 8)); }), Catch::Contains("seq_lens is empty"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({-3}, 16, 16, 8)); }), Catch::Contains("seq_lens[0] is -3"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({kSglangTritonMaxSeqLen + 1}, 16, 16, 8)); }),
              Catch::Contains("seq_lens[0] is 214748365"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({10}, 16, 16, 0)); }), Catch::Contains("max_kv_splits is 0"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({10}, 16, 16, 8, 0)); }), Catch::Contains("num_group is 0"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({10}, 16, 0, 8)); }), Catch::Contains("num_head and num_kv_head"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_num_kv_splits(sg_input({10}, 4, 8, 8)); }),
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({10}, 16, 16, 0)); }), Catch::Contains("max_kv_splits is 0"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({10}, 16, 16, 8, 0)); }), Catch::Contains("num_group is 0"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({10}, 16, 0, 8)); }), Catch::Contains("num_head and num_kv_head"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_num_kv_splits(sg_input({10}, 4, 8, 8)); }),
              Catch::Contains("num_head 4 < num_kv_head 8"));
   // the kernel's cdiv(seq_len, num_kv_splits) with 0 splits
-  CHECK_THAT(sg_error_of([] { sglang_triton_split_kv_range(10, 0, 0); }),
+  CHECK_THAT(invalid_input_text([] { sglang_triton_split_kv_range(10, 0, 0); }),
              Catch::Contains("num_kv_splits is 0: the decode kernel computes cdiv(seq_len, num_kv_splits)"));
-  CHECK_THAT(sg_error_of([] { sglang_triton_split_kv_range(10, 1, -1); }), Catch::Contains("split_id is -1"));
+  CHECK_THAT(invalid_input_text([] { sglang_triton_split_kv_range(10, 1, -1); }), Catch::Contains("split_id is -1"));
   // a 0-token request with splits >= 1: every split empty
   for (const auto& r : sglang_triton_split_kv_ranges(0, 3, 4)) CHECK(r.empty());
 }
