@@ -34,6 +34,8 @@ bool aiter_finding(const cli::RunOutcome& o) {
   for (const auto& n : o.plan->notes)
     if (n.find("causal trim counts tiles") != std::string::npos || n.find("fold trim") != std::string::npos ||
         n.find("negative-length") != std::string::npos ||
+        // SGLang's aiter: planned with is_causal False, run causal (docs/stacks/sglang.md §S8)
+        n.find("planned non-causal (is_causal False)") != std::string::npos ||
         // vLLM's sparse builder never passes dtype_q/dtype_kv (docs/stacks/vllm-rocm-aiter.md §V1 (e)); where
         // fp8 folds differently from bf16 the plan and the kernel disagree (docs/stacks/vllm-rocm-aiter.md §A6, ATOM #883)
         n.find("planner and kernel disagree on the head fold") != std::string::npos)
@@ -157,8 +159,11 @@ json random_sglang_batch(Rng& rng, int index) {
   const std::string mode = modes[rng.below(4)];
   const int drafts = 2 + (int)rng.below(4);
   const bool fp8 = rng.below(4) == 0;
-  d["platform"] = {{"stack", "sglang"}, {"arch", "sm90"}};
-  if (rng.below(4) == 0) d["platform"]["num_cu"] = (int)(1 + rng.below(160));
+  // a quarter on ROCm: aiter (named, or SGLang's default for 16 or 128 heads) or triton
+  const bool rocm = rng.below(4) == 0;
+  d["platform"] = {{"stack", "sglang"}, {"arch", rocm ? (rng.below(2) ? "gfx942" : "gfx950") : "sm90"}};
+  if (rng.below(4) == 0) d["platform"]["num_cu"] = (int)(1 + rng.below(rocm ? 304 : 160));
+  if (rocm) backend = rng.below(2) ? "aiter" : "";
   d["model"] = {{"num_heads", heads}, {"dtype", rng.below(4) == 0 ? "fp16" : "bf16"}};
   d["kv_cache"] = {{"dtype", fp8 ? "fp8" : "auto"}, {"layout", rng.below(2) ? "shuffled" : "sequential"}};
   if (fp8) d["kv_cache"]["scale"] = 0.25 + rng.uniform01();

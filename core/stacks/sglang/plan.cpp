@@ -16,6 +16,8 @@
 #include "core/stacks/sglang/section.hpp"
 #include "core/stacks/sglang/stack.hpp"
 #include "core/stacks/vllm_cuda/planners/flashmla.hpp"
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
+#include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 #include "core/stacks/vllm_cuda/stack.hpp"
 
 namespace mlactl::sglang {
@@ -27,6 +29,8 @@ const std::vector<PlannerEntry>& sglang_planner_registry() {
       {PlannerId::flashinfer_mla, {Route::flashinfer_mla}, {Route::flashinfer_mla}},
       {PlannerId::sglang_triton, {Route::triton_mla}, {Route::triton_mla}},
       {PlannerId::triton_extend, {Route::triton_extend}, {Route::triton_extend}},
+      {PlannerId::aiter, {Route::asm_persistent}, {Route::asm_persistent}},
+      {PlannerId::nonpersistent, {Route::asm_nonpersistent}, {Route::asm_nonpersistent}},
   };
   return registry;
 }
@@ -187,6 +191,77 @@ void plan_tree_verify(const Batch& b, const DecodeMetadata& md, RoutePlan& p, bo
                              : "tree verify (topk > 1): the extend kernel's custom mask, one list per draft row (prefix + allowed drafts)");
 }
 
+// SGLang's aiter backend on ROCm (§S8, §S14): token-granular lists; 16 or 128 padded heads
+// over a 16-bit cache run the non-persistent kernel (get_meta_param's splits); otherwise
+// get_mla_metadata_v1 plans the persistent kernel with is_causal False, granularity
+// max(page, 16), max_split_per_batch 32 when speculating (64 otherwise), fast_mode for 32
+// or 128 heads; the kernel itself runs causal (mla_decode_fwd's default). The intra-batch
+// planner the other head counts take is not modelled.
+void plan_sglang_aiter(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, RoutePlan& p) {
+  const Section& s = section_of(b);
+  const AiterFlags f = aiter_flags(b);
+  const bool q_fp8 = b.decode.q_dtype == DType::fp8, kv_fp8 = b.kv_cache.dtype == DType::fp8;
+  const int64_t Q = std::max<int64_t>(1, md.max_qo_len);
+  p.kernel_view.heads = f.padded_heads;
+  p.kernel_view.q_layout = QLayout::per_request;
+  p.kernel_view.causal = true;
+  p.kv_indices = md.paged_kv_indices;
+  if (rd.route == Route::asm_nonpersistent) {
+    NonPersistentInput in;
+    in.qo_indptr = md.qo_indptr;
+    in.kv_indptr = md.paged_kv_indptr;
+    in.heads = f.padded_heads;
+    in.q_len = (int)Q;
+    in.causal = true;
+    in.kv_fp8 = kv_fp8;
+    in.num_cu = b.platform.num_cu;
+    p.work = plan_nonpersistent(in);
+    p.kernel_view.q_tokens_per_tile = (int)Q;
+    p.uniform_qlen = md.uni_seqlen ? Q : 0;
+    return;
+  }
+  if (f.intra_batch_mode)
+    throw Error(kExitRefused, "", "SGLang aiter with " + std::to_string(f.padded_heads) + " heads" + (kv_fp8 ? " over an fp8 cache" : "") +
+                                      " plans with get_mla_metadata_v1's intra-batch mode (fast_mode off), which mlactl does not model yet "
+                                      "(docs/stacks/sglang.md §S8)");
+  const MlaPyFold fold = mla_py_head_fold(b.platform.arch, f.padded_heads, (int)Q, q_fp8, kv_fp8);
+  if (!fold.ok) throw Error(kExitRefused, "", std::string("RuntimeError: ") + kNoHeuristicKernel + " (" + fold.why + ")");
+  AiterPlanInput in;
+  in.arch = b.platform.arch;
+  in.num_cu = b.platform.num_cu;
+  in.qo_indptr = md.qo_indptr;
+  in.kv_indptr = md.paged_kv_indptr;
+  in.kv_last_page_len = md.paged_kv_last_page_len;
+  in.num_heads = f.padded_heads;
+  in.causal = false;  // aiter_backend.py passes is_causal False
+  in.page_size = 1;
+  in.kv_granularity = (int)std::max<int64_t>(s.page_size, 16);
+  in.max_seqlen_qo = (int)Q;
+  in.uni_seqlen_qo = (int)Q;
+  in.fast_mode = f.fast_mode;
+  in.max_split_per_batch = s.num_draft_tokens ? 32 : 64;
+  in.intra_batch_mode = false;
+  in.dtype_q = b.kv_cache.dtype;  // dtype_q = dtype_kv = kv_cache_dtype
+  in.dtype_kv = b.kv_cache.dtype;
+  if (!md.uni_seqlen)
+    throw Error(kExitRefused, "", "SGLang aiter persistent decode over ragged draft_extend q: get_mla_metadata_v1 is given uni_seqlen_qo = "
+                                      "max_q_len and SGLang pads q to max_q_len rows per request (pad_sequence_with_mask) while passing the "
+                                      "ragged qo_indptr; not modelled yet (docs/stacks/sglang.md §S8, §S15.4, §S16.4)");
+  p.work = plan_aiter_v12(in);
+  p.kernel_view.fold_ratio = fold.ratio;
+  p.kernel_view.heads = fold.gqa;
+  const AiterFold af = aiter_fold(b.platform.arch, f.padded_heads, (int)Q, q_fp8, kv_fp8, false);
+  p.kernel_view.q_tokens_per_tile = !af.qo_splits ? (int)Q : (af.heads * 2 > af.wg ? 1 : (int)std::max<int64_t>(1, af.wg / af.heads));
+  p.uniform_qlen = Q;
+  p.notes.push_back("get_mla_metadata_v1 with is_causal False, max_split_per_batch " + std::to_string(in.max_split_per_batch) +
+                    "; the kernel runs causal (aiter_backend.py)");
+  if (Q > 1 && p.kernel_view.q_tokens_per_tile < Q)
+    p.notes.push_back("finding: planned non-causal (is_causal False) in q tiles of " + std::to_string(p.kernel_view.q_tokens_per_tile) +
+                      " tokens while the kernel masks causally from each work's kv_offset: the rows of a tile before the request's last "
+                      "read the KV of the request's later tokens (unconfirmed: mla_decode_fwd's default causality as SGLang calls it, "
+                      "docs/stacks/sglang.md §S16)");
+}
+
 // BatchMLAPagedAttentionWrapper.plan -> MLAPlan over the builder's lists (§S4, §S12):
 // page size 1, kv_len_arr = the KV each request attends, causal except in decode.
 void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
@@ -312,6 +387,8 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
     }
     case Route::flashinfer_mla: plan_flashinfer(b, md, p); break;
     case Route::triton_mla: plan_sglang_triton(b, md, p); break;
+    case Route::asm_persistent:
+    case Route::asm_nonpersistent: plan_sglang_aiter(b, md, rd, p); break;
     case Route::triton_extend:
       p.kernel_view.q_layout = QLayout::per_request;
       p.kernel_view.causal = true;
@@ -327,6 +404,19 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   p.work.planned_view.kv_dtype = p.kernel_view.kv_dtype;
   p.work.planned_view.page_size = 1;
   p.expectations = vllm_cuda::request_list_expectations(md, rows);
+  if (const int k = p.kernel_view.fold_ratio; k > 1) {
+    // AITER's head -> batch fold (docs/stacks/vllm-rocm-aiter.md §A5.1): request b's token t
+    // is q row (b * k + g) * L + t for each head group g, all over the request's window
+    const int64_t L = std::max<int64_t>(1, md.max_qo_len);
+    std::vector<RowExpectation> folded;
+    for (const RowWindow& w : rows)
+      for (int g = 0; g < k; ++g) {
+        const int64_t base = md.paged_kv_indptr[(size_t)w.request];
+        const bool pad = w.kind == MaskKind::padding;
+        folded.push_back({((int64_t)w.request * k + g) * L + w.token, base + (pad ? 0 : w.begin), base + (pad ? 0 : w.end), !pad});
+      }
+    p.expectations = std::move(folded);
+  }
   for (const auto& n : p.work.notes) p.notes.push_back(n);
   return p;
 }
