@@ -22,9 +22,6 @@
 namespace mlactl::cli {
 
 namespace {
-using clock_type = std::chrono::steady_clock;
-double ms_since(clock_type::time_point t0) { return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count(); }
-
 uint16_t nan_bits(DType d) { return d == DType::fp16 ? 0x7E00 : 0x7FC0; }
 
 // Executes the plan with one executor on freshly poisoned outputs; returns the

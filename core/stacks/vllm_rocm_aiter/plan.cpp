@@ -33,8 +33,11 @@ Route aiter_route_for_planner(PlannerId p, bool sparse, int64_t max_qo_len) {
     case PlannerId::sparse_rows: return Route::sparse_triton;
     case PlannerId::gluon:
     case PlannerId::gluon_split:
-    case PlannerId::flashmla:  // planners of the vllm-cuda stack: plan_route refuses them
+    case PlannerId::flashmla:  // planners of the vllm-cuda and sglang stacks: plan_route refuses them
     case PlannerId::fa3:
+    case PlannerId::flashinfer_mla:
+    case PlannerId::sglang_triton:
+    case PlannerId::triton_extend:
     case PlannerId::captured: break;  // captured is never a --planner choice
   }
   return max_qo_len > 1 ? Route::gluon_verify : Route::gluon_decode;
@@ -234,7 +237,10 @@ void run_planner(const PlanContext& c, RoutePlan& p, KernelView& kv) {
     case PlannerId::captured: throw Error(kExitUsage, "", "--planner: the captured work list is not a planner");
     case PlannerId::flashmla:
     case PlannerId::fa3:
-      throw Error(kExitUsage, "", std::string("--planner ") + to_string(p.planner) + " is a planner of the vllm-cuda stack (platform.arch sm90), not of vllm-rocm-aiter");
+    case PlannerId::flashinfer_mla:
+    case PlannerId::sglang_triton:
+    case PlannerId::triton_extend:
+      throw Error(kExitUsage, "", std::string("--planner ") + to_string(p.planner) + " is not a planner of vllm-rocm-aiter");
   }
   p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
