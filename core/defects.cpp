@@ -324,6 +324,24 @@ const std::vector<DefectInfo>& defect_catalog() {
           "sglang #15601 refreshes the metadata (flashinfer #2236 adds a check that q's rows match the plan).",
           {},
       },
+      {
+          "sglang-flashmla-draft-extend-graph-state",
+          "-",
+          "sglang #28028",
+          "SGLang's flashmla backend falling back to FlashInfer MLA for draft_extend under a CUDA graph without the parent's graph state (open PR sglang #28028)",
+          "router",
+          "core/stacks/sglang/router.cpp (the draft_extend fallback under a CUDA graph)",
+          "the draft_extend fallback's CUDA-graph state is FlashMLA's, not FlashInfer MLA's",
+          "`route` refused (RuntimeError: CUDA graph capture of draft_extend fails ...); fixed: the fallback routes to flashinfer_mla and runs",
+          "FlashMLABackend hands draft_extend to its parent, FlashInferMLABackend. Under a CUDA graph the parent's replay "
+          "expects its own buffers: a flat cuda_graph_kv_indices of max_bs * max_context_len token slots and the qo_indptr, "
+          "kv_indptr and kv_lens buffers. FlashMLABackend.init_cuda_graph_state allocates only its 2-D block table "
+          "[max_bs, (max_context_len + 64) // 64] under the name cuda_graph_kv_indices and never calls the parent's, so the "
+          "draft-extend graph cannot be captured (sglang lists it among its known capture failures). PR #28028 allocates "
+          "both. mlactl models the failure where it shows, at capture; whether a replay would then read block ids as token "
+          "slots is not modelled (docs/stacks/sglang.md §S15.3, §S16).",
+          {},
+      },
   };
   return catalog;
 }

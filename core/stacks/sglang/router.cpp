@@ -185,8 +185,19 @@ RouteDecision route_sglang(const Batch& b, std::optional<Route> forced) {
     add("_use_mla_ps_kernel", f.persistent ? "true" : "false",
         f.persistent ? "persistent kernel, get_mla_metadata_v1 plans it" : "16 or 128 padded heads with a 16-bit cache: non-persistent kernel");
   }
-  if (backend == Backend::flashmla && s.forward_mode == ForwardMode::draft_extend)
+  if (backend == Backend::flashmla && s.forward_mode == ForwardMode::draft_extend) {
     add("FlashMLABackend.forward_extend", "FlashInferMLA", "draft_extend falls back to the parent backend (flashmla_backend.py)");
+    // sglang-flashmla-draft-extend-graph-state (sglang #28028, open PR): under a CUDA graph the
+    // fallback reads the parent's graph state, which FlashMLABackend.init_cuda_graph_state
+    // never allocates: cuda_graph_kv_indices is FlashMLA's 2-D block table
+    if (s.cuda_graph && b.has_defect("sglang-flashmla-draft-extend-graph-state")) {
+      add("init_cuda_graph_state", "FlashMLA's only", "cuda_graph_kv_indices = block table [max_bs, (max_context_len + 64) // 64]; no flat 1-D buffer, no qo/kv indptr buffers");
+      refuse(d, "RuntimeError", "CUDA graph capture of draft_extend fails: FlashInfer MLA's graph buffers (a flat cuda_graph_kv_indices, "
+                                "qo_indptr, kv_indptr, kv_lens) were never allocated by FlashMLABackend.init_cuda_graph_state "
+                                "(sglang #28028; upstream's exact error text not confirmed, docs/stacks/sglang.md §S16)");
+      return d;
+    }
+  }
   add("kernel", to_string(d.route), std::string("SGLang ") + to_string(backend));
   return d;
 }

@@ -25,7 +25,8 @@ class SglangStack final : public Stack {
   }
   const std::vector<std::string>& defect_ids() const override {
     static const std::vector<std::string> ids = {"sglang-flashmla-kv-heads-from-config", "sglang-flashinfer-tree-mask-dropped",
-                                                 "flashinfer-causal-negative-kv-end", "sglang-eagle-stale-qo-indptr"};
+                                                 "flashinfer-causal-negative-kv-end", "sglang-eagle-stale-qo-indptr",
+                                                 "sglang-flashmla-draft-extend-graph-state"};
     return ids;
   }
   ServingStack serving() const override { return ServingStack::sglang; }
