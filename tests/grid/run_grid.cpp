@@ -96,6 +96,22 @@ json random_batch(Rng& rng, int index, std::string* kernel) {
   return d;
 }
 
+// A context length for the Hopper grids: 0, a seq_len at a 64-token block edge, short,
+// 65,536 (while the batch's total stays small) or a few thousand; `total` sums them.
+int64_t hopper_context(Rng& rng, int qlen, int64_t& total) {
+  int64_t c;
+  switch (rng.below(6)) {
+    case 0: c = 0; break;
+    case 1: c = 64 * (int64_t)(1 + rng.below(40)) - qlen - 1 + (int64_t)rng.below(3); break;  // seq_len at a block edge
+    case 2: c = (int64_t)rng.below(64); break;
+    case 3: c = total < 70000 && rng.below(4) == 0 ? 65536 - qlen : (int64_t)rng.below(9000); break;
+    default: c = (int64_t)rng.below(3000);
+  }
+  c = std::max<int64_t>(0, c);
+  total += c;
+  return c;
+}
+
 // --stack vllm-cuda: sm90 batches (docs/stacks/vllm-cuda.md): heads 16/32/64/128 (and a few
 // others), q_len 1-4 uniform, bf16 or fp8 (q and KV e4m3), padding slots, lengths 0-65,536
 // around the 64-token blocks, FLASHMLA natural (fp8) or forced (bf16), TRITON_MLA at q_len 1.
@@ -125,19 +141,7 @@ json random_cuda_batch(Rng& rng, int index) {
   const int nreq = 1 + (int)rng.below(6);
   json reqs = json::array();
   int64_t total = 0;
-  for (int r = 0; r < nreq; ++r) {
-    int64_t c;
-    switch (rng.below(6)) {
-      case 0: c = 0; break;
-      case 1: c = 64 * (int64_t)(1 + rng.below(40)) - qlen - 1 + (int64_t)rng.below(3); break;  // seq_len at a block edge
-      case 2: c = (int64_t)rng.below(64); break;
-      case 3: c = total < 70000 && rng.below(4) == 0 ? 65536 - qlen : (int64_t)rng.below(9000); break;
-      default: c = (int64_t)rng.below(3000);
-    }
-    c = std::max<int64_t>(0, c);
-    total += c;
-    reqs.push_back({{"context_len", c}, {"query_len", qlen}});
-  }
+  for (int r = 0; r < nreq; ++r) reqs.push_back({{"context_len", hopper_context(rng, qlen, total)}, {"query_len", qlen}});
   for (int p = (int)rng.below(3); p > 0 && rng.below(2) == 0; --p) reqs.push_back({{"padding", true}});
   d["requests"] = reqs;
   d["data"] = {{"seed", (int)rng.below(1000)}};
@@ -179,17 +183,7 @@ json random_sglang_batch(Rng& rng, int index) {
   int64_t total = 0;
   for (int r = 0; r < nreq; ++r) {
     const int q = mode == "decode" ? 1 : mode == "target_verify" ? drafts : 1 + (int)rng.below(drafts);
-    int64_t c;
-    switch (rng.below(6)) {
-      case 0: c = 0; break;
-      case 1: c = 64 * (int64_t)(1 + rng.below(40)) - q - 1 + (int64_t)rng.below(3); break;  // seq_len at a block edge
-      case 2: c = (int64_t)rng.below(64); break;
-      case 3: c = total < 70000 && rng.below(4) == 0 ? 65536 - q : (int64_t)rng.below(9000); break;
-      default: c = (int64_t)rng.below(3000);
-    }
-    c = std::max<int64_t>(0, c);
-    total += c;
-    reqs.push_back({{"context_len", c}, {"query_len", q}});
+    reqs.push_back({{"context_len", hopper_context(rng, q, total)}, {"query_len", q}});
   }
   for (int p = (int)rng.below(3); p > 0 && rng.below(2) == 0; --p) reqs.push_back({{"padding", true}});
   if (tree) {
