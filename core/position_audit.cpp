@@ -146,7 +146,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
       if (bad.detail.empty()) {
         std::sort(extra_pos.begin(), extra_pos.end());
         std::string d;
-        const std::string win = sparse ? "its " + std::to_string(wlen) + " sparse positions"
+        const std::string win = sparse ? "its " + std::to_string(wlen) + (rw.kind == MaskKind::tree ? " allowed positions (tree)" : " sparse positions")
                                        : "its window [" + std::to_string(rw.begin) + ", " + std::to_string(rw.end) + ")";
         if (!extra_pos.empty()) d += "reads positions " + summarize_positions(extra_pos) + " outside " + win;
         if (other_request) d += std::string(d.empty() ? "" : "; ") + "reads " + std::to_string(other_request) + " slots of other requests or unused slots";
