@@ -87,7 +87,11 @@ DecodeMetadata build_sglang(const Batch& b, std::optional<Backend> backend) {
   md.builder = std::string("sglang ") + (backend ? to_string(*backend) : "(refused)") + " init_forward_metadata (" + mode + ")";
   if (!backend) return md;
   const std::vector<int64_t> seq_lens = sglang_seq_lens(b, s, md);
-  switch (*backend) {
+  // FlashMLA's draft_extend is FlashInfer MLA's: forward_extend and its metadata defer to
+  // the parent backend (§S5)
+  const bool flashmla_fallback = *backend == Backend::flashmla && s.forward_mode == ForwardMode::draft_extend;
+  if (flashmla_fallback) md.builder = "sglang flashmla -> flashinfer init_forward_metadata (draft_extend)";
+  switch (flashmla_fallback ? Backend::flashinfer : *backend) {
     case Backend::flashinfer: {
       // BatchMLAPagedAttentionWrapper.plan(qo_indptr, kv_indptr, kv_indices, kv_len_arr, ..., page_size 1) (§S4)
       md.stack_arrays.push_back(flat("qo_indptr", widen(md.qo_indptr)));
@@ -97,15 +101,6 @@ DecodeMetadata build_sglang(const Batch& b, std::optional<Backend> backend) {
       break;
     }
     case Backend::flashmla: {
-      if (s.forward_mode == ForwardMode::draft_extend) {
-        // forward_extend defers to FlashInferMLA's metadata (§S5)
-        md.builder = "sglang flashmla -> flashinfer init_forward_metadata (draft_extend)";
-        md.stack_arrays.push_back(flat("qo_indptr", widen(md.qo_indptr)));
-        md.stack_arrays.push_back(flat("kv_indptr", widen(md.paged_kv_indptr)));
-        md.stack_arrays.push_back(flat("kv_len_arr", md.seq_k));
-        md.stack_arrays.push_back(scalar("causal", 1));
-        break;
-      }
       int64_t width = 0;
       std::vector<int64_t> bkv = flashmla_block_kv_indices(b, md, &width);
       md.stack_arrays.push_back({"block_kv_indices", (int)width, false, std::move(bkv)});

@@ -251,7 +251,7 @@ void plan_sglang_aiter(const Batch& b, const DecodeMetadata& md, const RouteDeci
   p.kernel_view.fold_ratio = fold.ratio;
   p.kernel_view.heads = fold.gqa;
   const AiterFold af = aiter_fold(b.platform.arch, f.padded_heads, (int)Q, q_fp8, kv_fp8, false);
-  p.kernel_view.q_tokens_per_tile = !af.qo_splits ? (int)Q : (af.heads * 2 > af.wg ? 1 : (int)std::max<int64_t>(1, af.wg / af.heads));
+  p.kernel_view.q_tokens_per_tile = aiter_q_tokens_per_tile(af, Q);
   p.uniform_qlen = Q;
   p.notes.push_back("get_mla_metadata_v1 with is_causal False, max_split_per_batch " + std::to_string(in.max_split_per_batch) +
                     "; the kernel runs causal (aiter_backend.py)");
@@ -357,17 +357,15 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   p.heads = md.heads;
   p.kernel_view = vllm_cuda::cuda_base_view(b);
   const auto t0 = std::chrono::steady_clock::now();
-  if (has_tree(b) && (rd.route == Route::flash_attn_mla || rd.route == Route::triton_extend)) {
+  // a tree verify's plan lays out its own per-row lists and expectations (plan_tree_verify)
+  const bool tree = has_tree(b) && (rd.route == Route::flash_attn_mla || rd.route == Route::triton_extend);
+  if (tree) {
     plan_tree_verify(b, md, p, rd.route == Route::flash_attn_mla);
     p.planner_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    p.work.planned_view.head_dim = p.kernel_view.head_dim;
-    p.work.planned_view.v_dim = p.kernel_view.v_dim;
-    p.work.planned_view.q_dtype = p.kernel_view.q_dtype;
-    p.work.planned_view.kv_dtype = p.kernel_view.kv_dtype;
-    return p;
   }
-  switch (rd.route) {
-    case Route::flash_attn_mla: vllm_cuda::plan_fa3_route(b, md, p); break;
+  if (!tree) switch (rd.route) {
+    // FA3's num_splits: 0 (its heuristic), 1 under deterministic inference (§S6)
+    case Route::flash_attn_mla: vllm_cuda::plan_fa3_route(b, md, p, section_of(b).deterministic ? 1 : 0); break;
     case Route::flashmla: {
       // sglang-flashmla-kv-heads-from-config (sglang #5154, fixed by PR #5272): the backend
       // called get_mla_metadata(seq_lens, Q_LEN * H // num_kv_heads, num_kv_heads) with the
@@ -403,7 +401,7 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   p.work.planned_view.q_dtype = p.kernel_view.q_dtype;
   p.work.planned_view.kv_dtype = p.kernel_view.kv_dtype;
   p.work.planned_view.page_size = 1;
-  p.expectations = vllm_cuda::request_list_expectations(md, rows);
+  if (!tree) p.expectations = vllm_cuda::request_list_expectations(md, rows);
   if (const int k = p.kernel_view.fold_ratio; k > 1) {
     // AITER's head -> batch fold (docs/stacks/vllm-rocm-aiter.md §A5.1): request b's token t
     // is q row (b * k + g) * L + t for each head group g, all over the request's window

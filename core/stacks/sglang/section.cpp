@@ -170,8 +170,6 @@ void parse_section(const nlohmann::json* doc, bool block_size_given, Batch& b) {
   // SGLang's rows are causal in every mode, aligned to the end of the KV (§S9); a decode
   // row of one token sees its whole request either way.
   b.decode.causal = true;
-  // FA3's num_splits: 0 (its heuristic), 1 under deterministic inference (§S6)
-  b.decode.max_num_splits = s->deterministic ? 1 : 0;
 
   // The backend the router will take, for what the server arguments rewrite (§S2 R1/R2)
   // and the padding fill (§S11).

@@ -196,9 +196,11 @@ void plan_flashmla(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::
   p.uniform_qlen = s_q;
 }
 
-void plan_fa3(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
+void plan_fa3(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> num_splits = std::nullopt) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Fa3Schedule s = fa3_get_scheduler_metadata(fa3_scheduler_input(b, md));
+  Fa3SchedulerInput sin = fa3_scheduler_input(b, md);
+  if (num_splits) sin.max_num_splits = *num_splits;
+  const Fa3Schedule s = fa3_get_scheduler_metadata(sin);
   Fa3WorkInput in;
   in.seqlens = md.seq_k;
   in.kv_indptr = md.paged_kv_indptr;
@@ -212,7 +214,7 @@ void plan_fa3(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
   fw.work = WorkList{};
   p.schedule_words = fa3_words(fw, md.seq_k);
   p.notes.push_back("FA3 (tile " + std::to_string(s.tile.block_m) + " x " + std::to_string(s.tile.block_n) + ", q packed with its heads): num_splits " +
-                    std::to_string(s.num_splits_static) + (b.decode.max_num_splits > 0 ? " (decode.max_num_splits)" : " (num_splits_heuristic)") +
+                    std::to_string(s.num_splits_static) + (sin.max_num_splits > 0 ? (num_splits ? " (the stack's num_splits)" : " (decode.max_num_splits)") : " (num_splits_heuristic)") +
                     (s.dynamic_split ? ", per batch min(ceil(n_blocks / " + std::to_string(s.blocks_per_sm) + "), num_splits)" : "") + "; " +
                     std::to_string(fw.kernel_tiles) + " tiles (m blocks x splits) on " + std::to_string(b.platform.num_cu) + " SMs" +
                     (s.is_causal ? "" : "; causal dropped at max_seqlen_q 1"));
@@ -258,7 +260,9 @@ KernelView cuda_base_view(const Batch& b) { return base_view(b); }
 void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> planned_parts) {
   plan_flashmla(b, md, p, planned_parts);
 }
-void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p) { plan_fa3(b, md, p); }
+void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> num_splits) {
+  plan_fa3(b, md, p, num_splits);
+}
 
 std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, const std::vector<RowWindow>& rows) {
   std::vector<RowExpectation> out;

@@ -44,7 +44,8 @@ KernelView cuda_base_view(const Batch& b);
 // `planned_parts`: the num_sm_parts get_mla_metadata was asked for when the caller's stack
 // computes it otherwise (the kernel runs the schedule's parts).
 void plan_flashmla_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> planned_parts = std::nullopt);
-void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p);
+// `num_splits`: what the caller's stack passes FA3 (0 = its heuristic) in place of decode.max_num_splits.
+void plan_fa3_route(const Batch& b, const DecodeMetadata& md, RoutePlan& p, std::optional<int> num_splits = std::nullopt);
 // The ORACLE's expectations over per-request lists: q row qo_indptr[r] + t covers its
 // window's entries of request r's list (the request's positions [0, seq_len) in order).
 std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, const std::vector<RowWindow>& rows);

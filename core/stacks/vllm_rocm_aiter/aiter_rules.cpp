@@ -2,6 +2,7 @@
 // §A5.1, §A5.2; rule set aiter 2026.08 = commit e4048607).
 #include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 namespace mlactl {
@@ -282,6 +283,11 @@ AiterKernelLookup lookup_aiter_kernel(const AiterKernelQuery& query) {
   }
   out.error = kNoHeuristicKernel;
   return out;
+}
+
+int aiter_q_tokens_per_tile(const AiterFold& f, int64_t max_seqlen_qo) {
+  if (!f.qo_splits) return (int)max_seqlen_qo;
+  return f.heads * 2 > f.wg ? 1 : (int)std::max<int64_t>(1, f.wg / f.heads);
 }
 
 AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bool kv_fp8, bool experimental) {

@@ -79,6 +79,10 @@ struct AiterFold {
   bool qo_splits = false;
 };
 AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bool kv_fp8, bool experimental);
+// q tokens per tile of the folded metadata: all max_seqlen_qo tokens unless the planner
+// splits q, then one token when two head groups overflow a workgroup's packed rows, else
+// kPackedQoLenPerWg / heads (§A5.1).
+int aiter_q_tokens_per_tile(const AiterFold& f, int64_t max_seqlen_qo);
 
 // The text AITER raises when no manifest row matches.
 inline constexpr const char* kNoHeuristicKernel = "cannot get heuristic kernel!";

@@ -181,7 +181,7 @@ void plan_with_aiter(const PlanContext& c, RoutePlan& p, KernelView& kv) {
   kv.fold_ratio = f.ratio;
   kv.heads = f.gqa;
   AiterFold af = aiter_fold(b.platform.arch, p.heads.padded_heads, (int)c.Q, c.q_fp8, c.kv_fp8, false);
-  kv.q_tokens_per_tile = !af.qo_splits ? (int)c.Q : (af.heads * 2 > af.wg ? 1 : (int)std::max<int64_t>(1, af.wg / af.heads));
+  kv.q_tokens_per_tile = aiter_q_tokens_per_tile(af, c.Q);
   p.uniform_qlen = c.sparse ? 1 : c.Q;
 }
 
