@@ -493,7 +493,7 @@ __device__ __forceinline__ void t_merge_and_store(const Stage1Params& p, const W
 #pragma unroll
     for (int x = 0; x < 4; ++x) {
       const int r = pair_of(x);
-      if (r >= cp) return;
+      if (r >= cp) continue;
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         float v[4];
@@ -514,7 +514,7 @@ __device__ __forceinline__ void t_merge_and_store(const Stage1Params& p, const W
 #pragma unroll
     for (int a = 0; a < 8; ++a) {
       const int x = 2 * (a >> 2) + (a & 1), r = pair_of(x);
-      if (r >= cp) return;
+      if (r >= cp) continue;
       const float val = o[cb][a] * inv[x];
       const int col = cb * 64 + 16 * wq + gq + 8 * ((a >> 1) & 1);
       const int64_t at = (row_base + r) * kVDim + col;
@@ -525,7 +525,7 @@ __device__ __forceinline__ void t_merge_and_store(const Stage1Params& p, const W
 #pragma unroll
     for (int x = 0; x < 4; ++x) {
       const int r = pair_of(x);
-      if (r >= cp) return;
+      if (r >= cp) continue;
       if (final_out) {
         if (p.lse) p.lse[row_base + r] = lse[x];
       } else {

@@ -892,6 +892,29 @@ std::vector<Case> contract_table() {
                }});
   t.push_back({"row-major head_dim 512: 16 heads, causal q_len 4 (64 pairs), 4 requests in 1..5 splits", 46,
                [split_batch](Problem& p, Rng& r) { split_batch(p, r, 16, 4, {130, 64, 1200, 333}, 4, DType::bf16, 512); }});
+  // Chunks narrower than the transposed kernel's 16 pairs (1 head, q_len 3): a thread
+  // whose later pair columns lie past the chunk still stores its earlier ones and
+  // their LSE. Each fp8 path: the codes (fp8 q), K in registers (q exact in fp16),
+  // the staged conversion (bf16 q not exact in fp16). Split in two + reduce, and final.
+  struct Narrow {
+    const char* what;
+    DType q;
+    bool q_not_fp16;
+  };
+  for (const Narrow& n : {Narrow{"fp8 q (e4m3 path)", D::fp8, false}, Narrow{"bf16 q exact in fp16", D::bf16, false},
+                          Narrow{"bf16 q not exact in fp16", D::bf16, true}})
+    t.push_back({std::string("narrow chunk: 1 head causal q_len 3 (3 pairs), e4m3fn KV, ") + n.what +
+                     ", split in 2 + reduce and a final work",
+                 48, [n](Problem& p, Rng& r) {
+                   p.q_scale = 0.05f;
+                   p.kv_scale = 0.37f;
+                   p.q_not_fp16 = n.q_not_fp16;
+                   setup(p, r, make_view(1, n.q, D::fp8, true), 6, 1200, 1000);
+                   add_work(p, 0, make_work(0, 0, 0, 3, 0, 300, 300));
+                   add_work(p, 1, make_work(0, 3, 0, 3, 300, 600, 0));
+                   add_work(p, 1, make_work(1, -1, 3, 6, 600, 1000, 0));
+                   add_reduce_tile(p, 0, 3, {0, 3});
+                 }});
   return t;
 }
 
