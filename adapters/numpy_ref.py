@@ -211,13 +211,18 @@ def run_triton(c, t, split_hook=None):
     return out, lse
 
 
-def write_result(d, out, lse, status="ok", message="", name=NAME):
+def write_result(d, out, lse, status="ok", message="", name=NAME, p_rounding=None):
+    """p_rounding: "bf16"/"fp16" when the kernel's P·V takes P rounded once to that type
+    (docs/executor-protocol.md, result.json)."""
     if out is not None:
         np.save(os.path.join(d, "out.npy"), out.astype(np.float32))
     if lse is not None:
         np.save(os.path.join(d, "lse.npy"), lse.astype(np.float32))
+    r = {"protocol": PROTOCOL, "executor": name, "status": status, "message": message}
+    if p_rounding:
+        r["p_rounding"] = p_rounding
     with open(os.path.join(d, "result.json"), "w") as f:
-        json.dump({"protocol": PROTOCOL, "executor": name, "status": status, "message": message}, f)
+        json.dump(r, f)
 
 
 def unsupported(d, why, name=NAME):

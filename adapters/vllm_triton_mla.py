@@ -12,9 +12,13 @@ git-ignored folder peer/ (vllm/v1/attention/ops/triton_decode_attention.py at vl
 @5c1551b07a6547b852d347a5e9ae51e4296872d5 with the two shims scripts/bench_vs_triton.py
 describes) — never committed.
 
-fp8 KV: the kernel at that commit takes no k_scale, so the fp8 cache (and fp8 q) is
-dequantised to bf16 on the device first (exact for e4m3 values at scale 1: 3 mantissa bits
-fit bf16's 7); the comparison then runs at mlactl's fp8 tolerance.
+fp8 KV: the kernel at that commit takes no k_scale, so the fp8 codes (KV and q) are decoded
+to bf16 at scale 1 (exact: e4m3's 3 mantissa bits fit bf16's 7) and the per-tensor scales go
+where they are linear: q_scale · kv_scale into sm_scale, kv_scale onto the output (the LSE
+needs none). Decoding value · scale into bf16 instead rounded every KV entry.
+P: the grouped kernel (heads > 1, every MLA call) takes P·V as tl.dot(p.to(v.dtype), v)
+(line 391 at 5c1551b0): result.json says p_rounding = the KV type, and mlactl allows that
+rounding's bound (docs/executor-protocol.md).
 
 Usage:
   one case per process:  --executor "python3 adapters/vllm_triton_mla.py"
@@ -23,15 +27,14 @@ Usage:
 Where it has been run: see docs/executor-protocol.md (the H200 grid, scripts/executor_grid.py).
 """
 import os
-import socket
 import sys
-import traceback
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import numpy_ref as ref  # noqa: E402
+import serving  # noqa: E402
 
 NAME = "vllm-triton-mla"
 PEER = os.path.join(os.path.dirname(HERE), "peer")
@@ -64,7 +67,8 @@ class Runner:
         self.tda = load_kernel()
         self.is_mla_arg = "is_mla" in inspect.signature(self.tda.decode_attention_fwd).parameters
 
-    def to_device(self, raw, encoding, scale):
+    def to_device(self, raw, encoding):
+        """Storage bits -> the kernel's tensor; fp8 codes decoded to bf16 at scale 1 (exact)."""
         torch = self.torch
         t = torch.from_numpy(np.ascontiguousarray(raw)).cuda()
         if encoding == "bf16":
@@ -72,7 +76,7 @@ class Runner:
         if encoding == "fp16":
             return t.view(torch.float16)
         f8 = torch.float8_e4m3fn if encoding == "fp8_e4m3fn" else torch.float8_e4m3fnuz
-        return (t.view(f8).to(torch.float32) * float(scale)).to(torch.bfloat16)
+        return t.view(f8).to(torch.bfloat16)
 
     def run(self, d):
         torch = self.torch
@@ -82,8 +86,10 @@ class Runner:
         if c.view["head_dim"] != 576:
             return ref.unsupported(d, "the Triton MLA decode kernel reads 576-wide latent rows", NAME)
         qe, ke = c.m["inputs"]["q"], c.m["inputs"]["kv_cache"]
-        q = self.to_device(c.array(qe), qe["encoding"], qe["scale"])
-        kv = self.to_device(c.array(ke), ke["encoding"], ke["scale"])
+        q = self.to_device(c.array(qe), qe["encoding"])
+        kv = self.to_device(c.array(ke), ke["encoding"])
+        q_scale = float(qe["scale"]) if qe["encoding"].startswith("fp8") else 1.0
+        kv_scale = float(ke["scale"]) if ke["encoding"].startswith("fp8") else 1.0
         if kv.dtype != q.dtype:
             kv = kv.to(q.dtype)
         nb, page, D = kv.shape
@@ -98,39 +104,16 @@ class Runner:
         lse = torch.full((rows, H), float("nan"), device="cuda", dtype=torch.float32)
         logits = torch.empty(rows, H, splits, V + 1, device="cuda", dtype=torch.float32)
         kw = {"is_mla": True} if self.is_mla_arg else {}
-        self.tda.decode_attention_fwd(q, kv, kv[..., :V], o, lse, bt, seq, logits, splits, float(c.scale), page_size, **kw)
+        self.tda.decode_attention_fwd(q, kv, kv[..., :V], o, lse, bt, seq, logits, splits, float(c.scale) * q_scale * kv_scale,
+                                      page_size, **kw)
         torch.cuda.synchronize()
-        ref.write_result(d, o.float().cpu().numpy(), lse.cpu().numpy(), name=NAME)
-
-
-def serve(path):
-    """One process, one torch/triton import and JIT cache, many cases: adapters/via_socket.py sends
-    a case directory per line and gets back "ok" or "error <text>"."""
-    r = Runner()
-    if os.path.exists(path):
-        os.unlink(path)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.bind(path)
-    s.listen(4)
-    sys.stderr.write(f"{NAME}: serving on {path}\n")
-    while True:
-        conn, _ = s.accept()
-        with conn:
-            d = conn.makefile("r").readline().strip()
-            if d == "QUIT":
-                conn.sendall(b"ok\n")
-                break
-            try:
-                r.run(d)
-                conn.sendall(b"ok\n")
-            except Exception:
-                conn.sendall(("error " + traceback.format_exc().replace("\n", "\\n") + "\n").encode())
-    os.unlink(path)
+        p_type = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(kv.dtype) if H > 1 else None
+        ref.write_result(d, o.float().cpu().numpy() * kv_scale, lse.cpu().numpy(), name=NAME, p_rounding=p_type)
 
 
 def main(argv):
     if len(argv) == 2 and argv[0] == "--serve":
-        return serve(argv[1])
+        return serving.serve(argv[1], Runner().run, NAME)
     if len(argv) != 1:
         sys.stderr.write(__doc__)
         return 2

@@ -269,6 +269,25 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
         values["num_kv_splits"] = triton_num_kv_splits(max_len, b.platform.num_cu);
       }
     }
+    if (plan.route == Route::flashmla && v.q_layout == QLayout::per_request) {
+      // flash_mla_with_kvcache's arguments as the FLASHMLA backends pass them (docs/stacks/
+      // vllm-cuda.md §C6, docs/stacks/sglang.md §S5): q [requests, s_q, heads, 576], the
+      // request's block table of kv_cache pages, cache_seqlens; -1 past a request's blocks
+      const int64_t R = (int64_t)md.seq_k.size(), W = in.block_table_width;
+      std::vector<int32_t> bt((size_t)(R * W), -1), lens((size_t)R, 0), pads((size_t)R, 0);
+      for (int64_t r = 0; r < R; ++r) {
+        lens[(size_t)r] = (int32_t)md.seq_k[(size_t)r];
+        pads[(size_t)r] = r < (int64_t)b.requests.size() && b.requests[(size_t)r].padding ? 1 : 0;
+        for (int64_t j = 0; j < W && (size_t)(r * W + j) < in.padded_block_table.size(); ++j) {
+          const int32_t blk = in.padded_block_table[(size_t)(r * W + j)];
+          bt[(size_t)(r * W + j)] = blk == kBlockTablePoison ? -1 : blk;
+        }
+      }
+      arrays["block_table"] = put_i32(dir, "meta_block_table", bt, {R, W});
+      arrays["cache_seqlens"] = put_i32(dir, "meta_cache_seqlens", lens);
+      arrays["request_padding"] = put_i32(dir, "meta_request_padding", pads);  // padding slots have no q rows
+      values["s_q"] = plan.uniform_qlen;
+    }
     // the stack's own arrays under their upstream names (vllm-cuda FlashMLA: num_sm_parts,
     // tile_scheduler_metadata, num_splits; core/stack_arrays.hpp): a stack that has them gets them
     for (const StackArray& sa : plan.stack_arrays) {
@@ -322,6 +341,15 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
     }
     if (!r.is_object()) return fail("result.json is not a JSON object");
     if (r.contains("executor") && r["executor"].is_string()) reported_name_ = r["executor"].get<std::string>();
+    // "p_rounding": the executor's P·V takes P rounded once to this type (FlashMLA, vLLM's
+    // Triton kernel); the comparison then allows that rounding's bound (core/compare.hpp)
+    if (r.contains("p_rounding")) {
+      const auto& pr = r["p_rounding"];
+      if (pr == "bf16") p_rounding_ = DType::bf16;
+      else if (pr == "fp16") p_rounding_ = DType::fp16;
+      else if (!pr.is_null())
+        return fail("result.json: p_rounding must be \"bf16\", \"fp16\" or null (P rounded once before P·V), got " + pr.dump());
+    }
     if (r.contains("status") && r["status"] == "unsupported") {
       std::string why = r.contains("message") && r["message"].is_string() ? r["message"].get<std::string>() : "";
       unsupported_ = (reported_name_.empty() ? who : "executor '" + reported_name_ + "'") + " does not run route " +

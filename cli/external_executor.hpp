@@ -47,6 +47,8 @@ class ExternalExecutor : public Executor {
   // The executor said (result.json "status": "unsupported") it does not run this route.
   const std::optional<std::string>& unsupported() const { return unsupported_; }
   bool wrote_lse() const { return wrote_lse_; }
+  // result.json "p_rounding": P rounded once to this type before P·V (absent: not declared)
+  const std::optional<DType>& p_rounding() const { return p_rounding_; }
   // out.npy held only NaN. The caller decides: a protocol failure (exit 4) unless mlactl's
   // own CPU executor also writes only NaN on the same work list (a kernel that reads
   // poison everywhere, as seed 002's mis-strided route).
@@ -59,6 +61,7 @@ class ExternalExecutor : public Executor {
   std::string reported_name_;
   std::optional<std::string> unsupported_;
   bool wrote_lse_ = false;
+  std::optional<DType> p_rounding_;
   bool all_nan_ = false;
   std::string stderr_tail_;
 };

@@ -175,6 +175,7 @@ class UserExecutor final : public CaseExecutor {
     out.out = std::move(eo.out);
     out.lse = std::move(eo.lse);
     out.wrote_lse = ext_.wrote_lse();
+    out.p_rounded_to = ext_.p_rounding();
     if (out.ok && ext_.all_nan()) out.error_unless_cpu_all_nan = ext_.all_nan_error();
     return out;
   }

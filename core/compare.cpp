@@ -33,6 +33,17 @@ Tolerance default_tolerance(DType out_dtype, DType kv_dtype, DType q_dtype) {
   return {8e-4, 2.0 / 128, 5e-6, "bf16 out"};
 }
 
+Tolerance with_p_rounding(Tolerance tol, DType p_type, double max_abs_v) {
+  const double u = p_type == DType::fp16 ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+  const double extra = u * max_abs_v;
+  tol.atol += extra;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; P rounded once to %s by the executor: atol + 2^%d x max|V| %.4g = %.4g", to_string(p_type),
+                p_type == DType::fp16 ? -11 : -8, max_abs_v, extra);
+  tol.source += buf;
+  return tol;
+}
+
 LseTolerance default_lse_tolerance(DType kv_dtype, DType q_dtype) {
   if (kv_dtype == DType::fp8 && q_dtype == DType::fp8) return {2e-3, 2e-4};  // fp8 MMA accumulation
   return {1e-5, 8.0 / 65536};

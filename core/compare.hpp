@@ -27,6 +27,11 @@ struct LseTolerance {
 // docs/design.md §6 defaults: bf16 out 8e-4 / 2/128 / 5e-6; fp16 out 1e-3 / 2/1024 / 5e-6;
 // fp8 KV (or fp8 q) 1e-2 / 1/8 / 3e-2.
 Tolerance default_tolerance(DType out_dtype, DType kv_dtype, DType q_dtype);
+// A kernel whose P·V takes P rounded once to `p_type` (FlashMLA's and vLLM's Triton decode
+// do, docs/executor-protocol.md "p_rounding"): each P element moves by at most the type's
+// unit roundoff u times itself (bf16 2^-8, fp16 2^-11), so an output moves by at most
+// u·max|V| (Σ p|v| / Σ p); atol grows by that, and the source says so.
+Tolerance with_p_rounding(Tolerance tol, DType p_type, double max_abs_v);
 // LSE (fp32, natural log): atol 1e-5, rtol 8/65536 (FlashMLA's rtol). Kernel and
 // reference see identical decoded inputs (bf16, fp16 or fp8), so the difference is
 // fp32 summation order only: measured <= 1e-6 (about one fp32 ulp of an LSE ~10)

@@ -368,4 +368,15 @@ void place_kv_blocks(const Batch& b, const std::unordered_map<int64_t, int64_t>&
   }
 }
 
+double max_abs_v(const Inputs& in) {
+  std::vector<float> row((size_t)in.head_dim);
+  double m = 0;
+  for (int64_t slot = 0; slot < in.num_slots; ++slot) {
+    in.kv.decode(slot * in.head_dim, in.head_dim, row.data());
+    for (int c = 0; c < in.v_dim && c < in.head_dim; ++c)
+      if (std::isfinite(row[(size_t)c])) m = std::max(m, (double)std::fabs(row[(size_t)c]));
+  }
+  return m;
+}
+
 }  // namespace mlactl

@@ -97,6 +97,11 @@ struct Inputs {
   int64_t block_table_width = 0;
 };
 
+// The largest |V| value of the cache's finite entries (the first v_dim of each slot's row,
+// decoded and scaled): the scale of a P rounding's effect on the output (core/compare.hpp).
+double max_abs_v(const Inputs& in);
+
+
 // Magnitudes (documented choice): q ~ 3·U(-1,1) (std 1.73), KV ~ U(-1,1) (std 0.58),
 // so q·k has std ~ sqrt(576) like AITER's randn tests, and scale·q·k (scale =
 // 1/sqrt(192)) has std ~ 1.7: softmax is far from uniform, yet logits stay < ~10.

@@ -185,6 +185,7 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   CompareOptions co;
   co.tol = default_tolerance(b.model.dtype, b.kv_cache.dtype, b.decode.q_dtype);
   co.lse_tol = default_lse_tolerance(b.kv_cache.dtype, b.decode.q_dtype);
+  if (eo.p_rounded_to) co.tol = with_p_rounding(co.tol, *eo.p_rounded_to, max_abs_v(in));
   if (opt.atol || opt.rtol || opt.cos_tol) co.tol.source = "command line";
   if (opt.atol) co.tol.atol = *opt.atol;
   if (opt.rtol) co.tol.rtol = *opt.rtol;

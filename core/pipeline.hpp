@@ -58,6 +58,8 @@ struct ExecutionResult {
   std::vector<float> out, lse;
   bool wrote_lse = true;               // false: compare the output only (a user's kernel may leave LSE out)
   std::optional<std::string> unsupported;  // the executor declined the case: skipped with this reason
+  // the executor declared that its P·V takes P rounded once to this type (docs/executor-protocol.md)
+  std::optional<DType> p_rounded_to;
   // every output NaN: an error unless the CPU executor's output of the same plan is all NaN too
   std::optional<std::string> error_unless_cpu_all_nan;
 };
