@@ -211,9 +211,9 @@ def run_triton(c, t, split_hook=None):
     return out, lse
 
 
-def write_result(d, out, lse, status="ok", message="", name=NAME, p_rounding=None):
-    """p_rounding: "bf16"/"fp16" when the kernel's P·V takes P rounded once to that type
-    (docs/executor-protocol.md, result.json)."""
+def write_result(d, out, lse, status="ok", message="", name=NAME, p_rounding=None, timing_ms=None):
+    """p_rounding: "bf16"/"fp16" when the kernel's P·V takes P rounded once to that type;
+    timing_ms: the timed calls when the manifest asked (docs/executor-protocol.md)."""
     if out is not None:
         np.save(os.path.join(d, "out.npy"), out.astype(np.float32))
     if lse is not None:
@@ -221,6 +221,8 @@ def write_result(d, out, lse, status="ok", message="", name=NAME, p_rounding=Non
     r = {"protocol": PROTOCOL, "executor": name, "status": status, "message": message}
     if p_rounding:
         r["p_rounding"] = p_rounding
+    if timing_ms is not None:
+        r["timing_ms"] = [float(t) for t in timing_ms]
     with open(os.path.join(d, "result.json"), "w") as f:
         json.dump(r, f)
 

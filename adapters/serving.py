@@ -34,3 +34,26 @@ def serve(path, run, name):
         if os.path.exists(path):
             os.unlink(path)
     return 0
+
+
+def time_calls(torch, call, bench):
+    """The manifest's bench section: `warmup` untimed calls, then `iters` calls each timed with
+    CUDA events; call(i) runs the kernel on KV copy i % kv_copies (the caller's rotation).
+    Returns the milliseconds of the timed calls (result.json timing_ms)."""
+    warmup, iters = int(bench["warmup"]), int(bench["iters"])
+    for i in range(warmup):
+        call(i)
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for i, (a, b) in enumerate(ev):
+        a.record()
+        call(warmup + i)
+        b.record()
+    torch.cuda.synchronize()
+    return [a.elapsed_time(b) for a, b in ev]
+
+
+def kv_copies(torch, kv, bench):
+    """kv and bench["kv_copies"] - 1 more copies of it on the device (mlactl's L2 rotation)."""
+    n = max(1, int(bench.get("kv_copies", 1))) if bench else 1
+    return [kv] + [kv.clone() for _ in range(n - 1)]

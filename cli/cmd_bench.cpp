@@ -24,6 +24,7 @@
 #include "cli/app.hpp"
 #include "cli/output_schema.hpp"
 #include "cli/common.hpp"
+#include "cli/external_executor.hpp"
 #include "cli/kernel_ran.hpp"
 #include "cli/pipeline.hpp"
 #include "core/budget.hpp"
@@ -72,7 +73,24 @@ struct BenchOptions {
     return "datasheet: H200 SXM dense bf16, not this device's: --peak-tflops sets it";
   }
   int64_t copy_mib = 1024;  // roofline copy size (each of source and destination)
+  // --peer NAME:ROUTE=CMD: an external kernel timed on the same shape, inputs and L2
+  // rotation, in the same run (docs/executor-protocol.md, Timing)
+  std::vector<std::string> peers;
+  double peer_timeout_s = 600;
 };
+
+// One --peer: its name, the route whose metadata it runs, its command.
+struct PeerSpec {
+  std::string name, route, command;
+};
+PeerSpec parse_peer(const std::string& s) {
+  const size_t colon = s.find(':'), eq = s.find('=');
+  if (colon == std::string::npos || eq == std::string::npos || colon == 0 || eq < colon + 2 || eq + 1 >= s.size())
+    throw Error(kExitUsage, "", "--peer takes NAME:ROUTE=COMMAND (e.g. flashmla:flashmla='python3 adapters/flashmla.py'), got \"" + s + "\"");
+  PeerSpec p{s.substr(0, colon), s.substr(colon + 1, eq - colon - 1), s.substr(eq + 1)};
+  if (!route_from_string(p.route)) throw Error(kExitUsage, "", "--peer " + p.name + ": unknown route \"" + p.route + "\"");
+  return p;
+}
 
 constexpr double kRotateBytes = 256.0 * 1024 * 1024;  // > 4x the H200's 50-60 MB L2
 
@@ -159,12 +177,16 @@ const char* to_string(BenchStatus s) {
 
 struct RouteResult {
   std::string requested;  // as given (route name, or "auto")
+  std::optional<PeerSpec> peer;  // a --peer row: an external kernel's timings (no stage-1 split)
   RouteDecision route;
   BenchStatus status = BenchStatus::ok;
   bool ran() const { return status == BenchStatus::ok || status == BenchStatus::nonfinite; }
   std::string message;
   // the route a table row names: the decided one, or the one asked for when it is refused
-  std::string shown() const { return route.route == Route::refused && requested != "auto" ? requested : to_string(route.route); }
+  std::string shown() const {
+    const std::string r = route.route == Route::refused && requested != "auto" ? requested : to_string(route.route);
+    return peer ? peer->name + " (" + r + ")" : r;
+  }
   PlannerId planner = PlannerId::aiter;
   int workgroups = 0;
   int64_t works = 0, partial_rows = 0;
@@ -285,6 +307,65 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   }
 }
 
+// A --peer row: the route planned as for mlactl's own kernel, the case written as `run
+// --executor` writes it with a bench section, and the executor's own device-event timings
+// of its whole call (its stage 1 and combine together: `total`; no stage-1 split).
+void bench_peer(const Batch& b, const BenchOptions& opt, const std::vector<RowWindow>& rows, const Inputs& in, RouteResult& rr,
+                int kv_copies, bool progress, std::ostream& err) {
+  const PeerSpec& peer = *rr.peer;
+  const RoutedBatch rb = route_batch(b, forced_route(peer.route));
+  rr.route = rb.decision;
+  if (rb.refused()) {
+    rr.status = BenchStatus::refused;
+    rr.message = rb.refusal();
+    return;
+  }
+  const RoutePlan plan = plan_batch(b, rb, rows, planner_option(opt.planner));
+  rr.planner = plan.planner;
+  rr.workgroups = plan.work.num_workgroups;
+  rr.works = int64_t(plan.work.work_info.size());
+  const KernelView& v = plan.kernel_view;
+  ViewLayout layout;
+  try {
+    layout = make_view_layout(int64_t(rows.size()), v, plan.heads, plan.uniform_qlen);
+  } catch (const std::exception& e) {
+    rr.status = BenchStatus::failed;
+    rr.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
+    return;
+  }
+  EncodedTensor kq = build_kernel_q(in, layout, v);
+  const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
+  if (progress) err << "bench: peer " << peer.name << " (" << peer.route << "): timing " << opt.iters << " runs\n";
+  ExternalSpec spec{peer.command, opt.peer_timeout_s, "", ExternalBench{opt.warmup, opt.iters, kv_copies}};
+  ExternalExecutor ext(spec, ExternalCase{&b, &rb, &plan, &in, &layout});
+  const ExecResult res = ext.run(call->args);
+  if (ext.unsupported()) {
+    rr.status = BenchStatus::skipped;
+    rr.message = "n/a: " + *ext.unsupported();
+    return;
+  }
+  if (!res.ok) {
+    rr.status = BenchStatus::failed;
+    rr.message = res.error;
+    return;
+  }
+  rr.bench.ok = true;
+  rr.total = stats_us(ext.timing_ms());
+  rr.stage1 = rr.total;
+  const std::vector<float> user_out = unlayout_out(layout, b.model.dtype, call->out.data(), v.v_dim);
+  const int64_t per_row = int64_t(b.model.num_heads) * v.v_dim;
+  for (const RowWindow& r : rows) {
+    if (r.kind == MaskKind::padding) continue;
+    const float* p = user_out.data() + r.row * per_row;
+    for (int64_t i = 0; i < per_row; ++i)
+      if (!std::isfinite(p[i])) ++rr.nonfinite;
+  }
+  if (rr.nonfinite) {
+    rr.status = BenchStatus::nonfinite;
+    rr.message = std::to_string(rr.nonfinite) + " output elements are not finite: check with `mlactl run --executor`";
+  }
+}
+
 // Fixed-point (fmt_double is %g: 600 µs would print as 6e+02 at 1 digit).
 std::string fx(double v, int decimals) {
   char buf[64];
@@ -371,13 +452,14 @@ struct BenchReport {
 BenchReport run_bench(const Batch& b, const BenchOptions& opt, const std::vector<std::string>& routes, bool quiet, std::ostream& err) {
   BenchReport r;
   const auto rows = oracle_windows(b);
-  r.results.resize(routes.size());
+  r.results.resize(routes.size() + opt.peers.size());
   bool any_refused = false;
   // refusals are answers independent of the machine: decide them first
-  for (size_t i = 0; i < routes.size(); ++i) {
+  for (size_t i = 0; i < r.results.size(); ++i) {
     RouteResult& rr = r.results[i];
-    rr.requested = routes[i];
-    const RoutedBatch rb = route_batch(b, routes[i] == "auto" ? std::nullopt : forced_route(routes[i]));
+    if (i >= routes.size()) rr.peer = parse_peer(opt.peers[i - routes.size()]);
+    rr.requested = rr.peer ? rr.peer->route : routes[i];
+    const RoutedBatch rb = route_batch(b, rr.requested == "auto" ? std::nullopt : forced_route(rr.requested));
     rr.route = rb.decision;
     if (rb.refused()) {
       rr.status = BenchStatus::refused;
@@ -415,8 +497,11 @@ BenchReport run_bench(const Batch& b, const BenchOptions& opt, const std::vector
     if (progress) err << "bench: measuring the copy roofline\n";
     r.roof = gpu_copy_roofline(size_t(opt.copy_mib) << 20, 10);
     if (!r.roof.ok) throw Error(kExitDevice, "", "device copy roofline: " + r.roof.error);
-    for (auto& rr : r.results)
-      if (rr.status != BenchStatus::refused) bench_route(b, opt, rows, in, rr, r.kv_copies, progress, err);
+    for (auto& rr : r.results) {
+      if (rr.status == BenchStatus::refused) continue;
+      if (rr.peer) bench_peer(b, opt, rows, in, rr, r.kv_copies, progress, err);
+      else bench_route(b, opt, rows, in, rr, r.kv_copies, progress, err);
+    }
     r.device = gpu_device_name();
     r.multiprocessors = gpu_device_multiprocessors();
   }
@@ -504,6 +589,7 @@ void print_bench_json(std::ostream& out, const Batch& b, const BenchOptions& opt
   for (const auto& rr : r.results) {
     nlohmann::ordered_json o;
     o["requested"] = rr.requested;
+    if (rr.peer) o["peer"] = {{"name", rr.peer->name}, {"command", rr.peer->command}};
     o["route"] = route_json(rr.route);  // the one route object of every verb's JSON
     o["status"] = to_string(rr.status);
     if (!rr.message.empty()) o["message"] = rr.message;
@@ -569,8 +655,8 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
       t.add({rr.shown(), "", "", "", "", "", "", "", "", "", "", "", "", std::string(to_string(rr.status)) + ": " + rr.message});
       continue;
     }
-    t.add({to_string(rr.route.route), to_string(rr.planner), stage1_text(rr.bench), std::to_string(rr.workgroups),
-           fx(rr.stage1.median, 1), fx(rr.total.median, 1),
+    t.add({rr.shown(), rr.peer ? "its own" : to_string(rr.planner), rr.peer ? "(whole call)" : stage1_text(rr.bench),
+           rr.peer ? "" : std::to_string(rr.workgroups), rr.peer ? "" : fx(rr.stage1.median, 1), fx(rr.total.median, 1),
            fx(rr.total.p10, 1) + "-" + fx(rr.total.p90, 1), fx(rr.plan_us + rr.total.median, 1),
            fx(r.gbps(rr.total.median), 0), fx(r.pct_bw(rr.total.median), 1), fx(r.tflops(rr.total.median), 1),
            fx(pct_fl(rr.total.median), 1), base ? fx(base->total.median / rr.total.median, 2) + "x" : "",
@@ -601,6 +687,11 @@ void print_bench_table(std::ostream& out, const Batch& b, const BenchOptions& op
   // (both can differ by route).
   for (const auto& rr : r.results) {
     if (!rr.ran()) continue;
+    if (rr.peer) {
+      kv.push_back({"peer " + rr.peer->name, rr.peer->command + " on route " + rr.peer->route +
+                                                 "'s metadata: the executor's device-event times of its whole call, same inputs and KV rotation"});
+      continue;
+    }
     const std::string route = r.results.size() > 1 ? " " + std::string(to_string(rr.route.route)) : std::string();
     if (!rr.bench.stage1_why.empty()) kv.push_back({"stage 1" + route, stage1_text(rr.bench) + ": " + rr.bench.stage1_why});
     if (rr.bench.stage1) kv.push_back({"launch" + route, ::mlactl::cli::stage1_text(*rr.bench.stage1)});
@@ -654,6 +745,11 @@ void setup_bench(CLI::App& app, Context& ctx) {
   add_batch_options(sub, *bo);
   add_kernel_option(sub, opt->kernel);
   sub->add_option("--compare", opt->compare, "routes side by side, comma-separated (e.g. gluon_decode,asm_persistent); the first is the baseline");
+  sub->add_option("--peer", opt->peers,
+                  "NAME:ROUTE=COMMAND: an external kernel timed beside mlactl's on the same shape, inputs and KV rotation, "
+                  "through the executor protocol's timing (docs/executor-protocol.md); repeatable");
+  sub->add_option("--peer-timeout", opt->peer_timeout_s, "seconds a --peer may take (build, warm-up and timed calls)")
+      ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
   sub->add_option("--stage1", opt->stage1,
                   "stage-1 kernel: automatic (the fastest that applies), wgmma (sm_90a on Hopper), mma, cuda_core; "
                   "a named kernel that does not apply to the view is an error (never a substitute)")

@@ -305,6 +305,8 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
     m["outputs"] = {{"out", {{"file", "out.npy"}, {"dtype", "<f4"}, {"shape", {a.num_q_rows, v.heads, v.v_dim}}, {"required", true}}},
                     {"lse", {{"file", "lse.npy"}, {"dtype", "<f4"}, {"shape", {a.num_q_rows, v.heads}}, {"required", false}}},
                     {"result", {{"file", "result.json"}, {"required", false}}}};
+    if (spec_.bench)
+      m["bench"] = {{"warmup", spec_.bench->warmup}, {"iters", spec_.bench->iters}, {"kv_copies", spec_.bench->kv_copies}};
     write_file_atomic(dir + "/manifest.json", json_text(m) + "\n");
   } catch (const std::exception& e) {
     return fail(std::string("cannot write the case directory ") + dir + ": " + e.what());
@@ -356,6 +358,19 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
                      to_string(plan.route) + (why.empty() ? "" : ": " + why);
       return res;
     }
+    if (spec_.bench) {
+      const auto& t = r.contains("timing_ms") ? r["timing_ms"] : nlohmann::json();
+      if (!t.is_array() || (int)t.size() != spec_.bench->iters)
+        return fail("result.json: timing_ms must be a list of the " + std::to_string(spec_.bench->iters) +
+                    " timed calls' milliseconds (the manifest's bench section; docs/executor-protocol.md, Timing)");
+      for (const auto& x : t) {
+        if (!x.is_number() || !std::isfinite(x.get<double>()) || x.get<double>() < 0)
+          return fail("result.json: timing_ms holds " + x.dump() + ", not a duration in milliseconds");
+        timing_ms_.push_back(x.get<float>());
+      }
+    }
+  } else if (spec_.bench) {
+    return fail(with_tail("wrote no result.json with timing_ms (the manifest asked for timings: docs/executor-protocol.md, Timing)"));
   }
 
   // ---- out.npy, lse.npy

@@ -6,6 +6,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/batch.hpp"
 #include "core/inputs.hpp"
@@ -19,11 +20,21 @@ namespace mlactl::cli {
 constexpr int kExecutorProtocolVersion = 1;
 constexpr double kDefaultExecutorTimeoutS = 300;
 
+// `bench --peer`: the executor times its own kernel (docs/executor-protocol.md, "Timing"):
+// warm-up calls, then `iters` calls each timed with device events, the KV cache rotated over
+// `kv_copies` copies as mlactl's own bench rotates it.
+struct ExternalBench {
+  int warmup = 5;
+  int iters = 30;
+  int kv_copies = 1;
+};
+
 // --executor CMD, --executor-timeout S, --executor-keep DIR
 struct ExternalSpec {
   std::string command;         // run by /bin/sh as: CMD "<case dir>"
   double timeout_s = kDefaultExecutorTimeoutS;
   std::string keep_dir;        // write the case here and keep it (empty: a temporary directory, removed)
+  std::optional<ExternalBench> bench;  // set: the manifest asks for timings (result.json timing_ms)
 };
 
 // What the case directory describes besides the executor's arguments.
@@ -49,6 +60,8 @@ class ExternalExecutor : public Executor {
   bool wrote_lse() const { return wrote_lse_; }
   // result.json "p_rounding": P rounded once to this type before P·V (absent: not declared)
   const std::optional<DType>& p_rounding() const { return p_rounding_; }
+  // spec.bench: the executor's timed calls (result.json timing_ms), milliseconds each
+  const std::vector<float>& timing_ms() const { return timing_ms_; }
   // out.npy held only NaN. The caller decides: a protocol failure (exit 4) unless mlactl's
   // own CPU executor also writes only NaN on the same work list (a kernel that reads
   // poison everywhere, as seed 002's mis-strided route).
@@ -62,6 +75,7 @@ class ExternalExecutor : public Executor {
   std::optional<std::string> unsupported_;
   bool wrote_lse_ = false;
   std::optional<DType> p_rounding_;
+  std::vector<float> timing_ms_;
   bool all_nan_ = false;
   std::string stderr_tail_;
 };

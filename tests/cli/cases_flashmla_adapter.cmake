@@ -33,3 +33,8 @@ mlactl_cli_test(flashmla-unsupported-route RC 77 ARGS run --arch sm90 --heads 16
 mlactl_cli_test(flashmla-numpy-p-rounding RC 0 ARGS run --arch sm90 --heads 16 --qlen 1 --context 0,1,63,64,65 --block-size 64
                 --kernel flashmla --num-cu 132 --seed 52 --executor ${FLASHMLA_NUMPY}
                 STDOUT "tolerance: +atol 0.004706, rtol 0.01562, cos 5e-06 \\(bf16 out; P rounded once to bf16 by the executor: atol \\+ 2\\^-8 x max\\|V\\| 1 = 0.003906\\).*numeric: +ok")
+# bench --peer: its spelling is checked before anything runs (the timing itself needs a GPU)
+mlactl_cli_test(bench-peer-syntax RC 2 ARGS bench --heads 16 --context 100 --peer flashmla
+                STDERR "--peer takes NAME:ROUTE=COMMAND \\(e.g. flashmla:flashmla='python3 adapters/flashmla.py'\\), got \"flashmla\"")
+mlactl_cli_test(bench-peer-route RC 2 ARGS bench --heads 16 --context 100 --peer "'fm:nosuch=python3 adapters/flashmla.py'"
+                STDERR "--peer fm: unknown route \"nosuch\"")
