@@ -166,6 +166,20 @@ def run_worklist(c):
     return out, lse
 
 
+def keep_padding_contract(c, out, lse):
+    """mlactl's work list covers no padding row; the stack's kernel writes them when the
+    manifest's padding_rows.contract says so (docs/executor-protocol.md § Layout and padding
+    rows): 0 and LSE -inf, what a kernel writes for a row that sees nothing (docs/design.md §5)."""
+    pad = c.m.get("padding_rows", {})
+    if pad.get("contract", "untouched") == "untouched" or not pad.get("rows"):
+        return out, lse
+    if "row_padding" not in c.m["metadata"]["arrays"]:
+        raise SystemExit(f"{NAME}: padding_rows.contract {pad['contract']} on a layout without metadata row_padding")
+    rows = c.meta("row_padding") != 0
+    out[rows], lse[rows] = 0.0, -np.inf
+    return out, lse
+
+
 def triton_rows(c):
     """What TRITON_MLA hands its kernel: per flattened row its block-table row, seq_len; page size; splits."""
     a = c.m["metadata"]
@@ -241,7 +255,9 @@ def main(argv, executor=None):
     if a.mode == "triton" and c.route != "triton_mla":
         return unsupported(a.case_dir, "--mode triton runs route triton_mla only")
     try:
-        out, lse = run_worklist(c) if a.mode == "worklist" else run_triton(c, triton_rows(c))
+        # padding rows as the stack's contract has them in both modes: the work list covers none,
+        # and TRITON_MLA's metadata gives them block ids -1, which no reference should read
+        out, lse = keep_padding_contract(c, *(run_worklist(c) if a.mode == "worklist" else run_triton(c, triton_rows(c))))
     except Fault as e:
         sys.stderr.write(f"{NAME}: device fault: {e}\n")
         return 3

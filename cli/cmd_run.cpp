@@ -74,7 +74,8 @@ void add_run_options(CLI::App* sub, RunArgs& a) {
                                  "instead of tensors generated from data.seed");
   sub->add_option("--probe", a.probe,
                   "windows: black-box position probe; q and KV are built so that each head shows whether one window edge was read "
-                  "(first/last allowed, first forbidden, page and split edges), for any executor")
+                  "(first/last allowed, first forbidden or the slot past the end, page and split edges; control heads first), "
+                  "for any executor; the ordinary random-input comparison runs as well")
       ->check(CLI::IsMember({"windows"}))
       ->excludes(inputs);  // the probe writes its own q and KV
 }

@@ -18,6 +18,7 @@
 #include "cli/npy.hpp"
 #include "cli/output.hpp"
 #include "core/dtype.hpp"
+#include "core/pipeline.hpp"
 #include "core/planners/row_plan.hpp"
 
 namespace mlactl::cli {
@@ -127,7 +128,8 @@ ChildStatus run_command(const std::string& command, const std::string& case_dir,
 
 std::string ExternalExecutor::all_nan_error() const {
   std::string msg = "external executor `" + spec_.command +
-                    "`: out.npy holds only NaN: the executor wrote no output (mlactl's CPU executor writes finite values on the same work list)";
+                    "`: out.npy holds only NaN: the executor reads poisoned (unused) slots, or wrote nothing (mlactl's CPU executor writes finite values on the "
+                    "same work list)";
   if (!stderr_tail_.empty()) msg += "; its stderr ends:\n" + stderr_tail_;
   return msg;
 }
@@ -302,6 +304,11 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
     meta["arrays"] = arrays;
     meta["values"] = values;
     m["metadata"] = meta;
+    // what the stack's kernel leaves in padding rows (core/pipeline.hpp PadRowContract): an
+    // executor that runs mlactl's work list (no work covers them) writes them as the kernel would
+    int64_t pad_rows = 0;
+    for (const QueryRowInfo& r : in.rows) pad_rows += r.padding ? 1 : 0;
+    m["padding_rows"] = {{"rows", pad_rows}, {"contract", to_string(pad_row_contract(case_.routed->stack->id(), plan.route))}};
     m["outputs"] = {{"out", {{"file", "out.npy"}, {"dtype", "<f4"}, {"shape", {a.num_q_rows, v.heads, v.v_dim}}, {"required", true}}},
                     {"lse", {{"file", "lse.npy"}, {"dtype", "<f4"}, {"shape", {a.num_q_rows, v.heads}}, {"required", false}}},
                     {"result", {{"file", "result.json"}, {"required", false}}}};

@@ -176,6 +176,7 @@ class UserExecutor final : public CaseExecutor {
     out.lse = std::move(eo.lse);
     out.wrote_lse = ext_.wrote_lse();
     out.p_rounded_to = ext_.p_rounding();
+    out.check_padding_rows = true;
     if (out.ok && ext_.all_nan()) out.error_unless_cpu_all_nan = ext_.all_nan_error();
     return out;
   }
@@ -288,9 +289,17 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
                     {"lse_diff", std::isnan(f.lse_diff) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.lse_diff)}});
     j["position_probe"] = {{"ok", p.ok}, {"rows_probed", p.rows_probed}, {"heads_probed", p.heads_probed},
                            {"edges_not_probed", p.edges_not_probed}, {"findings", p.findings}, {"bad_rows", p.bad_rows},
-                           {"bad_row_ids", p.bad_row_ids}, {"listed", fs}};
+                           {"bad_row_ids", p.bad_row_ids}, {"bad_head_ids", p.bad_head_ids}, {"controls", p.controls},
+                           {"controls_off", p.controls_off}, {"control_off_heads", p.control_off_heads}, {"global_fault", p.global_fault},
+                           {"listed", fs}};
   }
   if (o.compare) j["compare"] = cmp_json(*o.compare);
+  if (o.probe_compare) j["probe_compare"] = cmp_json(*o.probe_compare);
+  if (o.padding) {
+    const PaddingReport& pr = *o.padding;
+    j["padding_rows"] = {{"ok", pr.ok}, {"contract", to_string(pr.contract)}, {"rows_checked", pr.rows_checked}, {"bad_rows", pr.bad_rows},
+                         {"bad_row_ids", pr.bad_row_ids}, {"nan_values", pr.nan_values}, {"nonzero_values", pr.nonzero_values}};
+  }
   if (o.cross) j["cross_check"] = cmp_json(*o.cross);
   j["timing_ms"] = {{"metadata", o.ms_metadata}, {"plan_and_audit", o.ms_plan}, {"inputs", o.ms_inputs}, {"reference", o.ms_reference},
                     {"execute", o.ms_execute}, {"compare", o.ms_compare}};
@@ -323,11 +332,21 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     kv.push_back({"position audit", o.audit->ok ? "ok (" + std::to_string(o.audit->rows_checked) + " rows)"
                                                 : st.red(std::to_string(o.audit->bad_rows) + " of " + std::to_string(o.audit->rows_checked) +
                                                          " rows read wrong KV positions")});
-  if (o.probe)
-    kv.push_back({"position probe", o.probe->ok ? "ok (" + std::to_string(o.probe->heads_probed) + " heads of " + std::to_string(o.probe->rows_probed) + " rows)"
-                                                : st.red(std::to_string(o.probe->findings) + " findings in " + std::to_string(o.probe->bad_rows) + " of " +
-                                                         std::to_string(o.probe->rows_probed) + " rows")});
-  if (o.probe && !o.probe->ok) kv.push_back({"probe rows", summarize_positions(o.probe->bad_row_ids, 12)});
+  if (o.probe) {
+    const ProbeReport& p = *o.probe;
+    std::vector<int64_t> off_heads(p.control_off_heads.begin(), p.control_off_heads.end());
+    if (p.global_fault)
+      kv.push_back({"position probe", st.red("global numeric fault: " + std::to_string(p.controls_off) + " of " + std::to_string(p.controls) +
+                                             " control heads wrong (heads " + summarize_positions(off_heads, 12) + "); no edge is named")});
+    else
+      kv.push_back({"position probe", p.ok ? "ok (" + std::to_string(p.heads_probed) + " heads of " + std::to_string(p.rows_probed) + " rows)"
+                                           : st.red(std::to_string(p.findings) + " findings in " + std::to_string(p.bad_rows) + " of " +
+                                                    std::to_string(p.rows_probed) + " rows")});
+    if (!p.ok && !p.global_fault && o.failure != RunFailure::nonfinite) {
+      kv.push_back({"probe rows", summarize_positions(p.bad_row_ids, 12)});
+      kv.push_back({"probe heads", summarize_positions(p.bad_head_ids, 12)});
+    }
+  }
   if (o.compare) {
     const auto& c = *o.compare;
     kv.push_back({"tolerance", "atol " + fmt_double(c.tol.atol) + ", rtol " + fmt_double(c.tol.rtol) + ", cos " + fmt_double(c.tol.cos_tol) + " (" +
@@ -340,6 +359,21 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     kv.push_back({"numeric", c.passed ? st.green("ok") : st.red(std::to_string(c.failing_elements) + " of " + std::to_string(c.compared_elements) + " elements fail")});
     if (c.lse_compared) kv.push_back({"lse", c.lse_passed ? "ok (max abs err " + fmt_double(c.lse_max_abs_err) + ")" : st.red(std::to_string(c.lse_failing) + " fail")});
     for (const auto& r : c.reasons) kv.push_back({"reason", r});
+  }
+  if (o.probe_compare) {
+    // --probe: the verdict on the probe's inputs beside the one on random inputs above
+    const auto& c = *o.probe_compare;
+    kv.push_back({"probe numeric", c.passed ? st.green("ok") : st.red(std::to_string(c.failing_elements) + " of " + std::to_string(c.compared_elements) +
+                                                                        " elements fail (max abs err " + fmt_double(c.max_abs_err) + ")")});
+  }
+  if (o.padding) {
+    const PaddingReport& pr = *o.padding;
+    const std::string contract = "contract " + std::string(to_string(pr.contract));
+    if (pr.contract == PadRowContract::untouched) kv.push_back({"padding rows", std::to_string(pr.rows_checked) + ", " + contract + ": not checked"});
+    else if (pr.ok) kv.push_back({"padding rows", "ok (" + std::to_string(pr.rows_checked) + ", " + contract + ")"});
+    else
+      kv.push_back({"padding rows", st.red(std::to_string(pr.bad_rows) + " of " + std::to_string(pr.rows_checked) + " break the " + contract + ": rows " +
+                                           summarize_positions(pr.bad_row_ids, 12))});
   }
   if (o.cross) kv.push_back({"gpu vs cpu", o.cross->passed ? st.green("ok") + " (max abs err " + fmt_double(o.cross->max_abs_err) + ")" : st.red("DIFFER")});
   (void)verbose;  // -v detail goes to stderr (cmd_run), never into the report
@@ -360,7 +394,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     t.print(os, Format::table);
     for (const auto& e : o.audit->errors) os << "  " << e << "\n";
   }
-  if (o.probe && !o.probe->ok) {
+  if (o.probe && !o.probe->ok && !o.probe->global_fault && o.failure != RunFailure::nonfinite) {
     os << "\nposition probe findings (first " << o.probe->listed.size() << " of " << o.probe->findings << "):\n";
     Table t;
     t.header = {"row", "request", "token", "head", "position", "edge", "finding", "weight"};

@@ -30,12 +30,31 @@ const char* to_string(RunFailure f) {
     case RunFailure::nonfinite: return "non-finite";
     case RunFailure::numeric: return "numeric";
     case RunFailure::cross_check: return "cross check";
+    case RunFailure::padding_rows: return "padding rows";
   }
   return "?";
 }
 
+const char* to_string(PadRowContract c) {
+  switch (c) {
+    case PadRowContract::zeros: return "zeros";
+    case PadRowContract::finite: return "finite";
+    case PadRowContract::untouched: return "untouched";
+  }
+  return "?";
+}
+
+PadRowContract pad_row_contract(StackId stack, Route route) {
+  // vLLM's TRITON_MLA hands its kernel every flattened row, padding ones included, and the
+  // kernel writes them (docs/stacks/vllm-rocm-aiter.md §V4); #57094's 0/0 made them NaN.
+  // Every other route runs a work list or scheduler that covers no padding row.
+  if (route == Route::triton_mla && (stack == StackId::vllm_rocm_aiter || stack == StackId::vllm_cuda)) return PadRowContract::finite;
+  return PadRowContract::untouched;
+}
+
 std::optional<RunFailure> run_failure_from_string(const std::string& s) {
-  for (RunFailure f : {RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check})
+  for (RunFailure f : {RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check,
+                       RunFailure::padding_rows})
     if (s == to_string(f)) return f;
   return std::nullopt;
 }
@@ -125,10 +144,13 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   t0 = clock_type::now();
   Inputs in = hooks.load_inputs ? hooks.load_inputs(b, rows) : generate_inputs(b, rows, opt.threads);
   const RoutePlan& plan = *o.plan;
+  // --probe: the probe's inputs are a second case beside the random one (pin)
   std::optional<ProbeSpec> probe;
+  std::optional<Inputs> pin;
   if (opt.probe) {
+    pin = in;
     probe = plan_probe(b, rows, &plan);
-    apply_probe_inputs(b, rows, *probe, in);
+    apply_probe_inputs(b, rows, *probe, *pin);
   }
   ViewLayout layout;
   try {
@@ -140,45 +162,55 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     return o;
   }
   EncodedTensor kq = build_kernel_q(in, layout, plan.kernel_view);
+  std::optional<EncodedTensor> pkq;
+  if (pin) pkq = build_kernel_q(*pin, layout, plan.kernel_view);
   o.ms_inputs = ms_since(t0);
 
   stage(RunStage::reference);
   t0 = clock_type::now();
   ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
+  std::optional<ReferenceOutput> pref;
+  if (pin) pref = compute_reference(b, rows, *pin, opt.threads);
   o.ms_reference = ms_since(t0);
 
-  const ExecutionRequest request{b, rb, plan, in, layout, kq};
-  std::unique_ptr<CaseExecutor> ex = hooks.make_executor(request);
-  o.executor = ex->name();
-
-  stage(RunStage::execute);
-  t0 = clock_type::now();
-  ExecutionResult eo = ex->execute(request);
-  o.ms_execute = ms_since(t0);
-  o.executor = ex->name();  // a user's kernel names itself while it runs
-  if (eo.unsupported) {
-    o.status = RunStatus::skipped;
-    o.exit_code = kExitSkipped;
-    o.message = *eo.unsupported;
-    return o;
-  }
-  if (!eo.ok) {
-    o.status = RunStatus::failed;
-    o.exit_code = kExitDevice;
-    o.message = eo.error;
-    return o;
-  }
-  if (eo.error_unless_cpu_all_nan) {
-    ExecutionResult ec = hooks.make_cpu_executor()->execute(request);
-    bool cpu_all_nan = ec.ok;
-    for (size_t i = 0; cpu_all_nan && i < ec.out.size(); ++i) cpu_all_nan = std::isnan(ec.out[i]);
-    if (!cpu_all_nan) {
+  // Runs the executor on one set of inputs; false: the outcome is final (skipped, failed).
+  auto execute = [&](const Inputs& inputs, const EncodedTensor& q, ExecutionResult& eo) {
+    const ExecutionRequest request{b, rb, plan, inputs, layout, q};
+    std::unique_ptr<CaseExecutor> ex = hooks.make_executor(request);
+    if (o.executor.empty()) o.executor = ex->name();
+    eo = ex->execute(request);
+    o.executor = ex->name();  // a user's kernel names itself while it runs
+    if (eo.unsupported) {
+      o.status = RunStatus::skipped;
+      o.exit_code = kExitSkipped;
+      o.message = *eo.unsupported;
+      return false;
+    }
+    if (!eo.ok) {
       o.status = RunStatus::failed;
       o.exit_code = kExitDevice;
-      o.message = *eo.error_unless_cpu_all_nan;
-      return o;
+      o.message = eo.error;
+      return false;
     }
-  }
+    if (eo.error_unless_cpu_all_nan) {
+      ExecutionResult ec = hooks.make_cpu_executor()->execute(request);
+      bool cpu_all_nan = ec.ok;
+      for (size_t i = 0; cpu_all_nan && i < ec.out.size(); ++i) cpu_all_nan = std::isnan(ec.out[i]);
+      if (!cpu_all_nan) {
+        o.status = RunStatus::failed;
+        o.exit_code = kExitDevice;
+        o.message = *eo.error_unless_cpu_all_nan;
+        return false;
+      }
+    }
+    return true;
+  };
+  stage(RunStage::execute);
+  t0 = clock_type::now();
+  ExecutionResult eo, peo;
+  if (!execute(in, kq, eo)) return o;
+  if (pin && !execute(*pin, *pkq, peo)) return o;
+  o.ms_execute = ms_since(t0);
 
   stage(RunStage::compare);
   t0 = clock_type::now();
@@ -195,8 +227,37 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   // an external executor may leave out lse.npy: then only the output is compared
   const float* got_lse = eo.wrote_lse ? eo.lse.data() : nullptr;
   o.compare = compare_outputs(rows, ref, eo.out.data(), got_lse, co);
-  if (probe) o.probe = evaluate_probe(*probe, eo.out, got_lse ? eo.lse.data() : nullptr, b.model.num_heads, b.model.kv_lora_rank, opt.max_listed);
+  if (pin) {
+    const float* probe_lse = peo.wrote_lse ? peo.lse.data() : nullptr;
+    o.probe_compare = compare_outputs(rows, *pref, peo.out.data(), probe_lse, co);
+    o.probe = evaluate_probe(*probe, peo.out, probe_lse, b.model.num_heads, b.model.kv_lora_rank, opt.max_listed);
+  }
+  if (eo.check_padding_rows) {
+    // padding rows against the stack's contract, on every run's output
+    PaddingReport pr;
+    pr.contract = pad_row_contract(rb.stack->id(), plan.route);
+    const int64_t per_row = (int64_t)b.model.num_heads * b.model.kv_lora_rank;
+    for (const RowWindow& w : rows) {
+      if (w.kind != MaskKind::padding) continue;
+      ++pr.rows_checked;
+      if (pr.contract == PadRowContract::untouched) continue;
+      bool bad = false;
+      for (const std::vector<float>* out : {&eo.out, pin ? &peo.out : nullptr}) {
+        if (!out) continue;
+        for (int64_t i = w.row * per_row; i < (w.row + 1) * per_row; ++i) {
+          const float x = (*out)[(size_t)i];
+          if (!std::isfinite(x)) ++pr.nan_values, bad = true;
+          else if (pr.contract == PadRowContract::zeros && x != 0) ++pr.nonzero_values, bad = true;
+        }
+      }
+      if (bad) pr.bad_row_ids.push_back(w.row);
+    }
+    pr.bad_rows = (int64_t)pr.bad_row_ids.size();
+    pr.ok = pr.bad_rows == 0;
+    if (pr.rows_checked > 0) o.padding = pr;
+  }
   if (opt.cross_check && o.executor != "cpu") {
+    const ExecutionRequest request{b, rb, plan, in, layout, kq};
     ExecutionResult ec = hooks.make_cpu_executor()->execute(request);
     if (ec.ok) {
       // the CPU executor's output plays the reference: same work list, same inputs
@@ -209,11 +270,21 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   }
   o.ms_compare = ms_since(t0);
 
+  auto nonfinite = [](const CompareReport& c) { return !c.passed && (c.unwritten_row_heads > 0 || c.nonfinite_mismatches > 0); };
+  // NaN in every (row, head): no row was computed from the request's KV alone, which a kernel
+  // that never wrote and one that reads the NaN-filled unused slots in every row both give; the
+  // probe's NaN weights then name no edge (docs/executor-protocol.md § What the executor writes)
+  auto every_row_nan = [&](const CompareReport& c) { return c.compared_rows > 0 && c.unwritten_row_heads == c.compared_rows * b.model.num_heads; };
+  const bool all_rows_nan = every_row_nan(*o.compare) || (o.probe_compare && every_row_nan(*o.probe_compare));
+  const bool probe_edges = o.probe && !o.probe->ok && !o.probe->global_fault && !all_rows_nan;
+  const bool probe_global = o.probe && o.probe->global_fault;
+  const bool probe_cmp_failed = o.probe_compare && !o.probe_compare->passed;
   if (!o.audit->ok) o.failure = RunFailure::position_audit;
-  else if (o.probe && !o.probe->ok) o.failure = RunFailure::position_probe;
-  else if (!o.compare->passed && (o.compare->unwritten_row_heads > 0 || o.compare->nonfinite_mismatches > 0)) o.failure = RunFailure::nonfinite;
-  else if (!o.compare->passed) o.failure = RunFailure::numeric;
+  else if (probe_edges) o.failure = RunFailure::position_probe;
+  else if (nonfinite(*o.compare) || (o.probe_compare && nonfinite(*o.probe_compare))) o.failure = RunFailure::nonfinite;
+  else if (!o.compare->passed || probe_cmp_failed || probe_global) o.failure = RunFailure::numeric;
   else if (o.cross && !o.cross->passed) o.failure = RunFailure::cross_check;
+  else if (o.padding && !o.padding->ok) o.failure = RunFailure::padding_rows;
   if (o.failure) {
     o.status = RunStatus::incorrect;
     o.exit_code = kExitVerifyFailed;
@@ -224,11 +295,31 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
       case RunFailure::position_probe:
         o.message = "position probe: " + std::to_string(o.probe->bad_rows) + " rows read a KV position outside their window or missed one inside";
         break;
-      case RunFailure::nonfinite: o.message = "non-finite output where the reference is finite (unwritten rows or poisoned reads)"; break;
-      case RunFailure::numeric: o.message = "numeric comparison failed"; break;
+      case RunFailure::nonfinite:
+        o.message = all_rows_nan ? "non-finite output: every row is NaN: the kernel reads poisoned (unused) slots, or wrote nothing"
+                                 : "non-finite output where the reference is finite (unwritten rows or poisoned reads)";
+        break;
+      case RunFailure::numeric:
+        if (probe_global)
+          // the controls depend on no edge: a fault they show is not a KV position
+          o.message = "global numeric fault: " + std::to_string(o.probe->controls_off) + " of " + std::to_string(o.probe->controls) +
+                      " probe control heads are wrong too (the softmax scale, a dtype, the layout or an ignored fp8 scale; no KV position is blamed)";
+        else if (o.compare->passed)
+          o.message = "numeric comparison failed on the probe's inputs (random inputs pass)";
+        else
+          o.message = std::string("numeric comparison failed") + (o.probe_compare && o.probe_compare->passed ? " on random inputs (the probe's inputs pass)" : "");
+        break;
       case RunFailure::cross_check: o.message = "GPU and CPU executors differ on the same work list"; break;
+      case RunFailure::padding_rows:
+        o.message = "padding rows: " + std::to_string(o.padding->bad_rows) + " of " + std::to_string(o.padding->rows_checked) +
+                    " padding rows break the stack's contract (" + to_string(o.padding->contract) + "): " +
+                    (o.padding->nan_values > 0 ? "NaN or inf in " + std::to_string(o.padding->nan_values) + " values"
+                                               : std::to_string(o.padding->nonzero_values) + " values not 0");
+        break;
     }
-    if (on_incorrect) on_incorrect(o, CaseBuffers{&in, &eo.out, &ref});
+    // the buffers of the run the failure came from
+    const bool from_probe = pin && (*o.failure == RunFailure::position_probe || probe_global || (o.compare->passed && probe_cmp_failed));
+    if (on_incorrect) on_incorrect(o, from_probe ? CaseBuffers{&*pin, &peo.out, &*pref} : CaseBuffers{&in, &eo.out, &ref});
   }
   return o;
 }

@@ -32,9 +32,30 @@ const char* to_string(RunStatus s);
 // black-box twin; then output that is NaN/inf where the reference is finite (a row no work
 // wrote, still NaN poison, or a read of the NaN-filled unused KV slots); then the numbers;
 // then the executor vs the CPU executor on the same work list.
-enum class RunFailure { position_audit, position_probe, nonfinite, numeric, cross_check };
-const char* to_string(RunFailure f);  // "position audit", "position probe", "non-finite", "numeric", "cross check"
+// Padding rows last: their output is never compared, but it must keep the stack's contract.
+enum class RunFailure { position_audit, position_probe, nonfinite, numeric, cross_check, padding_rows };
+const char* to_string(RunFailure f);  // "position audit", "position probe", "non-finite", "numeric", "cross check", "padding rows"
 std::optional<RunFailure> run_failure_from_string(const std::string& s);
+
+// What a stack's kernel leaves in the output rows of padding slots (docs/executor-protocol.md
+// § Layout and padding rows). Never compared with a reference, but the whole output goes on
+// to o_proj and the MoE: NaN there spreads (vllm #57094: 0/0 in TRITON_MLA pad rows
+// poisoned the FP8 MoE scales).
+enum class PadRowContract {
+  zeros,      // the kernel writes 0 (not used by a modelled route yet)
+  finite,     // the kernel writes them, anything finite (vLLM TRITON_MLA: seq_len 0 rows)
+  untouched,  // no work covers them: the kernel never writes them (the stack's buffer keeps its values)
+};
+const char* to_string(PadRowContract c);
+PadRowContract pad_row_contract(StackId stack, Route route);
+struct PaddingReport {
+  PadRowContract contract = PadRowContract::untouched;
+  int64_t rows_checked = 0;
+  int64_t bad_rows = 0;
+  std::vector<int64_t> bad_row_ids;  // every padding row that breaks the contract, ascending
+  int64_t nan_values = 0, nonzero_values = 0;  // nonzero: counted only for zeros
+  bool ok = true;
+};
 
 // The stages of one run, in order; CaseOptions::on_stage hears each as it starts (the
 // progress line of a long `run` on a terminal).
@@ -57,6 +78,9 @@ struct ExecutionResult {
   std::string error;                   // !ok: why (the message says whose error it is)
   std::vector<float> out, lse;
   bool wrote_lse = true;               // false: compare the output only (a user's kernel may leave LSE out)
+  // the executor stands for the stack's kernel (--executor): its padding rows are held to the
+  // stack's contract. mlactl's own executors run mlactl's work list, which covers no padding row.
+  bool check_padding_rows = false;
   std::optional<std::string> unsupported;  // the executor declined the case: skipped with this reason
   // the executor declared that its P·V takes P rounded once to this type (docs/executor-protocol.md)
   std::optional<DType> p_rounded_to;
@@ -95,7 +119,10 @@ struct CaseOptions {
   int threads = 0;
   int64_t max_listed = 20;
   std::function<void(RunStage)> on_stage;  // optional; called from the calling thread
-  std::optional<ProbeKind> probe;          // --probe windows: probe inputs, then check every probed edge
+  // --probe windows: a second run on probe inputs, every probed edge checked (controls
+  // first), besides the ordinary run on random inputs (the probe's q is 0 in most dimensions,
+  // so a fault confined to those, e.g. the rope part, shows only on random inputs)
+  std::optional<ProbeKind> probe;
 };
 
 struct CaseOutcome {
@@ -106,7 +133,9 @@ struct CaseOutcome {
   RouteDecision route;
   std::optional<RoutePlan> plan;
   std::optional<PositionAudit> audit;
-  std::optional<CompareReport> compare;
+  std::optional<CompareReport> compare;  // on seeded random inputs (with --probe too)
+  std::optional<CompareReport> probe_compare;  // with --probe: the same comparison on the probe's inputs
+  std::optional<PaddingReport> padding;  // the padding rows against the stack's contract (batches with padding rows)
   std::optional<CompareReport> cross;    // executor vs CPU on the same work list
   std::optional<CapturedDiff> captured;  // captured arrays vs what mlactl builds
   std::optional<ProbeReport> probe;      // with --probe

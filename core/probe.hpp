@@ -41,6 +41,19 @@ enum class ProbeEdge {
   page_last,             // last position of the page before it
   page_first_forbidden,  // first position of the next page past the window end, when it exists
   sparse_unselected,     // sparse rows: a position below the row's limit that is not in its index set
+  // Past the request's KV (rows whose window ends at the request's end, where no
+  // first_forbidden position exists): the slot right after the request's last slot, as a
+  // kernel reading one entry too many reaches it through the block table (docs/executor-protocol.md
+  // § The position probe). Which of the three it is depends on the placement:
+  past_end_page_slot,    // the next slot of the request's last page (the page is not full)
+  past_end_next_page,    // the first slot of the physically next page (the page is full), no request's KV
+  past_end_other_key,    // the first slot of the physically next page, holding another request's key
+  past_end_own_key,      // ... holding a key of the same request (shuffled placement): inside, so a
+                         // read past the end shows as that key read twice (LSE + ln 2; needs lse.npy)
+  // A control head: two interior positions away from every edge, logits L and L2 ≈ L − 3,
+  // so its output (weights ≈ 0.95 / 0.05) and LSE depend on the softmax scale, the dtypes
+  // and the layout but on no edge of the window: wrong controls mean a global numeric fault.
+  control,
 };
 const char* to_string(ProbeEdge e);
 
@@ -56,14 +69,25 @@ struct ProbeTarget {
   bool inside = true;    // in the row's oracle window: it must be read
   int code = 0;          // latent dimension that identifies the position
   int64_t window_len = 0;  // positions the row sees (oracle): sets the expected LSE
+  int64_t slot = 0;        // the KV slot that carries the code (past-end edges: the slot past the request's end)
+  // control heads (edge == control) only: the second interior position and its code (q = B2 there)
+  int64_t position2 = 0;
+  int code2 = 0;
 };
 
 struct ProbeSpec {
   std::vector<ProbeTarget> targets;  // one per (non-padding row, raw head)
   double logit = 0;                  // L of a probed position for its head (actual, after rounding)
+  double logit2 = 0;                 // L2: a control head's second logit (L2 < L, about L − 3)
   float code_value = 1;              // A: the decoded KV value in a code dimension
   int64_t edges_not_probed = 0;      // edges left out: more edges than heads, or > kProbeCodeDims positions in a request
+  int head_groups = 1;               // heads are split in this many groups (halves); each gets the window's edges
 };
+
+// How heads are grouped for the edge assignment: halves [0, H/2), [H/2, H) (one group for
+// one head). A fault confined to some heads (one tile of a kernel) lands on a group, and every
+// window edge is probed in each group, the interior edges alternating between groups row by row.
+int probe_head_groups(int num_heads);
 
 // The targets of every non-padding row. `plan` (optional) supplies the split points: the
 // positions where a work of the row starts other than its first; with a head→batch fold the
@@ -77,6 +101,7 @@ enum class ProbeFindingKind {
   missed,      // inside the window, not read
   read_twice,  // inside, read, but the LSE is ≈ ln 2 too high: the position was summed twice
   lse_off,     // the output says the edge is right, the LSE disagrees with the window's length
+  control_off, // a control head's weights or LSE are wrong (on few heads: listed as a finding)
 };
 const char* to_string(ProbeFindingKind k);
 struct ProbeFinding {
@@ -91,11 +116,20 @@ struct ProbeReport {
   int64_t findings = 0, bad_rows = 0;
   std::vector<ProbeFinding> listed;  // first max_listed
   std::vector<int64_t> bad_row_ids;  // every oracle row with a finding, ascending
+  std::vector<int64_t> bad_head_ids; // every head with a finding, ascending
+  // Control heads, checked first: read (not exactly 0, not NaN: those are position evidence)
+  // but with weights or LSE off. When at least half of them are off the fault is global
+  // (the softmax scale, a dtype, the layout, an ignored fp8 scale): no edge is named, the
+  // findings stay empty and `global_fault` says why.
+  int64_t controls = 0, controls_off = 0;
+  std::vector<int64_t> control_off_heads;  // heads of the off controls, ascending
+  bool global_fault = false;
 };
 // out: user layout [rows, heads, v_dim] (cli's unlayout), as compared with the reference;
 // lse [rows, heads] or nullptr (an external executor may not give one). The expected LSE of
 // a probe head is exact: ln(e^L + n − 1) when its position is inside a window of n
-// positions (every other key has logit 0), ln(n) when outside.
+// positions (every other key has logit 0), ln(n) when outside; a control's is
+// ln(e^L + e^L2 + n − 2) and its weights e^L / that sum and e^L2 / that sum.
 ProbeReport evaluate_probe(const ProbeSpec& spec, const std::vector<float>& out, const float* lse, int num_heads, int v_dim,
                            int64_t max_listed = 20);
 

@@ -29,13 +29,13 @@ mlactl_cli_test(probe-clean-h128-persistent RC 0 ARGS run --heads 128 --qlen 2 -
                 STDOUT "route: +asm_persistent.*position probe: ok \\(256 heads of 2 rows\\)")
 # on mlactl's own executor it agrees with the position audit: the same rows
 mlactl_cli_test(probe-agrees-broadcast RC 1 ARGS run fixtures/verify-window-broadcast.json --backend cpu --probe windows
-                STDOUT "position audit: 28 of 32 rows read wrong KV positions\nposition probe: 114 findings in 28 of 32 rows\nprobe rows: +\\[0, 7\\), \\[8, 15\\), \\[16, 23\\), \\[24, 31\\)\n.*\n +0 +0 +0 +all +7 +0 +reads positions \\[1, 8\\) outside its window \\[0, 1\\)")
+                STDOUT "position audit: 28 of 32 rows read wrong KV positions\nposition probe: 72 findings in 28 of 32 rows\nprobe rows: +\\[0, 7\\), \\[8, 15\\), \\[16, 23\\), \\[24, 31\\)\n.*\n +0 +0 +0 +all +7 +0 +reads positions \\[1, 8\\) outside its window \\[0, 1\\)")
 mlactl_cli_test(probe-agrees-causal-dropped RC 1 ARGS run fixtures/causal-flag-dropped.json --backend cpu --probe windows
-                STDOUT "position audit: 21 of 24 rows read wrong KV positions\nposition probe: 91 findings in 21 of 24 rows\nprobe rows: +\\[0, 7\\), \\[8, 15\\), \\[16, 23\\)\n.* 0 +0 +0 +12 +last allowed +missed +0")
+                STDOUT "position audit: 21 of 24 rows read wrong KV positions\nposition probe: 98 findings in 21 of 24 rows\nprobe rows: +\\[0, 7\\), \\[8, 15\\), \\[16, 23\\)\n.* 0 +0 +0 +1 +12 +last allowed +missed +0")
 mlactl_cli_test(probe-agrees-work-dropped RC 1 ARGS run fixtures/worklist-work-dropped.json --backend cpu --probe windows --use-captured
-                STDOUT "position audit: 1 of 3 rows read wrong KV positions\nposition probe: 16 findings in 1 of 3 rows\nprobe rows: +2\n")
+                STDOUT "position audit: 1 of 3 rows read wrong KV positions\nposition probe: 12 findings in 1 of 3 rows\nprobe rows: +2\n")
 mlactl_cli_test(probe-agrees-read-twice RC 1 ARGS run fixtures/worklist-kv-end-shifted.json --backend cpu --probe windows --use-captured
-                STDOUT "position probe: 2 findings in 1 of 3 rows\nprobe rows: +1\n.*reads 1 positions twice.* 1 +1 +0 +4 +48 +split first +read twice +1")
+                STDOUT "position probe: 1 findings in 1 of 3 rows\nprobe rows: +1\nprobe heads: +14\n.*reads 1 positions twice.* 1 +1 +0 +14 +48 +split first +read twice +1")
 # beyond the audit: swapped partials (a reduce error, no position is wrong) show in the probe rows
 mlactl_cli_test(probe-partials-swapped RC 1 ARGS run fixtures/worklist-partials-swapped.json --backend cpu --probe windows --use-captured
                 STDOUT "position audit: ok \\(3 rows\\)\nposition probe: 16 findings in 2 of 3 rows\nprobe rows: +\\[0, 2\\)")
@@ -55,9 +55,50 @@ mlactl_fault_test(stale-metadata "\\[0, 16\\)")
 mlactl_fault_test(pad-block "15")
 mlactl_cli_test(fault-window-long-64k RC 1 ARGS run --heads 16 --qlen 4 --context 65532 --block-size 64 --kernel triton_mla --probe windows
                 --executor "'${PY} adapters/faulty.py --fault window-long'"
-                STDOUT "probe rows: +\\[0, 3\\)\n.* 0 +0 +0 +1 +65533 +first forbidden +read +1")
+                STDOUT "probe rows: +\\[0, 3\\)\nprobe heads: +\\[2, 5\\), \\[10, 13\\)\n.* 0 +0 +0 +2 +65533 +first forbidden +read +1")
 mlactl_cli_test(fault-needs-triton RC 77 ARGS run --heads 16 --context 5 --executor "'${PY} adapters/faulty.py --fault window-long'"
                 STDERR "skipped: executor 'numpy-reference' does not run route asm_persistent: planted faults act on TRITON_MLA metadata")
+
+# ---- the probe's blind spots (issue 37 item 4), each planted in adapters/faulty.py: caught, the
+# right rows and heads named, and no finding on the clean executors above and below
+set(FAULTY "${PY} adapters/faulty.py --fault")
+# global faults: a wrong softmax scale (FlashMLA without softmax_scale) shows on the control
+# heads too, so it is a global numeric fault and no edge is named (no "probe rows" line)
+mlactl_cli_test(fault-scale RC 1 ARGS run ${FAULT_BATCH} --executor "'${FAULTY} scale'"
+                STDOUT "message: +global numeric fault: 48 of 48 probe control heads are wrong too \\(the softmax scale, a dtype, the layout or an ignored fp8 scale; no KV position is blamed\\)\n.*position probe: global numeric fault: 48 of 48 control heads wrong \\(heads \\[0, 16\\)\\); no edge is named\ntolerance:.*numeric: +[0-9]+ of 131072 elements fail\n.*probe numeric: +[0-9]+ of 131072 elements fail")
+# numeric faults the probe's inputs hide: q's rope dims ignored; --probe also compares random inputs
+mlactl_cli_test(fault-rope-q RC 1 ARGS run ${FAULT_BATCH} --executor "'${FAULTY} rope-q'"
+                STDOUT "message: +numeric comparison failed on random inputs \\(the probe's inputs pass\\)\n.*${FAULT_ROWS}\n.*numeric: +[0-9]+ of 131072 elements fail\n.*probe numeric: +ok\n")
+# one slot past the end: every request's last row (3, 7, 11, 15), as the placement maps the slot
+mlactl_cli_test(fault-past-end RC 1 ARGS run ${FAULT_BATCH} --executor "'${FAULTY} past-end'"
+                STDOUT "position probe: 16 findings in 4 of 16 rows\nprobe rows: +3, 7, 11, 15\nprobe heads: +\\[0, 3\\), \\[4, 7\\), \\[8, 11\\), \\[12, 15\\)\n.*\n +3 +0 +3 +4 +4 +past end: another request's key +read +1\n.*\n +11 +2 +3 +5 +1332 +past end: its own key +read twice +1\n")
+mlactl_cli_test(probe-clean-page16 RC 0 ARGS run --heads 16 --qlen 4 --context 0,37,1500,700 --padding 1 --block-size 16 --kernel triton_mla --probe windows
+                --executor ${NUMPY_TRITON} STDOUT "${FAULT_ROWS}.*numeric: +ok.*probe numeric: +ok\npadding rows: +ok \\(4, contract finite\\)")
+mlactl_cli_test(fault-past-end-page16 RC 1 ARGS run --heads 16 --qlen 4 --context 0,37,1500,700 --padding 1 --block-size 16 --kernel triton_mla --probe windows
+                --executor "'${FAULTY} past-end'"
+                STDOUT "probe rows: +3, 7, 11, 15\n.*\n +3 +0 +3 +4 +4 +past end: next slot of the page +read +1\n.*\n +11 +2 +3 +5 +576 +past end: its own key +read twice +1\n.*\n +15 +3 +3 +1 +704 +past end: another request's key +read +1\n")
+# a fault on heads [8, 16) only, in a row with more edges than heads (3000 tokens, page 16, many
+# splits): every window edge is probed in both halves of the heads, so row 0's first forbidden
+# position shows on head 10 (the edges used to go to heads in one fixed order: head 1 only)
+set(MANY_EDGES --heads 16 --qlen 2 --context 3000,40 --block-size 16 --kernel triton_mla --probe windows)
+mlactl_cli_test(probe-clean-many-edges RC 0 ARGS run ${MANY_EDGES} --executor ${NUMPY_TRITON} STDOUT "position probe: ok \\(64 heads of 4 rows\\).*numeric: +ok.*probe numeric: +ok")
+mlactl_cli_test(fault-heads-long RC 1 ARGS run ${MANY_EDGES} --executor "'${FAULTY} heads-long'"
+                STDOUT "probe rows: +0, 2\nprobe heads: +10, 12\n.*\n +0 +0 +0 +10 +3001 +first forbidden +read +1\n")
+mlactl_cli_test(fault-heads-long-16rows RC 1 ARGS run ${FAULT_BATCH} --executor "'${FAULTY} heads-long'"
+                STDOUT "probe rows: +\\[0, 3\\), \\[4, 7\\), \\[8, 11\\), \\[12, 15\\)\nprobe heads: +\\[8, 16\\)\n")
+# padding rows: TRITON_MLA's are written, so they must be finite (vllm #57094); a route whose
+# work list covers none leaves them untouched, and nothing is checked there
+mlactl_cli_test(fault-pad-nan RC 1 ARGS run ${FAULT_BATCH} --executor "'${FAULTY} pad-nan'"
+                STDOUT "message: +padding rows: 4 of 4 padding rows break the stack's contract \\(finite\\): NaN or inf in 65536 values\n.*${FAULT_ROWS}\n.*numeric: +ok\n.*padding rows: +4 of 4 break the contract finite: rows \\[16, 20\\)\n")
+mlactl_cli_test(padding-clean-numpy-worklist RC 0 ARGS run ${FAULT_BATCH} --executor ${NUMPY_REF} STDOUT "padding rows: +ok \\(4, contract finite\\)")
+mlactl_cli_test(padding-untouched-persistent RC 0 ARGS run --heads 16 --qlen 4 --context 0,37,1500,700 --padding 1 --executor ${NUMPY_REF}
+                STDOUT "route: +asm_persistent.*padding rows: +4, contract untouched: not checked")
+# NaN in every row (a read of the NaN-filled unused slots in each): named as such, probe or not
+mlactl_cli_test(fault-read-poison RC 1 ARGS run ${FAULT_BATCH} --executor "'${FAULTY} read-poison'"
+                STDOUT "message: +non-finite output: every row is NaN: the kernel reads poisoned \\(unused\\) slots, or wrote nothing\n")
+mlactl_cli_test(fault-read-poison-noprobe RC 1 ARGS run --heads 16 --qlen 4 --context 0,37,1500,700 --padding 1 --kernel triton_mla
+                --executor "'${FAULTY} read-poison'"
+                STDOUT "message: +non-finite output: every row is NaN: the kernel reads poisoned \\(unused\\) slots, or wrote nothing\n.*unwritten \\(request, token, head\\) \\(first 20 of 256\\)")
 
 # ---- bad executors: exit 4, a clear message naming the file
 set(BAD_BATCH --heads 16 --qlen 1 --context 5,9)
@@ -69,7 +110,7 @@ mlactl_bad_exec_test(exit 4 "error: external executor `.*faulty.py --misbehave e
 mlactl_bad_exec_test(crash 4 "faulty.py --misbehave crash`: was killed by signal 11 \\(Segmentation fault; exit status 139 from the shell\\)")
 mlactl_bad_exec_test(shape 4 "--misbehave shape`: out.npy: shape \\(2, 16, 511\\), expected \\(2, 16, 512\\)")
 mlactl_bad_exec_test(dtype 4 "--misbehave dtype`: out.npy: dtype '<f8', expected '<f4' \\(float32; the protocol takes float32 and rounds to bf16 itself\\)")
-mlactl_bad_exec_test(nan 4 "--misbehave nan`: out.npy holds only NaN: the executor wrote no output \\(mlactl's CPU executor writes finite values on the same work list\\)")
+mlactl_bad_exec_test(nan 4 "--misbehave nan`: out.npy holds only NaN: the executor reads poisoned \\(unused\\) slots, or wrote nothing \\(mlactl's CPU executor writes finite values on the same work list\\)")
 mlactl_bad_exec_test(missing 4 "--misbehave missing`: wrote no out.npy \\(expected float32 \\(2, 16, 512\\) in the case directory\\)")
 mlactl_bad_exec_test(timeout 4 "--misbehave timeout`: timed out after 1 s \\(--executor-timeout\\) and was killed" --executor-timeout 1)
 mlactl_cli_test(exec-bad-not-found RC 4 ARGS run ${BAD_BATCH} --executor /nonexistent/executor
