@@ -3,14 +3,14 @@
 
 --adapter vllm-triton (default; issue 17's mix): vLLM's Triton MLA decode, route triton_mla:
   heads 16/128, q_len 1, flattened MTP (2, 4 causal) and a 4-token non-causal block, bf16 and
-  fp8 KV, page sizes 1/16/64, contexts up to 65,536; every case with `--probe windows`, and the
-  q_len 1 cases once more on random inputs.
+  fp8 KV, page sizes 1/16/64, contexts up to 65,536; every case with `--probe windows` (which
+  compares random inputs too).
 --adapter flashmla (issue 37): FlashMLA's dense decode (adapters/flashmla.py), bf16, page 64:
   the FLASHMLA route (per-request q, s_q 1-4 causal) and TRITON_MLA's rows (s_q 1), heads
   16/128 and counts its 64-row tiles do not divide (1, 3, 12, 20, 96, 127), lengths at page
   and tile edges (0, 1, 63, 64, 65), many tiny requests beside one of 65,536, past 65,536,
-  CUDA-graph padding slots; every case with `--probe windows`, and the FLASHMLA route's
-  s_q 1 and 4 cases once more on random inputs (the numeric check without the probe).
+  CUDA-graph padding slots; every case with `--probe windows` (which compares random inputs
+  too).
 
 One adapter process serves every case (--serve): torch is imported and each kernel built or
 compiled once. Stops starting cases at --budget seconds.
@@ -38,9 +38,12 @@ def flashmla_cases():
         "64k": lambda q: [65536 - q],
         "past64k": lambda q: [70001, 64],
         "padded": lambda q: [300, 700],
+        "tile-edges": lambda q: [127, 128, 129, 191, 192],
+        "mixed": lambda q: [0, 5000, 1, 64],
     }
     heads_list = [16, 128, 1, 3, 12, 20, 96, 127]
-    routes = [("flashmla", q, True) for q in (1, 2, 3, 4)] + [("triton_mla", 1, True)] + [("flashmla", q, False) for q in (1, 4)]
+    # --probe windows also runs the random-input comparison (core/probe.cpp): both verdicts per case
+    routes = [("flashmla", q, True) for q in (1, 2, 3, 4)] + [("triton_mla", 1, True)]
     for (route, q, probe), heads, (cn, ctx) in itertools.product(routes, heads_list, ctx_sets.items()):
         args = ["--arch", "sm90", "--heads", str(heads), "--qlen", str(q), "--context", ",".join(str(c) for c in ctx(q)),
                 "--block-size", "64", "--kernel", route, "--num-cu", "132", "--seed", str(len(cn) * 7 + heads + q)]
@@ -68,8 +71,6 @@ def cases():
         if kv == "fp8":
             args += ["--kv-dtype", "fp8"]
         yield f"h{heads}-{qn}-{kv}-p{page}-{cn}", args + ["--probe", "windows"]
-        if qn == "q1":  # and once on random inputs: the numeric check without the probe's inputs
-            yield f"h{heads}-{qn}-{kv}-p{page}-{cn}-random", args
 
 
 # name: (adapter and its arguments, cases, socket); flashmla-numpy runs the FlashMLA grid on
@@ -86,9 +87,12 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--adapter", choices=sorted(ADAPTERS), default="vllm-triton")
     ap.add_argument("--only", help="run the cases whose name contains this")
+    ap.add_argument("--shard", default="0/1", help="K/N: run every N-th case from the K-th (N processes share a GPU)")
     a = ap.parse_args()
     t0 = time.time()
     script, case_list, sock = ADAPTERS[a.adapter]
+    shard, shards = (int(x) for x in a.shard.split("/"))
+    sock += f".{shard}"
     server = subprocess.Popen([sys.executable, os.path.join(ROOT, "adapters", script[0]), *script[1:], "--serve", sock],
                               stderr=subprocess.PIPE, text=True)
     for _ in range(600):
@@ -100,7 +104,7 @@ def main():
         return 77
     executor = f"{sys.executable} {os.path.join(ROOT, 'adapters', 'via_socket.py')} {sock}"
     results, counts = [], {}
-    all_cases = list(case_list())
+    all_cases = [c for i, c in enumerate(case_list()) if i % shards == shard]
     for name, args in all_cases:
         if time.time() - t0 > a.budget:
             break
