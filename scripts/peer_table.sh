@@ -28,8 +28,11 @@ echo "| shape | mlactl µs (route) | vLLM Triton µs | FlashMLA µs | mlactl / T
 echo "|---|---:|---:|---:|---|"
 for row in M1 M2 M3 C1 S1 F1 F2; do
   eval "args=\$${row}_ARGS"
+  # every shape on sm90 with 64-token pages (F2's arguments name them already: once only)
+  case " $args " in *" --arch "*) ;; *) args="$args --arch sm90" ;; esac
+  case " $args " in *" --block-size "*) ;; *) args="$args --block-size 64" ;; esac
   # shellcheck disable=SC2086  # the shape's arguments are words
-  "$M" --format json bench $args --arch sm90 --block-size 64 --kernel flashmla --num-cu 132 \
+  "$M" --format json bench $args --kernel flashmla --num-cu 132 \
     --peer "triton:triton_mla=$PY adapters/via_socket.py /tmp/mlactl-peer-triton.sock" \
     --peer "flashmla:flashmla=$PY adapters/via_socket.py /tmp/mlactl-peer-flashmla.sock" > "$OUT_DIR/peer_$row.json" 2>"$OUT_DIR/peer_$row.err"
   "$PY" - "$row" "$OUT_DIR/peer_$row.json" <<'PY'
