@@ -35,9 +35,9 @@ import signal
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import need_numpy  # noqa: E402,F401  (one line, not a traceback, where numpy is missing)
+import numpy as np  # noqa: E402
 import numpy_ref as ref  # noqa: E402
 
 FAULTS = ["window-long", "window-short", "broadcast", "drop-split", "swap-partials", "stale-metadata", "pad-block",

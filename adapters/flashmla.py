@@ -29,10 +29,10 @@ Usage:
 import os
 import sys
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import need_numpy  # noqa: E402,F401  (one line, not a traceback, where numpy is missing)
+import numpy as np  # noqa: E402
 import numpy_ref as ref  # noqa: E402
 import serving  # noqa: E402
 

@@ -20,7 +20,9 @@ import math
 import os
 import sys
 
-import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import need_numpy  # noqa: E402,F401  (one line and exit 4 when this python3 has no numpy)
+import numpy as np  # noqa: E402
 
 PROTOCOL = 1
 NAME = "numpy-reference"

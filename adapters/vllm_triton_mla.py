@@ -29,10 +29,10 @@ Where it has been run: see docs/executor-protocol.md (the H200 grid, scripts/exe
 import os
 import sys
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import need_numpy  # noqa: E402,F401  (one line and exit 4 when this python3 has no numpy)
+import numpy as np  # noqa: E402
 import numpy_ref as ref  # noqa: E402
 import serving  # noqa: E402
 

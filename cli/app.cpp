@@ -10,7 +10,9 @@
 #include <sstream>
 
 #include "cli/build_info.hpp"
+#include "cli/interrupt.hpp"
 #include "core/budget.hpp"
+#include "core/suggest.hpp"
 #include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
@@ -154,43 +156,60 @@ std::string version_text() {
   return std::string("mlactl ") + bi.version + "\ncommit:   " + bi.commit + "\nbackends: " + bi.backends + "\nstacks:   " + stacks;
 }
 
-// Edit distance for "did you mean" (unknown subcommands and options).
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> d(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = d[0];
-    d[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = d[j];
-      d[j] = std::min({d[j] + 1, d[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return d[b.size()];
-}
-
-// The closest name, when it is close enough to be what was meant: a unique name the
-// word is a prefix of, else the smallest edit distance within a third of the length.
-std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& names) {
-  std::vector<std::string> prefixed;
-  for (const auto& n : names)
-    if (word.size() >= 3 && n.compare(0, word.size(), word) == 0) prefixed.push_back(n);
-  if (prefixed.size() == 1) return prefixed.front();
-  std::optional<std::string> best;
-  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
-  for (const auto& n : names) {
-    const size_t dist = edit_distance(word, n);
-    if (dist < best_d) best_d = dist, best = n;
-  }
-  return best;
-}
+// "did you mean" (unknown subcommands and options): core/suggest.hpp
+std::optional<std::string> nearest(const std::string& word, const std::vector<std::string>& names) { return nearest_name(word, names); }
 
 // Long option names of an app and its option groups ("--heads", ...).
 void collect_options(const CLI::App* app, std::vector<std::string>& names) {
   for (const CLI::Option* o : app->get_options())
     for (const auto& l : o->get_lnames()) names.push_back("--" + l);
   for (const CLI::App* g : app->get_subcommands([](const CLI::App* s) { return s->get_name().empty(); })) collect_options(g, names);
+}
+
+// An app's option names: long ones (its option groups' too) and short ones, for the scan below.
+std::vector<std::string> own_option_names(const CLI::App* app) {
+  std::vector<std::string> names;
+  collect_options(app, names);
+  for (const CLI::Option* o : app->get_options())
+    for (const auto& s : o->get_snames()) names.push_back("-" + s);
+  return names;
+}
+
+// A verb's option written before the verb (`mlactl --backend cpu run f.json`): CLI11
+// would take its value for the verb ("unknown command \"cpu\""). Global options go
+// before or after the verb; a verb's own option is named with where it goes.
+std::optional<std::string> option_before_verb(const CLI::App& app, const std::vector<std::string>& args) {
+  const std::vector<std::string> globals = own_option_names(&app);
+  const auto verbs = app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); });
+  auto is_verb = [&](const std::string& w) {
+    return std::any_of(verbs.begin(), verbs.end(), [&](const CLI::App* v) { return v->get_name() == w; });
+  };
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--" || a.size() < 2 || a[0] != '-' || is_verb(a)) return std::nullopt;  // the verb (or a word) comes first
+    const std::string name = a.substr(0, a.find('='));
+    if (std::find(globals.begin(), globals.end(), name) != globals.end()) {
+      const CLI::Option* g = app.get_option_no_throw(name);
+      if (g && g->get_expected_min() > 0 && a.find('=') == std::string::npos) ++i;  // its value
+      continue;
+    }
+    std::vector<std::string> owners;
+    for (const CLI::App* v : verbs) {
+      const auto names = own_option_names(v);
+      if (std::find(names.begin(), names.end(), name) != names.end()) owners.push_back(v->get_name());
+    }
+    if (owners.empty()) return std::nullopt;  // unknown everywhere: the parser's message (with "did you mean")
+    std::string verb;
+    for (size_t j = i + 1; j < args.size() && verb.empty(); ++j)
+      if (is_verb(args[j])) verb = args[j];
+    if (!verb.empty() && std::find(owners.begin(), owners.end(), verb) != owners.end())
+      return name + " is an option of " + verb + ", not a global option; put it after the verb: mlactl " + verb + " " + name + " ...";
+    std::string list;
+    for (size_t k = 0; k < owners.size(); ++k) list += (k == 0 ? "" : k + 1 == owners.size() ? " and " : ", ") + owners[k];
+    return name + " is an option of " + list + ", not a global option; put it after the verb" +
+           (verb.empty() ? std::string() : " (`" + verb + "` has no " + name + ")");
+  }
+  return std::nullopt;
 }
 
 // Global options that take a value, so the scan for the subcommand word skips it.
@@ -254,6 +273,18 @@ void build_app(CLI::App& app, Context& ctx) {
   setup_check(app, ctx);
   setup_defects(app, ctx);
   setup_bench(app, ctx);
+  app.name("mlactl");  // usage lines name the program ("Usage: mlactl run [OPTIONS] [batch]")
+  // each verb's --help lists the global options too: they go before or after the verb
+  std::string globals = "Global options (before or after the verb):\n";
+  for (const CLI::Option* o : app.get_options()) {
+    const std::string name = o->get_name(false, true);
+    if (name == "-h,--help" || name == "--version") continue;
+    std::string type = o->get_type_name();
+    if (type.rfind("TEXT:", 0) == 0) type = type.substr(5);  // "TEXT:{table,json,...}": the choices say it
+    const std::string shown = name + (o->get_expected_min() > 0 ? " " + (type.empty() ? std::string("TEXT") : type) : "");
+    globals += "  " + shown + std::string(shown.size() < 28 ? 28 - shown.size() : 1, ' ') + o->get_description() + "\n";
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return !s->get_name().empty(); })) sub->footer(globals);
   // after parsing, before the verb runs: refuse a format the verb does not write
   app.parse_complete_callback([&app, &ctx]() {
     const auto subs = app.get_subcommands();
@@ -324,6 +355,9 @@ int finish_output(Context& ctx, std::ostream& err, int exit_code, bool report_wr
 }  // namespace
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  // every verb: a signal removes the temporary files (-o, --junit, dumps) before the
+  // process ends; `check` defers them to stop between cases (cli/interrupt.hpp)
+  InterruptScope interrupts;
   set_current_argv(args);
   set_memory_budget(kDefaultMemoryBudget);
   set_json_compact(false);
@@ -341,6 +375,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (ctx.output_file) ctx.output_file->discard();  // FILE is left as it was
     return kExitUsage;
   };
+  if (const auto misplaced = option_before_verb(app, args)) return usage_error("", *misplaced, "Run 'mlactl --help' for the global options.\n");
   if (const auto word = subcommand_word(args); word && std::find(verbs.begin(), verbs.end(), *word) == verbs.end()) {
     const auto near = nearest(*word, verbs);
     return usage_error("", "unknown command \"" + *word + "\"" + (near ? "; did you mean \"" + *near + "\"?" : ""),
@@ -376,7 +411,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return usage_error(command(), message,
                        sub ? "Run 'mlactl " + sub->get_name() + " --help' for its options.\n" : "Run 'mlactl --help' for the commands.\n");
   } catch (const Error& e) {
-    err << "mlactl: error: " << terminal_safe(e.what()) << "\n";  // messages quote file-supplied strings
+    err << "mlactl: error: " << terminal_lines(e.what(), "  ") << "\n";  // messages quote file-supplied strings
     const bool wrote = print_error_json(*ctx.out, ctx.global.fmt(), command(), e.exit_code(), e.exit_code() == kExitUsage ? "usage error" : e.exit_code() == kExitInvalidInput ? "invalid input"
                                                                                      : e.exit_code() == kExitRefused ? "refused"
                                                                                      : e.exit_code() == kExitSkipped ? "skipped" : "error",

@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 #include <iostream>
 #include <sstream>
 
@@ -25,6 +27,7 @@
 #include "cli/output_schema.hpp"
 #include "cli/common.hpp"
 #include "cli/expect_stage1.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/kernel_ran.hpp"
 #include "cli/pattern.hpp"
 #include "cli/pipeline.hpp"
@@ -132,7 +135,8 @@ std::vector<std::string> collect(const std::vector<std::string>& paths) {
     } else if (fs::exists(fs::symlink_status(p, ec)) && !ec) {
       files.push_back(p);
     } else {
-      throw Error(kExitUsage, "", p + ": no such file or directory");
+      // exit 3 as in every verb that reads a path (a batch file, --inputs)
+      throw Error(kExitInvalidInput, "", p + ": no such file or directory");
     }
   }
   std::sort(files.begin(), files.end());
@@ -501,6 +505,17 @@ void validate_expect(const nlohmann::json& expect, const Batch& b) {
     throw invalid_input("/expect/stage1", "needs a `run` expectation: the kernel expected is the one that run reports");
 }
 
+// Why a JSON document is not a batch file, or "": mlactl's own reports (what `--format
+// json` printed, saved beside the fixtures) carry the envelope (schema_version, tool,
+// command) and no `schema`. Anything else is read as a batch, and its errors are the case's.
+std::string not_a_batch(const nlohmann::json& doc) {
+  if (!doc.is_object() || doc.contains("schema")) return "";
+  if (!doc.contains("schema_version") || !doc.contains("command") || !doc.contains("tool")) return "";
+  const std::string command = doc["command"].is_string() ? doc["command"].get<std::string>() : "";
+  return "an mlactl report (" + (command.empty() ? std::string("the JSON envelope") : "`" + command + " --format json`") +
+         ": schema_version, tool and command, no schema)";
+}
+
 CaseResult run_case(const std::string& file, const RunOptions& base) {
   CaseResult cr;
   cr.file = file;
@@ -514,6 +529,13 @@ CaseResult run_case(const std::string& file, const RunOptions& base) {
     cr.status = CaseStatus::invalid_input;
     cr.exit_code = kExitInvalidInput;
     cr.failures.push_back(e.what());
+    return cr;
+  }
+  if (const std::string why = not_a_batch(doc); !why.empty()) {
+    // a saved report beside the fixtures (`-o dir/r.json`) is no case: listed as skipped
+    cr.status = CaseStatus::skipped;
+    cr.exit_code = kExitSkipped;
+    cr.failures.push_back("not a batch file: " + why);
     return cr;
   }
   if (doc.is_object() && doc.contains("expect")) expect = doc["expect"];
@@ -613,7 +635,10 @@ std::string decimal_seconds(double s) {
 // turn it into the table, JSON and JUnit.
 struct CheckReport {
   std::vector<CaseResult> results;
-  int passed = 0, failed = 0, errors = 0, skipped = 0;  // failed: incorrect; errors: invalid input, runtime, timeout
+  // one vocabulary in the table, JSON, JSONL and JUnit (docs/design.md §6): failed:
+  // incorrect; errors: invalid input, runtime, timeout; refused: of the passed, the
+  // cases refused as expected
+  int passed = 0, failed = 0, errors = 0, skipped = 0, refused = 0;
   size_t selected = 0;           // cases selected to run
   std::string stopped;           // why the run ended before every selected case ran ("" when all ran)
   int exit_code = 0;
@@ -624,9 +649,10 @@ struct CheckReport {
 // 4 > 3 > 1 > other > 0; a skipped case does not count unless every case was skipped (77).
 // An interrupted run exits 128 + the signal, as a shell reports it.
 void summarise(CheckReport& r, int signal_number) {
-  r.passed = r.failed = r.errors = r.skipped = 0;
+  r.passed = r.failed = r.errors = r.skipped = r.refused = 0;
   r.exit_code = 0;
   for (const auto& c : r.results) {
+    r.refused += c.status == CaseStatus::refused_as_expected;
     if (counts_as_passed(c.status)) ++r.passed;
     else if (c.status == CaseStatus::skipped) ++r.skipped;
     else if (is_error(c.status)) ++r.errors;
@@ -654,7 +680,7 @@ nlohmann::ordered_json case_json(const CaseResult& c) {
 }
 
 nlohmann::ordered_json summary_json(const CheckReport& r) {
-  nlohmann::ordered_json s = {{"passed", r.passed}, {"failed", r.failed}, {"errors", r.errors}, {"skipped", r.skipped}, {"total", r.results.size()},
+  nlohmann::ordered_json s = {{"passed", r.passed}, {"failed", r.failed}, {"errors", r.errors}, {"skipped", r.skipped}, {"refused", r.refused}, {"total", r.results.size()},
                               {"selected", r.selected}, {"seconds", r.seconds}, {"exit_code", r.exit_code}};
   if (!r.stopped.empty()) s["stopped"] = r.stopped;
   return s;
@@ -695,14 +721,16 @@ void print_case_line(std::ostream& os, const CaseResult& c, const Style& st) {
     os << ")";
   }
   os << "\n";
-  for (const auto& f : c.failures) os << "                    " << terminal_safe(f) << "\n";
+  // a multi-line failure (an executor's stderr tail) stays lines, indented under the case
+  for (const auto& f : c.failures) os << "                    " << terminal_lines(f, "                      ") << "\n";
   for (const auto& n : c.not_checked) os << "                    " << terminal_safe(n) << "\n";
   if (!ok && c.status != CaseStatus::skipped) os << "                    repro: mlactl check " << terminal_safe(c.file) << "\n";
   os << std::flush;
 }
 
 void print_check_summary(std::ostream& os, const CheckReport& r) {
-  os << r.passed << " passed, " << r.failed + r.errors << " failed" << (r.skipped ? ", " + std::to_string(r.skipped) + " skipped" : "");
+  // the JSON summary's and the JUnit file's words and numbers, every one always shown
+  os << r.passed << " passed, " << r.failed << " failed, " << r.errors << " errors, " << r.skipped << " skipped, " << r.refused << " refused";
   if (!r.stopped.empty()) os << " (" << r.stopped << ")";
   os << "\n";
 }
@@ -717,6 +745,8 @@ std::string junit_xml(const CheckReport& r) {
   std::ostringstream x;
   x << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuite name=\"mlactl check\" tests=\"" << r.results.size() << "\" failures=\"" << r.failed
     << "\" errors=\"" << r.errors << "\" skipped=\"" << r.skipped << "\" time=\"" << decimal_seconds(r.seconds) << "\">\n";
+  // JUnit has no attribute for them: the rest of the summary's vocabulary as properties
+  x << "  <properties><property name=\"passed\" value=\"" << r.passed << "\"/><property name=\"refused\" value=\"" << r.refused << "\"/></properties>\n";
   for (const auto& c : r.results) {
     x << "  <testcase classname=\"mlactl.check\" name=\"" << xml_escape(c.id, true) << "\" file=\"" << xml_escape(c.file, true) << "\" time=\""
       << decimal_seconds(c.seconds) << "\">";
@@ -771,33 +801,33 @@ CaseResult run_case_caught(const std::string& f, const RunOptions& base) {
   return cr;
 }
 
-std::atomic<int> g_signal{0};
-extern "C" void on_check_signal(int sig) {
-  // the first SIGINT/SIGTERM ends the run after the current case (the JUnit file and the
-  // output so far are written); a second one ends the process at once
-  if (g_signal.exchange(sig) != 0) {
-    ::signal(sig, SIG_DFL);
-    ::raise(sig);
-  }
+// The record of a case a signal stopped before it finished: not the case's fault, so
+// skipped with the reason; the run exits 128 + the signal.
+CaseResult interrupted_case() {
+  CaseResult cr;
+  cr.status = CaseStatus::skipped;
+  cr.exit_code = kExitSkipped;
+  cr.interrupted = true;
+  cr.failures.push_back("interrupted by signal " + std::to_string(interrupt_signal()) + " before it finished");
+  return cr;
 }
 
-// Restores the handlers it replaced when the run ends (run_cli is also called in-process).
-struct SignalScope {
-  struct sigaction old_int {}, old_term {};
-  SignalScope() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_check_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0;  // no SA_RESTART: a --timeout parent's poll() wakes up
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
+// In-process: the case runs on a worker thread while this one watches for a second
+// signal, so that ^C twice stops now (the case is abandoned, the process _exits after
+// the summary) instead of waiting for a long case. nullopt: abandoned.
+std::optional<CaseResult> run_case_watched(const std::string& f, const RunOptions& base) {
+  auto task = std::make_shared<std::packaged_task<CaseResult()>>([f, base]() { return run_case_caught(f, base); });
+  std::future<CaseResult> result = task->get_future();
+  std::thread worker([task]() { (*task)(); });
+  while (result.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    if (interrupt_count() >= 2) {
+      worker.detach();  // still running: the process ends before it does
+      return std::nullopt;
+    }
   }
-  ~SignalScope() {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-  }
-};
+  worker.join();
+  return result.get();
+}
 
 // --timeout and -j N: each case runs in a child process that sends its serialised result
 // through a pipe. The parent polls every running child: a child past its deadline is
@@ -824,8 +854,7 @@ CaseChild start_case_child(const std::string& f, const RunOptions& base, size_t 
   }
   if (pid == 0) {
     ::close(fds[0]);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
+    reset_interrupts_after_fork();  // a signal removes the child's own files and ends it
     const std::string out = serialise(run_case_caught(f, base));
     size_t done = 0;
     while (done < out.size()) {
@@ -845,12 +874,29 @@ CaseChild start_case_child(const std::string& f, const RunOptions& base, size_t 
 }
 
 // Reaps the child (killing it first unless its result is complete) and reads its verdict.
+CaseResult finish_case_verdict(const CaseChild& c, bool complete, bool timed_out, std::optional<double> timeout, int wstatus);
 CaseResult finish_case_child(CaseChild& c, bool complete, bool timed_out, std::optional<double> timeout) {
   ::close(c.fd);
-  if (!complete) ::kill(c.pid, SIGKILL);
   int wstatus = 0;
+  if (!complete) {
+    // SIGTERM first, so the child removes its temporary files (cli/interrupt.hpp); a
+    // child that does not end within a second (stuck outside the handler's reach) is killed
+    ::kill(c.pid, SIGTERM);
+    bool reaped = false;
+    for (int i = 0; i < 100 && !reaped; ++i) {
+      const pid_t r = ::waitpid(c.pid, &wstatus, WNOHANG);
+      reaped = r == c.pid || (r < 0 && errno != EINTR);
+      if (!reaped) ::usleep(10000);
+    }
+    if (reaped) return finish_case_verdict(c, complete, timed_out, timeout, wstatus);
+    ::kill(c.pid, SIGKILL);
+  }
   while (::waitpid(c.pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  return finish_case_verdict(c, complete, timed_out, timeout, wstatus);
+}
+
+CaseResult finish_case_verdict(const CaseChild& c, bool complete, bool timed_out, std::optional<double> timeout, int wstatus) {
   CaseResult cr;
   cr.status = CaseStatus::failed;
   cr.exit_code = kExitDevice;
@@ -861,17 +907,11 @@ CaseResult finish_case_child(CaseChild& c, bool complete, bool timed_out, std::o
     cr.failures.push_back(buf);
     return cr;
   }
-  if (!complete) {
-    // not the case's fault: reported as skipped with the reason, the run exits 128 + signal
-    cr.status = CaseStatus::skipped;
-    cr.exit_code = kExitSkipped;
-    cr.interrupted = true;
-    cr.failures.push_back("interrupted by signal " + std::to_string(g_signal.load()) + " before it finished");
-    return cr;
-  }
+  if (!complete) return interrupted_case();  // not the case's fault: skipped with the reason
   try {
     return deserialise(c.data);
   } catch (const std::exception&) {
+    if (interrupt_count()) return interrupted_case();  // a terminal's ^C reaches the children too
     cr.failures.push_back(WIFSIGNALED(wstatus) ? "the case crashed (signal " + std::to_string(WTERMSIG(wstatus)) + ")"
                                                : "the case ended without a result (exit " + std::to_string(WEXITSTATUS(wstatus)) + ")");
     return cr;
@@ -892,7 +932,7 @@ void run_cases_in_children(size_t n, int jobs, std::optional<double> timeout, St
     if (stopping) {
       for (auto& c : running) {
         CaseResult cr = finish_case_child(c, false, false, timeout);
-        if (g_signal) done(c.index, std::move(cr));
+        if (interrupt_count()) done(c.index, std::move(cr));
       }
       return;
     }
@@ -1023,7 +1063,12 @@ void setup_check(CLI::App& app, Context& ctx) {
     // ---- run, printing and recording each case as it finishes ----
     CheckReport report;
     report.selected = cases.size();
-    SignalScope signals;
+    const bool in_process = o->jobs == 1 && !o->timeout;
+    // a signal stops the run between cases (in-process: after the running one; children
+    // are stopped at once), acknowledged now; a second stops an in-process case too
+    defer_interrupts(in_process ? "mlactl: stopping after the running case; ^C again to stop now\n"
+                                : "mlactl: stopping: the running cases are stopped and reported as interrupted\n");
+    bool abandoned = false;  // a second signal: the running case was left behind
     const auto t_all = std::chrono::steady_clock::now();
     auto elapsed = [&t_all]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count(); };
     // each finished case in selection order: printed, recorded, the JUnit file rewritten
@@ -1040,12 +1085,18 @@ void setup_check(CLI::App& app, Context& ctx) {
       if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
       if (bad && o->fail_fast && report.results.size() < cases.size()) failed_fast = true;
     };
-    if (o->jobs == 1 && !o->timeout) {
+    if (in_process) {
       // in-process, one case after another
-      for (size_t i = 0; i < cases.size() && !g_signal && !failed_fast; ++i) {
+      for (size_t i = 0; i < cases.size() && !interrupt_count() && !failed_fast; ++i) {
         if (progress) *ctx.err << "\r[" << i + 1 << "/" << cases.size() << "] " << terminal_safe(cases[i].id) << "\033[K" << std::flush;
         const auto t0 = std::chrono::steady_clock::now();
-        CaseResult cr = run_case_caught(cases[i].file, base);
+        const int signals_before = interrupt_count();
+        std::optional<CaseResult> done = run_case_watched(cases[i].file, base);
+        abandoned = !done;
+        // a case that errs while a signal arrives (^C reaches an --executor's process
+        // too, and kills it) was interrupted, not broken
+        const bool hit = done && done->status == CaseStatus::failed && interrupt_count() > signals_before;
+        CaseResult cr = done && !hit ? std::move(*done) : interrupted_case();
         cr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (progress) *ctx.err << "\r\033[K" << std::flush;
         record(std::move(cr), i);
@@ -1068,11 +1119,11 @@ void setup_check(CLI::App& app, Context& ctx) {
               ++printed;
             }
           },
-          [&]() { return g_signal.load() != 0 || failed_fast; });
+          [&]() { return interrupt_count() != 0 || failed_fast; });
     }
     if (failed_fast)
       report.stopped = "--fail-fast: stopped after the first failure, " + std::to_string(cases.size() - report.results.size()) + " cases not run";
-    const int sig = g_signal.load();
+    const int sig = interrupt_signal();
     if (sig) {
       size_t finished = 0;
       for (const auto& c : report.results) finished += !c.interrupted;
@@ -1087,6 +1138,20 @@ void setup_check(CLI::App& app, Context& ctx) {
     else print_check_summary(*ctx.out, report);
     if (!o->junit.empty()) write_file_atomic(o->junit, junit_xml(report));
     ctx.exit_code = report.exit_code;
+    if (abandoned) {
+      // the abandoned case still runs on its thread: the report is whole (and -o's file
+      // in place), so end here rather than wait for it
+      ctx.out->flush();
+      try {
+        if (ctx.output_file) ctx.output_file->commit();
+      } catch (const Error& e) {
+        *ctx.err << "mlactl: error: " << terminal_safe(e.what()) << "\n";
+      }
+      ctx.err->flush();
+      std::cerr.flush();
+      remove_temp_paths();
+      ::_exit(report.exit_code);
+    }
   });
 }
 

@@ -1,6 +1,8 @@
 // `mlactl defects [ID]`: the defect catalog (docs/design.md §7) — every id `inject` accepts,
 // its seed, the PR that fixed it, the stage it switches and the symptom; with an ID,
 // the plain-English explanation and the fixture pair that shows it.
+#include <filesystem>
+
 #include "cli/app.hpp"
 #include "core/defects.hpp"
 
@@ -50,6 +52,31 @@ void print_defects_csv(std::ostream& os, const std::vector<const DefectInfo*>& d
   t.print(os, Format::csv);
 }
 
+// Where the fixtures are, so that the `try:` line works from any folder: installed
+// beside the binary (PREFIX/share/mlactl/fixtures, `cmake --install`), else in the source
+// tree the binary was built from, else the name relative to the repository root.
+std::string fixtures_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "mlactl" / "fixtures";
+    if (fs::is_directory(installed, ec)) return installed.lexically_normal().string();
+  }
+#ifdef MLACTL_SOURCE_FIXTURES
+  if (fs::is_directory(MLACTL_SOURCE_FIXTURES, ec)) return MLACTL_SOURCE_FIXTURES;
+#endif
+  return "fixtures";
+}
+
+// A path as one shell word.
+std::string shell_word(const std::string& s) {
+  if (s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:@") == std::string::npos) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 // Greedy word wrap for the explanation paragraph.
 std::string wrap(const std::string& text, size_t width, const std::string& indent) {
   std::string out, line;
@@ -80,7 +107,7 @@ void setup_defects(CLI::App& app, Context& ctx) {
     const Format fmt = ctx.global.fmt();
     if (!id->empty()) {
       const DefectInfo* d = find_defect(*id);
-      if (!d) throw Error(kExitUsage, "", "unknown defect id \"" + *id + "\"; known ids: " + defect_id_list());
+      if (!d) throw Error(kExitUsage, "", "unknown defect id \"" + *id + "\"" + defect_suggestion(*id) + "; known ids: " + defect_id_list());
       if (fmt == Format::json) {
         auto j = json_envelope("defects");
         const auto part = defect_json(*d, true);
@@ -93,6 +120,7 @@ void setup_defects(CLI::App& app, Context& ctx) {
         return;
       }
       const Style st = ctx.global.style();
+      const std::string dir = fixtures_dir();
       std::vector<std::pair<std::string, std::string>> kv = {
           {"id", st.bold(d->id)},
           {"seed", d->seed},
@@ -102,13 +130,15 @@ void setup_defects(CLI::App& app, Context& ctx) {
           {"switch acts in", d->where},
           {"changes", d->changes},
           {"symptom", d->symptom},
-          {"fixture (defect on)", "fixtures/" + defect_fixture(*d) + ".json"},
-          {"fixture (fixed)", "fixtures/" + defect_fixed_fixture(*d) + ".json"},
+          {"fixture (defect on)", dir + "/" + defect_fixture(*d) + ".json"},
+          {"fixture (fixed)", dir + "/" + defect_fixed_fixture(*d) + ".json"},
       };
-      for (const auto& f : d->extra_fixtures) kv.push_back({"related fixture", "fixtures/" + f + ".json"});
+      for (const auto& f : d->extra_fixtures) kv.push_back({"related fixture", dir + "/" + f + ".json"});
       print_kv(os, kv);
       os << "\n" << wrap(d->explanation, 88, "  ");
-      os << "\ntry: mlactl check fixtures/" << defect_fixture(*d) << ".json fixtures/" << defect_fixed_fixture(*d) << ".json\n";
+      // absolute where the fixtures were found: the line works from any folder
+      os << "\ntry: mlactl check " << shell_word(dir + "/" + defect_fixture(*d) + ".json") << " "
+         << shell_word(dir + "/" + defect_fixed_fixture(*d) + ".json") << "\n";
       return;
     }
     if (fmt == Format::json) {

@@ -4,6 +4,7 @@
 #include "cli/app.hpp"
 #include "cli/common.hpp"
 #include "core/decode_metadata.hpp"
+#include "core/routed.hpp"
 #include "core/stacks/registry.hpp"
 
 namespace mlactl::cli {
@@ -47,6 +48,80 @@ nlohmann::ordered_json metadata_json(const Batch& b, const DecodeMetadata& md, b
   });
 }
 
+namespace {
+// The route, for the head-padding line only: a batch the router cannot take still
+// prints its metadata (the line then names the builder's map alone).
+RouteDecision routed_decision(const Batch& b) {
+  try {
+    return route_batch(b).decision;
+  } catch (const Error&) {
+    RouteDecision rd;
+    rd.route = Route::refused;
+    return rd;
+  }
+}
+}  // namespace
+
+// The CSV carries every field of the JSON (docs/design.md §6): the arrays have different
+// lengths (per request, per KV token, per query row, per head), so one record per value,
+// `field,index,value`, under the JSON's names (a nested member as `object.member`, a
+// row of a stack's table as `name[row]`; a scalar's index empty). Written as it is
+// walked, as the JSON is.
+void write_metadata_csv(std::ostream& os, const Batch& b, const DecodeMetadata& md, bool with_flatten) {
+  std::string text;
+  auto quoted = [](const std::string& v) {
+    if (v.find_first_of(",\"\n\r") == std::string::npos) return v;
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  auto flush = [&]() {
+    os << text;
+    text.clear();
+  };
+  auto scalar = [&](const std::string& field, const std::string& value) { text += field + ",," + quoted(value) + "\n"; };
+  auto array = [&](const std::string& field, const auto& values) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      text += field + "," + std::to_string(i) + "," + std::to_string(values[i]) + "\n";
+      if (text.size() > (1 << 16)) flush();
+    }
+  };
+  const auto& hp = md.heads;
+  text += "field,index,value\n";
+  scalar("case", b.name);
+  scalar("builder", md.builder);
+  scalar("num_requests", std::to_string(md.num_requests));
+  scalar("max_qo_len", std::to_string(md.max_qo_len));
+  scalar("uniform_padded_mtp_qo_len", std::to_string(md.uniform_pad));
+  scalar("uni_seqlen_qo", std::to_string(md.uni_seqlen ? md.max_qo_len : -1));
+  array("qo_indptr", md.qo_indptr);
+  array("seq_lens", md.seq_k);
+  array("paged_kv_indptr", md.paged_kv_indptr);
+  array("paged_kv_indices", md.paged_kv_indices);
+  array("paged_kv_last_page_len", md.paged_kv_last_page_len);
+  scalar("min_kv_seq_len.r1", std::to_string(md.min_kv_seq_len_r1));
+  scalar("min_kv_seq_len.r0", std::to_string(md.min_kv_seq_len_r0));
+  if (with_flatten) {
+    array("r0_verify_flatten.indptr", md.flat_indptr);
+    array("r0_verify_flatten.indices", md.flat_indices);
+  }
+  scalar("head_padding.num_heads", std::to_string(hp.num_heads));
+  scalar("head_padding.padded_heads", std::to_string(hp.padded_heads));
+  scalar("head_padding.method", hp.method);
+  array("head_padding.source", hp.source);
+  array("head_padding.unpad", hp.unpad);
+  for (size_t i = 0; i < md.notes.size(); ++i) text += "notes," + std::to_string(i) + "," + quoted(md.notes[i]) + "\n";
+  for (const auto& a : md.stack_arrays) {
+    if (a.scalar && a.values.size() == 1) scalar(a.name, std::to_string(a.values.front()));
+    else if (a.row_width <= 0) array(a.name, a.values);
+    else
+      for (size_t r = 0; (r + 1) * a.row_width <= a.values.size(); ++r)
+        array(a.name + "[" + std::to_string(r) + "]",
+              std::vector<int64_t>(a.values.begin() + (std::ptrdiff_t)(r * a.row_width), a.values.begin() + (std::ptrdiff_t)((r + 1) * a.row_width)));
+  }
+  flush();
+}
+
 void setup_metadata(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<BatchOptions>();
   auto flatten = std::make_shared<std::string>("auto");
@@ -72,14 +147,7 @@ void setup_metadata(CLI::App& app, Context& ctx) {
       return;
     }
     if (ctx.global.fmt() == Format::csv) {
-      Table t;
-      // one record per request: the per-request entries of the JSON's arrays (an indptr
-      // as its [begin, end) pair), under the JSON's names
-      t.header = {"request", "qo_indptr_begin", "qo_indptr_end", "seq_lens", "paged_kv_indptr_begin", "paged_kv_indptr_end", "paged_kv_last_page_len"};
-      for (int64_t r = 0; r < md.num_requests; ++r)
-        t.add({std::to_string(r), std::to_string(md.qo_indptr[r]), std::to_string(md.qo_indptr[r + 1]), std::to_string(md.seq_k[r]),
-               std::to_string(md.paged_kv_indptr[r]), std::to_string(md.paged_kv_indptr[r + 1]), std::to_string(md.paged_kv_last_page_len[r])});
-      t.print(os, Format::csv);
+      write_metadata_csv(os, b, md, want_flatten);
       return;
     }
     std::vector<std::pair<std::string, std::string>> kv = {
@@ -94,7 +162,7 @@ void setup_metadata(CLI::App& app, Context& ctx) {
         {"paged_kv_last_page_len", join_ints(md.paged_kv_last_page_len)},
         {"min_kv_seq_len (R1)", std::to_string(md.min_kv_seq_len_r1) + "  (minimum per-request length, active requests)"},
         {"min_kv_seq_len (R0)", std::to_string(md.min_kv_seq_len_r0) + "  (minimum causal flatten row length)"},
-        {"head padding", std::to_string(hp.num_heads) + " -> " + std::to_string(hp.padded_heads) + " (" + hp.method + ")"},
+        {"head padding", head_padding_text(hp, routed_decision(b))},  // worded as `route` words it
     };
     if (hp.padded_heads != hp.num_heads) {
       std::vector<int32_t> src(hp.source.begin(), hp.source.end());

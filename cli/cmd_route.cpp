@@ -21,7 +21,11 @@ nlohmann::ordered_json route_json(const RouteDecision& rd) {
     j["error"] = rd.error;
   }
   auto chain = nlohmann::ordered_json::array();
-  for (const auto& p : rd.chain) chain.push_back({{"name", p.name}, {"value", p.value}, {"why", p.why}});
+  for (const auto& p : rd.chain) {
+    // a predicate's truth is a JSON boolean (the table prints the same word)
+    const nlohmann::ordered_json value = p.value == "true" ? nlohmann::ordered_json(true) : p.value == "false" ? nlohmann::ordered_json(false) : nlohmann::ordered_json(p.value);
+    chain.push_back({{"name", p.name}, {"value", value}, {"why", p.why}});
+  }
   j["chain"] = chain;
   j["findings"] = rd.findings;
   return j;
@@ -67,7 +71,7 @@ void setup_route(CLI::App& app, Context& ctx) {
     };
     if (rd.route == Route::refused) kv.push_back({"error", rd.error_type + ": " + rd.error});
     kv.push_back({"persistent schedule", rd.persistent_schedule ? "yes" : "no"});
-    kv.push_back({"padded heads", std::to_string(rd.padded_heads)});
+    kv.push_back({"head padding", head_padding_text(rb.metadata.heads, rd)});  // worded as `metadata` words it
     if (!rd.aiter_rules.empty()) kv.push_back({"aiter rules", rd.aiter_rules});
     if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
     if (!rd.backend.empty()) kv.push_back({"backend", rd.backend});

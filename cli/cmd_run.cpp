@@ -118,7 +118,7 @@ void setup_run(CLI::App& app, Context& ctx) {
     }
     if (o.status == RunStatus::refused && !ctx.global.quiet) *ctx.err << "mlactl: refused: " << o.message << "\n";
     if (o.status == RunStatus::skipped && !ctx.global.quiet) *ctx.err << "mlactl: skipped: " << o.message << "\n";
-    if (o.status == RunStatus::failed) *ctx.err << "mlactl: error: " << o.message << "\n";
+    if (o.status == RunStatus::failed) *ctx.err << "mlactl: error: " << terminal_lines(o.message, "  ") << "\n";
   });
 }
 

@@ -45,6 +45,21 @@ std::string view_text(const KernelView& v) {
   return os.str();
 }
 
+// Why the planned view and the kernel view disagree on causality, where they do: the
+// work list is laid out under the first and executed under the second.
+std::string causality_note(const KernelView& planned, const KernelView& kernel) {
+  if (planned.causal == kernel.causal) return "";
+  const char* p = planned.causal ? "causal" : "non-causal";
+  const char* k = kernel.causal ? "causal" : "non-causal";
+  if (!planned.causal && planned.q_layout == QLayout::flattened_rows && planned.q_tokens_per_tile == 1)
+    return std::string("planned ") + p + ", kernel " + k +
+           ": the planner lays out each flattened row as a one-token query whose KV range already ends at its causal limit, so it has "
+           "no diagonal to place; the kernel runs with its causal flag, which masks nothing past that limit";
+  return std::string("planned ") + p + ", kernel " + k +
+         ": the planner lays out the works for the causality it was handed, the routed kernel runs its own; the position audit "
+         "(`run`) checks what the kernel then reads";
+}
+
 void print_schedule_json(std::ostream& os, const Batch& b, const RouteDecision& rd, const std::vector<PlannedCase>& cases,
                          const std::optional<CapturedDiff>& cdiff) {
   JsonWriter w(os, json_compact());
@@ -111,9 +126,11 @@ void print_schedule_table(std::ostream& os, const Batch& b, const PlannedCase& c
       {"kernel view", view_text(c.plan.kernel_view)},
       {"workgroups", std::to_string(w.num_workgroups) + ", " + std::to_string(w.work_info.size()) + " works, " +
                          std::to_string(c.inv.balance.split_tiles) + " split tiles, " + std::to_string(w.num_partial_rows) + " partial rows"},
+      // the unit said: the SVG's lane bars count KV entries read, this the planner's cost model
       {"balance", "max load " + fmt_double(c.inv.balance.max_load, 6) + ", mean " + fmt_double(c.inv.balance.mean_load, 6) + ", efficiency " +
-                      fmt_double(c.inv.balance.efficiency, 4)},
+                      fmt_double(c.inv.balance.efficiency, 4) + " (load: the planner's cost, 16-entry KV blocks + 16 per work)"},
   };
+  if (const std::string why = causality_note(w.planned_view, c.plan.kernel_view); !why.empty()) kv.insert(kv.begin() + 5, {"views", why});
   if (c.plan.capacity) {
     const auto& m = *c.plan.capacity;
     auto cap = [&](size_t used, int64_t capn) {

@@ -127,4 +127,11 @@ void add_executor_options(CLI::App* sub, ExecutorArgs& a) {
   sub->add_option("--executor-keep", a.keep_dir, "write the case directory under this folder and keep it (default: a temporary one, removed)");
 }
 
+std::string head_padding_text(const HeadPadding& hp, const RouteDecision& rd) {
+  std::string t = std::to_string(hp.num_heads) + " -> " + std::to_string(hp.padded_heads) + " (" + hp.method + ")";
+  if (rd.route != Route::refused && rd.padded_heads != hp.padded_heads)
+    t += "; the routed kernel " + std::string(to_string(rd.route)) + " runs " + std::to_string(rd.padded_heads) + " heads, not the builder's map";
+  return t;
+}
+
 }  // namespace mlactl::cli

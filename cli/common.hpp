@@ -34,6 +34,10 @@ std::optional<Route> forced_route(const std::string& kernel);
 // --planner NAME (one value) / NAME,NAME (several), checked against the planner ids.
 std::optional<PlannerId> planner_option(const std::string& name);
 nlohmann::ordered_json route_json(const RouteDecision& rd);
+// The "head padding" line `metadata` and `route` print alike: the builder's map
+// (`12 -> 16 (tile_slice)`) and, where the routed kernel runs another head count (Gluon
+// runs the model's 12), that too: one batch reads the same in both verbs.
+std::string head_padding_text(const HeadPadding& builder, const RouteDecision& rd);
 nlohmann::ordered_json view_json(const KernelView& v);
 // The captured block's diff, the one shape `windows`, `schedule` and `run` print
 // (`mlactl schema --output VERB`: #/$defs/captured_diff).

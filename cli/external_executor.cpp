@@ -1,4 +1,5 @@
 #include "cli/external_executor.hpp"
+#include "cli/interrupt.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -171,6 +172,7 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
       if (!keep) fs::remove_all(root, ec);
     }
   } cleanup{root, !spec_.keep_dir.empty()};
+  TempPathGuard interrupted_cleanup(spec_.keep_dir.empty() ? root : std::string(), true);  // a signal removes it too (cli/interrupt.hpp)
 
   // ---- the case directory (docs/executor-protocol.md)
   try {

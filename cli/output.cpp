@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/build_info.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/json_writer.hpp"
 #include "core/types.hpp"
 
@@ -137,6 +138,7 @@ AtomicFile::AtomicFile(const std::string& path, Symlinks links) : path_(path) {
   fd_ = ::mkstemp(name.data());
   if (fd_ < 0) throw Error(kExitDevice, "", "cannot write " + path + ": " + std::strerror(errno));
   tmp_ = name.data();
+  guard_ = std::make_unique<TempPathGuard>(tmp_);
 }
 
 AtomicFile::~AtomicFile() { discard(); }
@@ -144,6 +146,7 @@ AtomicFile::~AtomicFile() { discard(); }
 void AtomicFile::discard() {
   if (fd_ >= 0) ::close(fd_);
   if (!tmp_.empty() && !committed_) ::unlink(tmp_.c_str());
+  if (guard_) guard_->release();
   fd_ = -1;
   tmp_.clear();
 }
@@ -189,6 +192,7 @@ void AtomicFile::commit() {
     throw Error(kExitDevice, "", "cannot move the new file over " + path_ + ": " + std::strerror(e));
   }
   committed_ = true;
+  if (guard_) guard_->release();
   tmp_.clear();
 }
 
@@ -247,6 +251,21 @@ std::string terminal_safe(const std::string& s) {
     } else {
       o += ch;
     }
+  }
+  return o;
+}
+
+std::string terminal_lines(const std::string& s, const std::string& indent) {
+  std::string o;
+  size_t pos = 0;
+  std::string text = s;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  for (;;) {
+    const size_t nl = text.find('\n', pos);
+    o += terminal_safe(text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+    if (nl == std::string::npos) break;
+    o += "\n" + indent;
+    pos = nl + 1;
   }
   return o;
 }

@@ -2,6 +2,7 @@
 // NVBench-style: schema_version, tool, argv).
 #pragma once
 #include <iosfwd>
+#include <memory>
 #include <streambuf>
 #include <string>
 #include <vector>
@@ -49,6 +50,7 @@ void write_file_atomic(const std::string& path, const std::string& content, Syml
 // the path (exit 2) and makes the temporary file; commit() moves it over the path; a
 // file never committed is removed. A write error is kept and thrown by commit()
 // (Error(kExitDevice)).
+class TempPathGuard;
 class AtomicFile {
  public:
   AtomicFile(const std::string& path, Symlinks links = Symlinks::follow);
@@ -65,6 +67,7 @@ class AtomicFile {
   int fd_ = -1;
   int error_ = 0;
   bool committed_ = false;
+  std::unique_ptr<TempPathGuard> guard_;  // a signal removes the temporary file (cli/interrupt.hpp)
 };
 
 // A std::ostream's buffer over an AtomicFile (ctx.out under `--output FILE`).
@@ -93,6 +96,9 @@ std::string path_component(const std::string& name);
 // control bytes become visible escapes (\n, \t, \x1b), so a name cannot move the cursor,
 // colour the line or forge another line of the report.
 std::string terminal_safe(const std::string& s);
+// The same, keeping a multi-line message (an executor's stderr tail, a Python traceback)
+// as lines: each line made safe, the lines after the first indented by `indent`.
+std::string terminal_lines(const std::string& s, const std::string& indent);
 
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items = 32);
 std::string fmt_double(double v, int prec = 4);

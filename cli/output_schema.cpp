@@ -96,7 +96,9 @@ ojson route_def() {
                  {"backend", described(string(), "vLLM CUDA: vLLM's attention backend name")},
                  {"error_type", described(string(), "when refused: the exception vLLM raises")},
                  {"error", described(string(), "when refused: its message")},
-                 {"chain", array_of(record({{"name", string()}, {"value", string()}, {"why", string()}}))},
+                 {"chain", array_of(record({{"name", string()},
+                                             {"value", described(one_of({string(), boolean()}), "a predicate's truth is a JSON boolean, any other value its text")},
+                                             {"why", string()}}))},
                  {"findings", strings()}},
                 {"route", "persistent_schedule", "padded_heads", "chain", "findings"});
 }
@@ -264,7 +266,13 @@ ojson check_case_props_object(bool as_line) {
 ojson check_summary_object(bool as_line) {
   Props p;
   if (as_line) p.push_back({"type", constant("summary")});
-  Props own = {{"passed", integer()},  {"failed", integer()},  {"errors", integer()},  {"skipped", integer()},
+  // the one vocabulary of the table's summary line, this object and the JUnit file
+  // (docs/design.md §6): refused counts the passed cases whose expected answer was a refusal
+  Props own = {{"passed", described(integer(), "cases that passed, refused-as-expected ones included")},
+               {"failed", described(integer(), "evaluated and incorrect (JUnit <failure>)")},
+               {"errors", described(integer(), "could not be evaluated: invalid input, a runtime error, a timeout (JUnit <error>)")},
+               {"skipped", described(integer(), "not run: no expect block, no GPU, not a batch file, interrupted (JUnit <skipped>)")},
+               {"refused", described(integer(), "of the passed, the cases refused as expected")},
                {"total", integer()},   {"selected", integer()}, {"seconds", number()}, {"exit_code", integer()},
                {"stopped", described(string(), "why the run ended early (--fail-fast, a signal)")}};
   p.insert(p.end(), own.begin(), own.end());

@@ -320,7 +320,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
     case RunStatus::skipped: status = st.yellow("SKIPPED"); break;
   }
   kv.push_back({"status", status});
-  if (!o.message.empty()) kv.push_back({"message", o.message});
+  if (!o.message.empty()) kv.push_back({"message", terminal_lines(o.message, std::string(16, ' '))});
   kv.push_back({"route", std::string(to_string(o.route.route)) + (o.route.aiter_kernel.empty() ? "" : " (" + o.route.aiter_kernel + ")")});
   if (o.plan) kv.push_back({"planner", std::string(to_string(o.plan->planner)) + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
                                            std::to_string(o.plan->work.num_workgroups) + " workgroups"});
@@ -353,10 +353,17 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
                                    c.tol.source + ")"});
     kv.push_back({"max abs err", fmt_double(c.max_abs_err) + " at request " + std::to_string(c.max_abs_at.request) + ", token " +
                                      std::to_string(c.max_abs_at.token) + ", head " + std::to_string(c.max_abs_at.head) + ", dim " +
-                                     std::to_string(c.max_abs_at.dim)});
-    kv.push_back({"max rel err", fmt_double(c.max_rel_err)});
+                                     std::to_string(c.max_abs_at.dim) +
+                                     (c.passed && c.max_abs_err > c.tol.atol ? " (above atol: such elements pass on |d|/|ref| <= rtol)" : "")});
+    // above rtol and still ok: those elements passed on atol (the rule is atol OR rtol)
+    kv.push_back({"max rel err", fmt_double(c.max_rel_err) + (c.passed && c.max_rel_err > c.tol.rtol ? " (above rtol: such elements pass on |d| <= atol)" : "")});
     kv.push_back({"cos diff", fmt_double(c.cos_diff) + ", NMSE " + fmt_double(c.nmse)});
-    kv.push_back({"numeric", c.passed ? st.green("ok") : st.red(std::to_string(c.failing_elements) + " of " + std::to_string(c.compared_elements) + " elements fail")});
+    // the rule that decided, beside the errors: an element passes on atol OR rtol, so a max
+    // rel err above rtol is no contradiction (docs/design.md §6, Tolerances)
+    const std::string rule = "|d| <= atol " + fmt_double(c.tol.atol) + " or |d|/|ref| <= rtol " + fmt_double(c.tol.rtol);
+    kv.push_back({"numeric", c.passed ? st.green("ok") + " (every element: " + rule + "; cos diff <= " + fmt_double(c.tol.cos_tol) + ")"
+                                      : st.red(std::to_string(c.failing_elements) + " of " + std::to_string(c.compared_elements) + " elements fail") +
+                                            " (an element passes when " + rule + "; cos diff <= " + fmt_double(c.tol.cos_tol) + ")"});
     if (c.lse_compared) kv.push_back({"lse", c.lse_passed ? "ok (max abs err " + fmt_double(c.lse_max_abs_err) + ")" : st.red(std::to_string(c.lse_failing) + " fail")});
     for (const auto& r : c.reasons) kv.push_back({"reason", r});
   }

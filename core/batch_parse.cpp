@@ -501,7 +501,7 @@ Batch parse_batch(const json& doc) {
     if (!v->is_array()) throw invalid_input("/inject", std::string("must be an array of defect ids, got ") + type_name(*v));
     for (size_t i = 0; i < v->size(); ++i) {
       std::string id = get_string((*v)[i], child("/inject", i));
-      if (!is_known_defect(id)) throw invalid_input(child("/inject", i), "unknown defect id " + shown(id) + " (see `mlactl defects`)");
+      if (!is_known_defect(id)) throw invalid_input(child("/inject", i), "unknown defect id " + shown(id) + defect_suggestion(id) + " (see `mlactl defects`)");
       if (!b.has_defect(id)) b.inject.push_back(id);
     }
   }

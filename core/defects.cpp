@@ -4,6 +4,7 @@
 //   002 -> #55239 (issue #53943)             003 -> #50578 (with #51647 later)
 //   004 -> #46997 (#46952 was the head-padding workaround)
 #include "core/defects.hpp"
+#include "core/suggest.hpp"
 
 namespace mlactl {
 
@@ -350,6 +351,13 @@ const DefectInfo* find_defect(const std::string& id) {
   for (const auto& d : defect_catalog())
     if (d.id == id) return &d;
   return nullptr;
+}
+
+std::string defect_suggestion(const std::string& id) {
+  std::vector<std::string> ids;
+  for (const auto& d : defect_catalog()) ids.push_back(d.id);
+  const auto near = nearest_name(id, ids);
+  return near ? "; did you mean \"" + *near + "\"?" : "";
 }
 
 std::string defect_id_list() {

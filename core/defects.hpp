@@ -31,6 +31,8 @@ inline bool is_known_defect(const std::string& id) { return find_defect(id) != n
 
 // "a, b, c" of every id (for error messages).
 std::string defect_id_list();
+// "; did you mean \"ID\"?" naming the closest id to a mistyped one, or "" (core/suggest.hpp).
+std::string defect_suggestion(const std::string& id);
 
 // The fixture pair of a defect (docs/design.md §6): `<id>` with the defect on and its symptom
 // expected, `<id>-fixed` without it and expected clean. Names, not paths: the files

@@ -11,7 +11,7 @@ mlactl_cli_test(defects-csv RC 0 ARGS --format csv defects STDOUT "^id,seed,fixe
 mlactl_cli_test(defects-json RC 0 ARGS --format json defects
                 STDOUT "\"command\": \"defects\".*\"id\": \"sparse-route-legacy\".*\"fixed_by\": \"#55239\".*\"fixture\": \"fixtures/sparse-route-legacy.json\".*\"fixed_fixture\": \"fixtures/sparse-route-legacy-fixed.json\"")
 mlactl_cli_test(defects-one RC 0 ARGS defects metadata-dtype-omitted
-                STDOUT "fixed by: +vLLM #46997.*stage: +planner.*fixture \\(defect on\\): fixtures/metadata-dtype-omitted.json\nfixture \\(fixed\\): +fixtures/metadata-dtype-omitted-fixed.json.*get_mla_metadata_v1")
+                STDOUT "fixed by: +vLLM #46997.*stage: +planner.*fixture \\(defect on\\): /[^\n]*/fixtures/metadata-dtype-omitted.json\nfixture \\(fixed\\): +/[^\n]*/fixtures/metadata-dtype-omitted-fixed.json.*get_mla_metadata_v1")
 mlactl_cli_test(defects-one-json RC 0 ARGS --format json defects verify-window-broadcast
                 STDOUT "\"id\": \"verify-window-broadcast\".*\"seed\": \"000\".*\"explanation\": \".*#50476")
 mlactl_cli_test(defects-unknown RC 2 ARGS defects no-such-defect STDERR "unknown defect id \"no-such-defect\"; known ids: verify-window-broadcast, causal-flag-dropped")
@@ -89,4 +89,4 @@ mlactl_cli_test(check-run-wrong-reason RC 1 ARGS check tests/cli/bad/check-wrong
                 STDOUT "run: expected incorrect because of numeric, got position audit \\(position audit: 28 rows read the wrong KV positions\\)")
 # a mistyped expectation is that case's bad input (exit 3); the other cases still run
 mlactl_cli_test(check-mistyped-expect RC 3 ARGS check tests/cli/bad/check-mistyped-expect.json tests/cli/bad/check-wrong-reason.json --backend cpu
-                STDOUT "invalid_input +verify-window-broadcast-mistyped-expect\n +/expect/invariants: must be a string, got number.*incorrect +verify-window-broadcast-wrong-reason.*0 passed, 2 failed")
+                STDOUT "invalid_input +verify-window-broadcast-mistyped-expect\n +/expect/invariants: must be a string, got number.*incorrect +verify-window-broadcast-wrong-reason.*0 passed, 1 failed, 1 errors, 0 skipped, 0 refused")

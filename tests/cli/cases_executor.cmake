@@ -9,7 +9,7 @@ set(FAULT_BATCH --heads 16 --qlen 4 --context 0,37,1500,700 --padding 1 --kernel
 set(FAULT_ROWS "position probe: ok \\(256 heads of 16 rows\\)")
 
 # ---- the numpy reference passes every fixture `run` passes (59 fixtures, as --backend cpu)
-mlactl_cli_test(exec-numpy-fixtures RC 0 ARGS check fixtures --executor ${NUMPY_REF} STDOUT " passed, 0 failed\n")
+mlactl_cli_test(exec-numpy-fixtures RC 0 ARGS check fixtures --executor ${NUMPY_REF} STDOUT " passed, 0 failed, 0 errors, 0 skipped, [0-9]+ refused\n")
 mlactl_cli_test(exec-numpy-run RC 0 ARGS run fixtures/seed000-verify-causal.json --executor ${NUMPY_REF}
                 STDOUT "status: +PASSED.*executor: +external:numpy-reference.*numeric: +ok.*lse: +ok")
 mlactl_cli_test(exec-numpy-defect RC 1 ARGS run fixtures/causal-flag-dropped.json --executor ${NUMPY_REF}

@@ -32,7 +32,7 @@ mlactl_cli_test(route-csv RC 0 ARGS --format csv route --heads 12 --qlen 2 --con
 mlactl_cli_test(schedule-csv RC 0 ARGS --format csv schedule --heads 16 --qlen 1 --context 100,700,40 --num-cu 4 --layout sequential
                 STDOUT "^planner,kernel_route,workgroup,work,batch_idx,partial_qo_loc,qo_start,qo_end,kv_start,kv_end,kv_offset\naiter,asm_persistent,0,0,0,-1,0,1,0,101,0\naiter,asm_persistent,0,1,1,0,1,2,101,149,653\naiter,asm_persistent,1,2,1,1,1,2,149,565,237\naiter,asm_persistent,2,3,1,2,1,2,565,802,0\naiter,asm_persistent,3,4,2,-1,2,3,802,843,0\n$")
 mlactl_cli_test(metadata-csv RC 0 ARGS --format csv metadata fixtures/seed000-verify-causal.json
-                STDOUT "^request,qo_indptr_begin,qo_indptr_end,seq_lens,paged_kv_indptr_begin,paged_kv_indptr_end,paged_kv_last_page_len\n0,0,8,8,0,8,1\n1,8,16,9,8,17,1\n")
+                STDOUT "^field,index,value\ncase,,seed000-verify-causal\n.*\nqo_indptr,1,8\n.*\nmin_kv_seq_len.r1,,8\nmin_kv_seq_len.r0,,0\n.*\nhead_padding.method,,tile_slice\n")
 mlactl_cli_test(defects-one-csv RC 0 ARGS --format csv defects gluon-arch-ungated
                 STDOUT "^id,seed,fixed_by,stage,changes,symptom,fixture,fixed_fixture,introduced,where,explanation,related_fixtures\ngluon-arch-ungated,003,")
 # JSON: one route object in every verb; errors and skips as JSON too

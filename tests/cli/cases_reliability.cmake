@@ -74,7 +74,7 @@ mlactl_cli_test(check-route-unknown RC 3 ARGS check ${BAD}/check-route-unknown.j
 mlactl_cli_test(check-reason-on-passed RC 3 ARGS check ${BAD}/check-reason-on-passed.json STDOUT "/expect/run/reason: only an incorrect run has a reason")
 # one bad case does not stop the others
 mlactl_cli_test(check-bad-case-others-run RC 3 ARGS check ${BAD}/check-run-typo.json fixtures/seed000-verify-causal.json --backend cpu
-                STDOUT "passed +seed000-verify-causal.*invalid_input +check-run-typo.*1 passed, 1 failed")
+                STDOUT "passed +seed000-verify-causal.*invalid_input +check-run-typo.*1 passed, 0 failed, 1 errors, 0 skipped, 0 refused")
 mlactl_cli_test(check-filter-nested RC 0 ARGS check fixtures --filter "^(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*(a|a)*zzz|^seed000-verify-causal$" --list
                 TIMEOUT 5 STDOUT "^seed000-verify-causal  fixtures/seed000-verify-causal.json\n$")
 mlactl_cli_test(check-filter-none RC 2 ARGS check fixtures --filter nothing-matches-this STDERR "check: no case selected \\([0-9]+ files, none selected by --filter\\)")
@@ -86,19 +86,19 @@ file(MAKE_DIRECTORY ${RELGEN}/loops)
 file(COPY ${CMAKE_SOURCE_DIR}/fixtures/seed000-verify-causal.json DESTINATION ${RELGEN}/loops)
 file(CREATE_LINK loop.json ${RELGEN}/loops/loop.json SYMBOLIC)
 file(CREATE_LINK . ${RELGEN}/loops/self SYMBOLIC)
-mlactl_cli_test(check-symlink-loop RC 0 ARGS check ${RELGEN}/loops --backend cpu TIMEOUT 20 STDOUT "passed +seed000-verify-causal.*1 passed, 0 failed\n$")
+mlactl_cli_test(check-symlink-loop RC 0 ARGS check ${RELGEN}/loops --backend cpu TIMEOUT 20 STDOUT "passed +seed000-verify-causal.*1 passed, 0 failed, 0 errors, 0 skipped, 0 refused\n$")
 
 # ---- issue 18's check items: streaming, skips, JUnit, --fail-fast, --timeout --------------
 # a skipped case (no expect block) beside a passing one: exit 0, the skip reported
 mlactl_cli_test(check-skip-not-77 RC 0 ARGS check fixtures/seed000-verify-causal.json ${RELGEN}/no-expect.json --backend cpu
-                STDOUT "skipped +no-expect\n +no expect block\n.*1 passed, 0 failed, 1 skipped")
+                STDOUT "skipped +no-expect\n +no expect block\n.*1 passed, 0 failed, 0 errors, 1 skipped, 0 refused")
 file(WRITE ${RELGEN}/no-expect.json "{\"schema\": 1, \"name\": \"no-expect\", \"model\": {\"num_heads\": 16}, \"requests\": [{\"context_len\": 4, \"query_len\": 1}]}")
-mlactl_cli_test(check-only-skips-77 RC 77 ARGS check ${RELGEN}/no-expect.json STDOUT "0 passed, 0 failed, 1 skipped")
+mlactl_cli_test(check-only-skips-77 RC 77 ARGS check ${RELGEN}/no-expect.json STDOUT "0 passed, 0 failed, 0 errors, 1 skipped, 0 refused")
 mlactl_cli_test(check-junit RC 3 ARGS check fixtures/seed000-verify-causal.json tests/cli/bad/check-wrong-reason.json ${BAD}/check-run-typo.json --backend cpu
                 --junit ${RELGEN}/junit.xml FILE ${RELGEN}/junit.xml
                 FILE_RE "<testsuite name=\"mlactl check\" tests=\"3\" failures=\"1\" errors=\"1\" skipped=\"0\" time=\"[0-9]+\\.[0-9]+\">.*name=\"check-run-typo\" file=\"tests/cli/bad/check-run-typo.json\" time=\"[0-9]+\\.[0-9][0-9][0-9][0-9][0-9][0-9]\"><error type=\"invalid_input\" message=\"/expect/run/status: must be one of.*<failure type=\"incorrect\" message=\"run: expected incorrect because of numeric, got position audit")
 mlactl_cli_test(check-fail-fast RC 3 ARGS check ${BAD}/check-run-typo.json ${BAD}/check-tolerance-string.json --fail-fast
-                STDOUT "0 passed, 1 failed \\(--fail-fast: stopped after the first failure, 1 cases not run\\)")
+                STDOUT "0 passed, 0 failed, 1 errors, 0 skipped, 0 refused \\(--fail-fast: stopped after the first failure, 1 cases not run\\)")
 # 2 requests x 200k tokens x 128 heads x q_len 8: ~16 s of CPU reference on an AVX-512 core (q_len 1 took 3 s, under
 # check-jobs-ordered's 4 s); killed after 1 s
 file(WRITE ${RELGEN}/slow.json
@@ -110,11 +110,11 @@ mlactl_cli_test(check-timeout-bad RC 2 ARGS check fixtures --timeout 0 STDERR "-
 # and is killed by --timeout while the two quick ones finish)
 mlactl_cli_test(check-jobs-ordered RC 4 MAXRSS 2048 ARGS check ${RELGEN}/slow.json fixtures/aiter-vector-a.json fixtures/seed000-verify-causal.json
                 --backend cpu -j 3 --timeout 4 TIMEOUT 40
-                STDOUT "^timed_out +slow\n +timed out after 4 s \\(--timeout\\)\n +repro: mlactl check [^\n]*slow.json\npassed +aiter-vector-a [^\n]*\npassed +seed000-verify-causal [^\n]*\n2 passed, 1 failed\n$")
+                STDOUT "^timed_out +slow\n +timed out after 4 s \\(--timeout\\)\n +repro: mlactl check [^\n]*slow.json\npassed +aiter-vector-a [^\n]*\npassed +seed000-verify-causal [^\n]*\n2 passed, 0 failed, 1 errors, 0 skipped, 0 refused\n$")
 mlactl_cli_test(check-jobs-bad RC 2 ARGS check fixtures -j 0 STDERR "--jobs: Value 0 not in range 1 to 256")
 # --format jsonl: a line per case as it finishes, then the summary line
 mlactl_cli_test(check-jsonl RC 0 ARGS --format jsonl check fixtures/aiter-vector-a.json fixtures/seed000-verify-causal.json --backend cpu -j 2
-                STDOUT "^{\"type\":\"case\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\",\"status\":\"passed\",[^\n]*}\n{\"type\":\"case\",\"id\":\"seed000-verify-causal\",[^\n]*}\n{\"type\":\"summary\",\"passed\":2,\"failed\":0,\"errors\":0,\"skipped\":0,\"total\":2,\"selected\":2,\"seconds\":[0-9.e+-]+,\"exit_code\":0}\n$")
+                STDOUT "^{\"type\":\"case\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\",\"status\":\"passed\",[^\n]*}\n{\"type\":\"case\",\"id\":\"seed000-verify-causal\",[^\n]*}\n{\"type\":\"summary\",\"passed\":2,\"failed\":0,\"errors\":0,\"skipped\":0,\"refused\":0,\"total\":2,\"selected\":2,\"seconds\":[0-9.e+-]+,\"exit_code\":0}\n$")
 mlactl_cli_test(check-jsonl-list RC 0 ARGS --format jsonl check fixtures/aiter-vector-a.json --list
                 STDOUT "^{\"type\":\"listed\",\"id\":\"aiter-vector-a\",\"file\":\"fixtures/aiter-vector-a.json\"}\n$")
 mlactl_cli_test(check-jsonl-error RC 2 ARGS --format jsonl check fixtures --filter nothing-matches-this

@@ -33,10 +33,10 @@ mlactl_cli_test(stage1-run-external-json RC 0 ARGS --format json --compact run $
 # ---- check: expect.stage1 on the CPU executor is not checked (never passed, never failed) ----
 set(S1_NOT_CHECKED "stage1 not checked: the cpu executor ran \\(the fp32 contract, no GPU kernel\\)")
 mlactl_cli_test(stage1-check-cpu-not-checked RC 0 ARGS check ${S1GEN}/stage1-expected.json --backend cpu TIMEOUT 60
-                STDOUT "^passed +stage1-expected  \\(run=passed\\)\n +${S1_NOT_CHECKED}\n1 passed, 0 failed\n$")
+                STDOUT "^passed +stage1-expected  \\(run=passed\\)\n +${S1_NOT_CHECKED}\n1 passed, 0 failed, 0 errors, 0 skipped, 0 refused\n$")
 # the same through a --timeout child (the record crosses the pipe)
 mlactl_cli_test(stage1-check-cpu-child RC 0 ARGS check ${S1GEN}/stage1-expected.json --backend cpu --timeout 60 TIMEOUT 60
-                STDOUT "^passed +stage1-expected  \\(run=passed\\)\n +${S1_NOT_CHECKED}\n1 passed, 0 failed\n$")
+                STDOUT "^passed +stage1-expected  \\(run=passed\\)\n +${S1_NOT_CHECKED}\n1 passed, 0 failed, 0 errors, 0 skipped, 0 refused\n$")
 mlactl_cli_test(stage1-check-cpu-json RC 0 ARGS --format jsonl check ${S1GEN}/stage1-expected.json --backend cpu -j 2 TIMEOUT 60
                 STDOUT "^{\"type\":\"case\",\"id\":\"stage1-expected\",[^\n]*\"status\":\"passed\",\"checks\":\\[\"run=passed\"\\],\"failures\":\\[\\],\"not_checked\":\\[\"${S1_NOT_CHECKED}\"\\],\"seconds\":[^\n]*,\"executor\":\"cpu\",\"stage1\":null,\"reduce\":null}\n")
 mlactl_cli_test(stage1-check-cpu-junit RC 0 ARGS check ${S1GEN}/stage1-expected.json --backend cpu --junit ${S1GEN}/junit.xml TIMEOUT 60

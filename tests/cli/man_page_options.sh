@@ -66,7 +66,7 @@ for verb in $verbs; do
     drift "$mlactl $verb --help failed"
     continue
   }
-  grep -q -- "^Usage: $verb " <<<"$help" || drift "$mlactl $verb --help is not $verb's help"
+  grep -q -- "^Usage: mlactl $verb " <<<"$help" || drift "$mlactl $verb --help is not $verb's help"
   mentions "$verb" || drift "subcommand $verb is missing from $manpage"
   check_help "$verb" "$help"
 done

@@ -29,6 +29,28 @@ if(NOT rc EQUAL 1 OR NOT out MATCHES "40 rows, 28 mismatched")
   message(FATAL_ERROR "installed mlactl windows: exit ${rc}, expected 1 and 28 mismatches:\n${out}")
 endif()
 
+# the fixtures are installed, and `defects ID`'s "try:" line works from another folder
+# with the installed binary (issue 40): it names the installed fixtures by absolute path
+if(NOT EXISTS "${PREFIX}/share/mlactl/fixtures/verify-window-broadcast-fixed.json")
+  message(FATAL_ERROR "cmake --install did not install the fixtures under share/mlactl/fixtures")
+endif()
+file(MAKE_DIRECTORY "${PREFIX}/elsewhere")
+execute_process(COMMAND ${MLACTL} defects verify-window-broadcast WORKING_DIRECTORY "${PREFIX}/elsewhere" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+string(REGEX MATCH "\ntry: mlactl ([^\n]*)\n" try_line "${out}")
+if(NOT rc EQUAL 0 OR NOT CMAKE_MATCH_1 STREQUAL "check ${PREFIX}/share/mlactl/fixtures/verify-window-broadcast.json ${PREFIX}/share/mlactl/fixtures/verify-window-broadcast-fixed.json")
+  message(FATAL_ERROR "installed mlactl defects ID: exit ${rc}, its try: line does not name the installed fixtures:\n${out}")
+endif()
+separate_arguments(try_args UNIX_COMMAND "${CMAKE_MATCH_1}")
+execute_process(COMMAND ${MLACTL} ${try_args} --backend cpu WORKING_DIRECTORY "${PREFIX}/elsewhere" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "2 passed, 0 failed")
+  message(FATAL_ERROR "the installed try: line, run from another folder: exit ${rc}\n${out}")
+endif()
+execute_process(COMMAND ${MLACTL} check "${PREFIX}/share/mlactl/fixtures" --backend cpu --filter "^seed00" WORKING_DIRECTORY "${PREFIX}/elsewhere"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES " passed, 0 failed, 0 errors")
+  message(FATAL_ERROR "the installed fixtures, checked from another folder: exit ${rc}\n${out}")
+endif()
+
 # every subcommand of `mlactl --help` is completed by every shell's script
 execute_process(COMMAND ${MLACTL} --help OUTPUT_VARIABLE help)
 string(REGEX MATCH "(Subcommands|SUBCOMMANDS):.*" subs "${help}")
