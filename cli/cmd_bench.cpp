@@ -227,6 +227,45 @@ std::vector<RouteResult::BlockRow> block_rows(const BenchResult& bench, const Ro
   return rows;
 }
 
+// The routed kernel's q and call for a plan, as run builds them (kq and layout stay where the
+// call points at them); null with rr failed when the kernel cannot lay out q for the view.
+struct PreparedCall {
+  ViewLayout layout;
+  EncodedTensor kq;
+  std::unique_ptr<ExecCall> call;
+};
+std::unique_ptr<PreparedCall> prepare_call(const Batch& b, const RoutePlan& plan, const std::vector<RowWindow>& rows,
+                                           const Inputs& in, RouteResult& rr) {
+  auto pc = std::make_unique<PreparedCall>();
+  try {
+    pc->layout = make_view_layout(int64_t(rows.size()), plan.kernel_view, plan.heads, plan.uniform_qlen);
+  } catch (const std::exception& e) {
+    rr.status = BenchStatus::failed;
+    rr.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
+    return nullptr;
+  }
+  pc->kq = build_kernel_q(in, pc->layout, plan.kernel_view);
+  pc->call = make_exec_call(b, plan, in, pc->layout, pc->kq);
+  return pc;
+}
+
+// The timed output's non-finite elements in real rows: a nonfinite status naming `check_with`.
+void check_finite(const Batch& b, const std::vector<RowWindow>& rows, const PreparedCall& pc, int v_dim, RouteResult& rr,
+                  const std::string& check_with) {
+  const std::vector<float> user_out = unlayout_out(pc.layout, b.model.dtype, pc.call->out.data(), v_dim);
+  const int64_t per_row = int64_t(b.model.num_heads) * v_dim;
+  for (const RowWindow& r : rows) {
+    if (r.kind == MaskKind::padding) continue;
+    const float* p = user_out.data() + r.row * per_row;
+    for (int64_t i = 0; i < per_row; ++i)
+      if (!std::isfinite(p[i])) ++rr.nonfinite;
+  }
+  if (rr.nonfinite) {
+    rr.status = BenchStatus::nonfinite;
+    rr.message = std::to_string(rr.nonfinite) + " output elements are not finite (unwritten rows?): check with " + check_with;
+  }
+}
+
 // Host planning as run does it: metadata, route, plan.
 RoutePlan plan_once(const Batch& b, const std::string& kernel, const std::string& planner, const std::vector<RowWindow>& rows,
                     RouteDecision* rd_out) {
@@ -265,17 +304,9 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   rr.works = int64_t(plan.work.work_info.size());
   rr.audit_ok = audit_positions(b, rows, plan, 5).ok;
 
-  const KernelView& v = plan.kernel_view;
-  ViewLayout layout;
-  try {
-    layout = make_view_layout(int64_t(rows.size()), v, plan.heads, plan.uniform_qlen);
-  } catch (const std::exception& e) {
-    rr.status = BenchStatus::failed;
-    rr.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
-    return;
-  }
-  EncodedTensor kq = build_kernel_q(in, layout, v);
-  const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
+  const std::unique_ptr<PreparedCall> pc = prepare_call(b, plan, rows, in, rr);
+  if (!pc) return;
+  ExecCall* call = pc->call.get();
   rr.partial_rows = call->work.num_partial_rows;
   if (progress) err << "bench: " << to_string(rr.route.route) << " (" << to_string(rr.planner) << "): timing " << opt.iters << " runs\n";
   GpuExecutor ex(mla::stage1_kernel_from_name(opt.stage1).value_or(mla::Stage1Kernel::automatic));
@@ -293,18 +324,7 @@ void bench_route(const Batch& b, const BenchOptions& opt, const std::vector<RowW
   }
   rr.stage1 = stats_us(rr.bench.stage1_ms);
   rr.total = stats_us(rr.bench.total_ms);
-  const std::vector<float> user_out = unlayout_out(layout, b.model.dtype, call->out.data(), v.v_dim);
-  const int64_t per_row = int64_t(b.model.num_heads) * v.v_dim;
-  for (const RowWindow& r : rows) {
-    if (r.kind == MaskKind::padding) continue;
-    const float* p = user_out.data() + r.row * per_row;
-    for (int64_t i = 0; i < per_row; ++i)
-      if (!std::isfinite(p[i])) ++rr.nonfinite;
-  }
-  if (rr.nonfinite) {
-    rr.status = BenchStatus::nonfinite;
-    rr.message = std::to_string(rr.nonfinite) + " output elements are not finite (unwritten rows?): check with `mlactl run`";
-  }
+  check_finite(b, rows, *pc, plan.kernel_view.v_dim, rr, "`mlactl run`");
 }
 
 // A --peer row: the route planned as for mlactl's own kernel, the case written as `run
@@ -324,21 +344,12 @@ void bench_peer(const Batch& b, const BenchOptions& opt, const std::vector<RowWi
   rr.planner = plan.planner;
   rr.workgroups = plan.work.num_workgroups;
   rr.works = int64_t(plan.work.work_info.size());
-  const KernelView& v = plan.kernel_view;
-  ViewLayout layout;
-  try {
-    layout = make_view_layout(int64_t(rows.size()), v, plan.heads, plan.uniform_qlen);
-  } catch (const std::exception& e) {
-    rr.status = BenchStatus::failed;
-    rr.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
-    return;
-  }
-  EncodedTensor kq = build_kernel_q(in, layout, v);
-  const std::unique_ptr<ExecCall> call = make_exec_call(b, plan, in, layout, kq);
+  const std::unique_ptr<PreparedCall> pc = prepare_call(b, plan, rows, in, rr);
+  if (!pc) return;
   if (progress) err << "bench: peer " << peer.name << " (" << peer.route << "): timing " << opt.iters << " runs\n";
   ExternalSpec spec{peer.command, opt.peer_timeout_s, "", ExternalBench{opt.warmup, opt.iters, kv_copies}};
-  ExternalExecutor ext(spec, ExternalCase{&b, &rb, &plan, &in, &layout});
-  const ExecResult res = ext.run(call->args);
+  ExternalExecutor ext(spec, ExternalCase{&b, &rb, &plan, &in, &pc->layout});
+  const ExecResult res = ext.run(pc->call->args);
   if (ext.unsupported()) {
     rr.status = BenchStatus::skipped;
     rr.message = "n/a: " + *ext.unsupported();
@@ -352,18 +363,7 @@ void bench_peer(const Batch& b, const BenchOptions& opt, const std::vector<RowWi
   rr.bench.ok = true;
   rr.total = stats_us(ext.timing_ms());
   rr.stage1 = rr.total;
-  const std::vector<float> user_out = unlayout_out(layout, b.model.dtype, call->out.data(), v.v_dim);
-  const int64_t per_row = int64_t(b.model.num_heads) * v.v_dim;
-  for (const RowWindow& r : rows) {
-    if (r.kind == MaskKind::padding) continue;
-    const float* p = user_out.data() + r.row * per_row;
-    for (int64_t i = 0; i < per_row; ++i)
-      if (!std::isfinite(p[i])) ++rr.nonfinite;
-  }
-  if (rr.nonfinite) {
-    rr.status = BenchStatus::nonfinite;
-    rr.message = std::to_string(rr.nonfinite) + " output elements are not finite: check with `mlactl run --executor`";
-  }
+  check_finite(b, rows, *pc, plan.kernel_view.v_dim, rr, "`mlactl run --executor`");
 }
 
 // Fixed-point (fmt_double is %g: 600 µs would print as 6e+02 at 1 digit).
