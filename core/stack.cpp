@@ -1,6 +1,9 @@
 #include "core/stack.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "core/types.hpp"
 
 namespace mlactl {
 
@@ -29,6 +32,21 @@ std::optional<PlannerId> default_planner(const Stack& s, Route r) {
   for (const PlannerEntry& e : s.planners())
     if (std::find(e.default_for.begin(), e.default_for.end(), r) != e.default_for.end()) return e.id;
   return std::nullopt;
+}
+
+void require_stack_planner(const Stack& s, std::optional<PlannerId> p) {
+  if (!p || find_planner(s, *p)) return;
+  std::string names;
+  for (const PlannerEntry& e : s.planners()) names += std::string(names.empty() ? "" : ", ") + to_string(e.id);
+  throw Error(kExitUsage, "", std::string("--planner ") + to_string(*p) + " is not a planner of the " + to_string(s.id()) + " stack: " + names);
+}
+
+std::optional<PlannerId> route_planner(const Stack& s, Route r, std::optional<PlannerId> p) {
+  const auto own = default_planner(s, r);
+  if (own && p && *p != *own)
+    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*p) + " does not plan route " + to_string(r) + " of the " +
+                                    to_string(s.id()) + " stack (its planner is " + to_string(*own) + ")");
+  return own;
 }
 
 }  // namespace mlactl

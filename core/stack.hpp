@@ -102,5 +102,10 @@ class Stack {
 const PlannerEntry* find_planner(const Stack& s, PlannerId p);
 // The planner whose own route `r` is (nullopt for refused).
 std::optional<PlannerId> default_planner(const Stack& s, Route r);
+// `--planner P` on stack s: P must be one of the stack's planners (a usage error naming them
+// otherwise). For a stack that runs each route's own planner only, also P == the route's
+// own (route_planner: the planner to run, or nullopt when the route has none).
+void require_stack_planner(const Stack& s, std::optional<PlannerId> p);
+std::optional<PlannerId> route_planner(const Stack& s, Route r, std::optional<PlannerId> p);
 
 }  // namespace mlactl

@@ -55,7 +55,7 @@ mlactl_cli_test(cuda-run-stale RC 1 ARGS run fixtures/flashmla-stale-schedule.js
 mlactl_cli_test(cuda-schedule-stacks RC 0 ARGS schedule fixtures/cuda-flashmla-fp8-mtp.json --stack vllm-rocm-aiter,vllm-cuda
                 STDOUT "vllm-rocm-aiter +gfx950 +256 +asm_persistent.*vllm-cuda +sm90 +132 +flashmla +flashmla .*63,2,1,24,1.*splits per request differ on 2 of 5 requests")
 mlactl_cli_test(cuda-aiter-planner-on-sm90 RC 2 ARGS schedule fixtures/cuda-flashmla-worked.json --planner aiter
-                STDERR "--planner aiter is not a planner of the vllm-cuda stack")
+                STDERR "--planner aiter is not a planner of the vllm-cuda stack: flashmla, fa3, triton\n")
 mlactl_cli_test(cuda-defects-list RC 0 ARGS defects STDOUT "flashmla-qlen-planned-as-one +- +#27368 +planner.*flashmla-stale-schedule +- +#35175 +planner.*flashmla-fp8-zero-pad +- +#35969 +padding.*flashmla-no-work-marker +- +FlashMLA #3 +planner.*triton-causal-per-request +- +#51065 +planner")
 # run executes captured arrays by default (docs/design.md §2 captured); --own-metadata runs
 # mlactl's plan and still reports the difference

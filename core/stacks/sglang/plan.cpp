@@ -337,19 +337,12 @@ void plan_flashinfer(const Batch& b, const DecodeMetadata& md, RoutePlan& p) {
 RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecision& rd, const std::vector<RowWindow>& rows,
                       std::optional<PlannerId> planner) {
   const Stack& stack = sglang_stack();
-  if (planner && !find_planner(stack, *planner)) {
-    std::string names;
-    for (const PlannerEntry& e : stack.planners()) names += std::string(names.empty() ? "" : ", ") + to_string(e.id);
-    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) + " is not a planner of the sglang stack: " + names);
-  }
+  require_stack_planner(stack, planner);
   if (rd.route == Route::refused) throw Error(kExitRefused, "", "the modelled stack refuses this configuration: " + refusal_text(rd));
-  const auto own = default_planner(stack, rd.route);
+  const auto own = route_planner(stack, rd.route, planner);
   if (!own)
     throw Error(kExitRefused, "", std::string("route ") + to_string(rd.route) + " (SGLang " + rd.backend +
                                       "): its planner is not modelled yet (docs/stacks/sglang.md lists what is)");
-  if (planner && *planner != *own)
-    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) + " does not plan route " + to_string(rd.route) +
-                                    " of the sglang stack (its planner is " + to_string(*own) + ")");
   RoutePlan p;
   p.route = rd.route;
   p.planner = *own;

@@ -291,20 +291,15 @@ std::vector<RowExpectation> request_list_expectations(const DecodeMetadata& md, 
 
 RoutePlan plan_cuda(const Batch& b, const DecodeMetadata& md_in, const RouteDecision& rd, const std::vector<RowWindow>& rows,
                     std::optional<PlannerId> planner) {
-  if (planner && !find_planner(vllm_cuda_stack(), *planner))
-    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) +
-                                    " is not a planner of the vllm-cuda stack (platform.arch sm90): flashmla, fa3, triton");
+  require_stack_planner(vllm_cuda_stack(), planner);
   if (rd.route == Route::refused) throw Error(kExitRefused, "", "the modelled stack refuses this configuration: " + refusal_text(rd));
   if (rd.route == Route::flashmla_sparse)
     throw Error(kExitRefused, "", "flashmla_sparse: FLASHMLA_SPARSE's schedule is not modelled yet (mlactl models the vLLM CUDA stack's sparse route up to routing)");
   RoutePlan p;
   p.route = rd.route;
   p.user_rows = (int64_t)rows.size();
-  const auto own = default_planner(vllm_cuda_stack(), rd.route);
+  const auto own = route_planner(vllm_cuda_stack(), rd.route, planner);
   if (!own) throw Error(kExitUsage, "", std::string("route ") + to_string(rd.route) + " has no planner");
-  if (planner && *planner != *own)
-    throw Error(kExitUsage, "", std::string("--planner ") + to_string(*planner) + " does not plan route " + to_string(rd.route) +
-                                    " of the vllm-cuda stack (its planner is " + to_string(*own) + ")");
   p.planner = *own;
 
   // the padding contract: the route's own pad values, before planning (vLLM PR #28579)
