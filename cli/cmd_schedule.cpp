@@ -226,56 +226,14 @@ std::vector<int64_t> splits_per_request(const RoutePlan& p, const DecodeMetadata
 
 std::string c_name(const std::vector<StackCase>& cs) { return cs.empty() ? "" : cs.front().case_name; }
 
-// The batch under another stack for `schedule --stack A,B`: an item is a serving stack
-// ("vllm", "sglang": the batch's arch), "stack@arch", or a modelled stack's id ("vllm-cuda":
-// its serving stack on the batch's arch when it models it, else its first). Fields the
-// target stack does not read, and other stacks' sections, are dropped, so each stack plans
-// the batch with its own defaults; nothing here knows a stack by name.
+// The batch under another stack for `schedule --stack A,B` (core/batch_parse.hpp
+// retarget_batch_document says what an item is), routed and planned.
 StackCase plan_under_stack(const BatchOptions& opts, const std::string& item) {
-  nlohmann::json doc = batch_document(opts);
-  std::string arch = "gfx950";
-  if (doc.contains("platform") && doc["platform"].is_object() && doc["platform"].contains("arch") && doc["platform"]["arch"].is_string())
-    arch = doc["platform"]["arch"].get<std::string>();
-  std::string serving = item, want_arch;
-  if (const size_t at = item.find('@'); at != std::string::npos) {
-    serving = item.substr(0, at);
-    want_arch = item.substr(at + 1);
-  }
-  const Stack* target = nullptr;
-  for (const Stack* st : all_stacks()) {
-    if (to_string(st->id()) == serving && want_arch.empty()) {
-      // a modelled stack's id: its serving stack, on the batch's arch if it models it
-      target = st;
-      serving = to_string(st->serving());
-      bool has = false;
-      for (Arch a : st->arches()) has = has || arch == to_string(a);
-      want_arch = has ? arch : to_string(st->arches().front());
-    }
-  }
-  if (want_arch.empty()) want_arch = arch;
-  if (serving != "vllm" && serving != "sglang")
-    throw Error(kExitUsage, "", "--stack " + item + ": not a serving stack (vllm, sglang), stack@arch, or a modelled stack's id");
-  doc["platform"]["stack"] = serving;
-  doc["platform"]["arch"] = want_arch;
-  if (!target)
-    for (const Stack* st : all_stacks())
-      if (serving == to_string(st->serving()))
-        for (Arch a : st->arches())
-          if (want_arch == to_string(a)) target = st;  // none: parse_batch names /platform/stack
-  if (target) {
-    for (const StackOwnedFieldInfo& f : stack_owned_fields()) {
-      const nlohmann::json::json_pointer ptr(f.pointer);
-      if (!target->reads_field(f.pointer) && doc.contains(ptr)) doc[ptr.parent_pointer()].erase(ptr.back());
-    }
-    for (const Stack* st : all_stacks())
-      if (const auto key = st->section_key(); key && key != target->section_key()) doc.erase(*key);
-  }
-  const std::string stack = item;
-  const std::string target_arch = want_arch;
+  const RetargetedDocument rt = retarget_batch_document(batch_document(opts), item);
   StackCase sc;
-  sc.stack = stack;
-  sc.arch = target_arch;
-  const Batch b = parse_batch(doc);
+  sc.stack = item;
+  sc.arch = rt.arch;
+  const Batch b = parse_batch(rt.doc);
   sc.num_cu = b.platform.num_cu;
   sc.case_name = b.name;
   const RoutedBatch rb = route_batch(b);

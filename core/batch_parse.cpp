@@ -556,4 +556,45 @@ Batch parse_batch_text(const std::string& text, const std::string& source) { ret
 
 Batch load_batch_file(const std::string& path) { return parse_batch(load_json_document(path)); }
 
+RetargetedDocument retarget_batch_document(nlohmann::json doc, const std::string& item) {
+  std::string arch = "gfx950";
+  if (doc.contains("platform") && doc["platform"].is_object() && doc["platform"].contains("arch") && doc["platform"]["arch"].is_string())
+    arch = doc["platform"]["arch"].get<std::string>();
+  std::string serving = item, want_arch;
+  if (const size_t at = item.find('@'); at != std::string::npos) {
+    serving = item.substr(0, at);
+    want_arch = item.substr(at + 1);
+  }
+  const Stack* target = nullptr;
+  for (const Stack* st : all_stacks()) {
+    if (to_string(st->id()) == serving && want_arch.empty()) {
+      // a modelled stack's id: its serving stack, on the batch's arch if it models it
+      target = st;
+      serving = to_string(st->serving());
+      bool has = false;
+      for (Arch a : st->arches()) has = has || arch == to_string(a);
+      want_arch = has ? arch : to_string(st->arches().front());
+    }
+  }
+  if (want_arch.empty()) want_arch = arch;
+  if (serving != "vllm" && serving != "sglang")
+    throw Error(kExitUsage, "", "--stack " + item + ": not a serving stack (vllm, sglang), stack@arch, or a modelled stack's id");
+  doc["platform"]["stack"] = serving;
+  doc["platform"]["arch"] = want_arch;
+  if (!target)
+    for (const Stack* st : all_stacks())
+      if (serving == to_string(st->serving()))
+        for (Arch a : st->arches())
+          if (want_arch == to_string(a)) target = st;  // none: parse_batch names /platform/stack
+  if (target) {
+    for (const StackOwnedFieldInfo& f : stack_owned_fields()) {
+      const nlohmann::json::json_pointer ptr(f.pointer);
+      if (!target->reads_field(f.pointer) && doc.contains(ptr)) doc[ptr.parent_pointer()].erase(ptr.back());
+    }
+    for (const Stack* st : all_stacks())
+      if (const auto key = st->section_key(); key && key != target->section_key()) doc.erase(*key);
+  }
+  return {std::move(doc), want_arch};
+}
+
 }  // namespace mlactl

@@ -25,6 +25,17 @@ struct StackOwnedFieldInfo {
 };
 std::vector<StackOwnedFieldInfo> stack_owned_fields();
 
+// A batch document re-aimed at another stack (`schedule --stack A,B`, docs/design.md §1.3):
+// `item` is a serving stack ("vllm", "sglang": on the batch's arch), "stack@arch", or a
+// modelled stack's id (its serving stack, on the batch's arch when it models it, else its
+// first). Fields the target stack does not read and other stacks' sections are dropped, so
+// the stack plans the batch with its own defaults. Throws Error (exit 2) for an unknown item.
+struct RetargetedDocument {
+  nlohmann::json doc;
+  std::string arch;  // the arch the document now names
+};
+RetargetedDocument retarget_batch_document(nlohmann::json doc, const std::string& item);
+
 // The JSON Schema of the batch file (for `mlactl schema`), every stack's section included.
 nlohmann::ordered_json batch_json_schema();
 
