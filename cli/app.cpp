@@ -153,7 +153,13 @@ std::string version_text() {
   const BuildInfo& bi = build_info();
   std::string stacks;
   for (const Stack* s : all_stacks()) stacks += (stacks.empty() ? "" : ", ") + std::string(to_string(s->id())) + " (" + s->title() + ")";
-  return std::string("mlactl ") + bi.version + "\ncommit:   " + bi.commit + "\nbackends: " + bi.backends + "\nstacks:   " + stacks;
+  // the AITER rule sets platform.aiter selects, each with the upstream code it was read from
+  std::string rules;
+  for (AiterRules r : {AiterRules::r2026_08, AiterRules::r2026_08_pr4899})
+    rules += (rules.empty() ? "" : ", ") + std::string(to_string(r)) + " (" + aiter_rules_commits(r) +
+             (r == Batch{}.platform.aiter ? ", default" : "") + ")";
+  return std::string("mlactl ") + bi.version + "\ncommit:   " + bi.commit + "\nbackends: " + bi.backends + "\nstacks:   " + stacks +
+         "\naiter:    " + rules;
 }
 
 // "did you mean" (unknown subcommands and options): core/suggest.hpp

@@ -383,6 +383,9 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
                                            summarize_positions(pr.bad_row_ids, 12))});
   }
   if (o.cross) kv.push_back({"gpu vs cpu", o.cross->passed ? st.green("ok") + " (max abs err " + fmt_double(o.cross->max_abs_err) + ")" : st.red("DIFFER")});
+  // the route's findings, as `route` prints them (a known upstream kernel fault the batch lands
+  // on among them, docs/known_faults.md); JSON carries them in route.findings
+  for (const auto& f : o.route.findings) kv.push_back({"finding", st.yellow(f)});
   (void)verbose;  // -v detail goes to stderr (cmd_run), never into the report
   if (o.status != RunStatus::passed)
     kv.push_back({"time (ms)", "metadata " + fmt_double(o.ms_metadata, 3) + ", plan+audit " + fmt_double(o.ms_plan, 3) + ", inputs " + fmt_double(o.ms_inputs, 3) +

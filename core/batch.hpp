@@ -60,7 +60,7 @@ struct Batch {
     ServingStack stack = ServingStack::vllm;
     Arch arch = Arch::gfx950;
     int num_cu = 256;
-    std::string aiter = "2026.08";
+    AiterRules aiter = AiterRules::r2026_08;
     bool aiter_has_causal_arg = true;
   } platform;
 

@@ -296,7 +296,10 @@ Batch parse_batch(const json& doc) {
       b.platform.num_cu = (int)get_int(*v, "/platform/num_cu", 1, 4096);
       num_cu_given = true;
     }
-    if (const json* v = find(*p, "aiter")) b.platform.aiter = get_enum(*v, "/platform/aiter", {"2026.08"});
+    if (const json* v = find(*p, "aiter")) {
+      const std::string r = get_enum(*v, "/platform/aiter", {"2026.08", "2026.08+4899"});
+      b.platform.aiter = r == "2026.08" ? AiterRules::r2026_08 : AiterRules::r2026_08_pr4899;
+    }
     if (const json* v = find(*p, "aiter_has_causal_arg")) b.platform.aiter_has_causal_arg = get_bool(*v, "/platform/aiter_has_causal_arg");
   }
   // CUs of MI300X/MI325X (gfx942), MI355X (gfx950); SMs of H100/H200/H800 (sm90)

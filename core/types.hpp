@@ -42,8 +42,29 @@ inline Error invalid_input(const std::string& where, const std::string& msg) {
 // (H100/H200/H800, the vLLM CUDA stack, docs/stacks/vllm-cuda.md).
 enum class Arch { gfx942, gfx950, sm90 };
 enum class DType { bf16, fp16, fp8 };
+// AITER rule sets (platform.aiter), each the upstream code it was read from
+// (docs/stacks/vllm-rocm-aiter.md, "AITER rule sets"): r2026_08 = ROCm/aiter@e4048607;
+// r2026_08_pr4899 = the same with #4899's workload-adaptive split count, read at its
+// branch head ROCm/aiter@7975419d89 (csrc/kernels/mla/metadata/v1_2_device.cuh).
+enum class AiterRules { r2026_08, r2026_08_pr4899 };
 // fp8 flavour follows the arch (docs/design.md §2): e4m3fnuz on gfx942, OCP e4m3fn elsewhere.
 enum class Fp8Flavor { e4m3fn, e4m3fnuz };
+
+inline const char* to_string(AiterRules r) {
+  switch (r) {
+    case AiterRules::r2026_08: return "2026.08";
+    case AiterRules::r2026_08_pr4899: return "2026.08+4899";
+  }
+  return "?";
+}
+// Upstream commits a rule set was read from, for --version and the docs.
+inline const char* aiter_rules_commits(AiterRules r) {
+  switch (r) {
+    case AiterRules::r2026_08: return "ROCm/aiter@e4048607";
+    case AiterRules::r2026_08_pr4899: return "ROCm/aiter@e4048607 + ROCm/aiter#4899@7975419d89 (planner split count)";
+  }
+  return "?";
+}
 
 inline const char* to_string(Arch a) {
   switch (a) {

@@ -2,7 +2,7 @@
 # Installs what mlactl needs from Debian 12 packages, only what is missing.
 # nvcc is not a Debian package: the build uses it when present and says so when not.
 set -eu
-PKGS="cmake ninja-build g++ make libcli11-dev nlohmann-json3-dev libeigen3-dev catch2 hipcc clang libclang-rt-14-dev git python3 python3-numpy python3-jsonschema librsvg2-bin"
+PKGS="cmake ninja-build g++ make libcli11-dev nlohmann-json3-dev libeigen3-dev catch2 hipcc clang libclang-rt-14-dev clang-22 lld-22 git python3 python3-numpy python3-jsonschema librsvg2-bin"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -178,7 +178,7 @@ RouteDecision route_sglang(const Batch& b, std::optional<Route> forced) {
   const auto route = backend_route(backend, b);
   d.route = *route;
   if (backend == Backend::aiter) {
-    d.aiter_rules = b.platform.aiter;
+    d.aiter_rules = to_string(b.platform.aiter);
     const AiterFlags f = aiter_flags(b);
     d.padded_heads = f.padded_heads;
     d.persistent_schedule = f.persistent;

@@ -57,6 +57,30 @@ std::string to_string(const AiterKernelKey& k) {
   return os.str();
 }
 
+std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q) {
+  // docs/known_faults.md; no rule set of mlactl's includes a fix for either, so every rule
+  // set warns (a row gains a "fixed in" rule set when one is read).
+  std::vector<KnownFaultHit> hits;
+  const std::string L = std::to_string(q.q_len);
+  const bool bf16_bf16 = q.q_dtype == DType::bf16 && q.kv_dtype == DType::bf16;
+  // ROCm/aiter#5679 (open): gfx942 non-persistent bf16 gqa 16, max_seqlen_q 8 (vLLM spec_decode_medium)
+  // dispatches mla_a16w16_qh16_m32x4 and gets max diff 0.11-0.16 against SDPA; q_len 2 passes. The
+  // kernel serves every q_len > 4 (§A5.2 key: L <= 4 -> 4, else 8); 5-7 were not reported.
+  if (q.arch == Arch::gfx942 && !q.persistent && bf16_bf16 && q.kernel.rfind("mla_a16w16_qh16_m32x4", 0) == 0)
+    hits.push_back({KnownFaultId::aiter_5679,
+                    "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len " + L +
+                        ": wrong output reported upstream at q_len 8, ROCm/aiter #5679 (open; docs/known_faults.md)"});
+  // ROCm/aiter#2720 (open): the stage-1 ASM (non-persistent entry) gives every q position the same
+  // output when max_seqlen_q is not a power of 2.
+  if (!q.persistent && q.q_len > 1 && (q.q_len & (q.q_len - 1)) != 0)
+    hits.push_back({KnownFaultId::aiter_2720,
+                    "known kernel fault: non-persistent stage-1 ASM " + q.kernel + " at q_len " + L +
+                        " (not a power of 2): every q position gets the same output, reported upstream, ROCm/aiter "
+                        "#2720 (open; docs/known_faults.md)"});
+  (void)q.rules;
+  return hits;
+}
+
 std::optional<AiterKernelKey> aiter_kernel_key(const AiterKernelQuery& q, std::string* why) {
   auto fail = [&](const std::string& w) -> std::optional<AiterKernelKey> {
     if (why) *why = w;

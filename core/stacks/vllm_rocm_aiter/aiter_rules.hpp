@@ -84,6 +84,24 @@ AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bo
 // kPackedQoLenPerWg / heads (§A5.1).
 int aiter_q_tokens_per_tile(const AiterFold& f, int64_t max_seqlen_qo);
 
+// Faults reported upstream inside the kernel a batch routes onto (docs/known_faults.md): the
+// metadata is right, the kernel is not, so no model of the planner can see them. Each hit is
+// one warning line naming the kernel, the shape and the upstream report.
+enum class KnownFaultId { aiter_5679, aiter_2720 };
+struct KnownFaultQuery {
+  Arch arch = Arch::gfx950;
+  std::string kernel;  // the manifest kernel the route runs (AiterKernelLookup::kernel)
+  bool persistent = true;
+  int q_len = 1;       // max_seqlen_q the kernel is launched with
+  DType q_dtype = DType::bf16, kv_dtype = DType::bf16;
+  AiterRules rules = AiterRules::r2026_08;
+};
+struct KnownFaultHit {
+  KnownFaultId id;
+  std::string warning;  // "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len 8: ..., ROCm/aiter #5679"
+};
+std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q);
+
 // The text AITER raises when no manifest row matches.
 inline constexpr const char* kNoHeuristicKernel = "cannot get heuristic kernel!";
 

@@ -142,6 +142,7 @@ void plan_with_aiter(const PlanContext& c, RoutePlan& p, KernelView& kv) {
   AiterPlanInput in;
   in.arch = b.platform.arch;
   in.num_cu = b.platform.num_cu;
+  in.rules = b.platform.aiter;
   in.num_heads = p.heads.padded_heads;
   in.causal = c.causal;
   in.page_size = 1;

@@ -257,6 +257,15 @@ bool route_asm_kernel(const RouteInput& in, Route route, int64_t q_len, bool cau
   d.aiter_kernel = found.kernel;
   d.route = route;
   d.persistent_schedule = persistent;
+  KnownFaultQuery fq;
+  fq.arch = in.arch;
+  fq.kernel = found.kernel;
+  fq.persistent = persistent;
+  fq.q_len = static_cast<int>(q_len);
+  fq.q_dtype = in.q_dtype;
+  fq.kv_dtype = in.kv_dtype;
+  fq.rules = in.aiter;
+  for (const KnownFaultHit& h : known_kernel_faults(fq)) d.findings.push_back(h.warning);
   return true;
 }
 
@@ -384,6 +393,7 @@ bool use_rocm_sparse_triton(const std::string& kv_cache_dtype, int head_size, in
 
 RouteDecision route_decode(const RouteInput& in) {
   RouteDecision d;
+  d.aiter_rules = to_string(in.aiter);
   Chain chain(d);
 
   // --kernel: an id the tool does not know is a usage error the CLI catches;

@@ -26,6 +26,7 @@ struct RouteInput {
   bool causal = true;
   std::optional<int64_t> kv_cache_bytes;  // per layer; nullopt = before profiling
   bool aiter_has_causal_arg = true;
+  AiterRules aiter = AiterRules::r2026_08;  // platform.aiter
   bool native_h24 = false;
   int num_cu = 256;
   // sparse

@@ -62,9 +62,9 @@ class VllmRocmAiterStack final : public Stack {
   }
   std::string platform_text(const Batch& b) const override {
     return std::string(to_string(b.platform.arch)) + ", " + std::to_string(b.platform.num_cu) + " CUs, aiter " +
-           b.platform.aiter + (b.platform.aiter_has_causal_arg ? "" : " (no causal= argument)");
+           to_string(b.platform.aiter) + (b.platform.aiter_has_causal_arg ? "" : " (no causal= argument)");
   }
-  std::string planner_rules_text(const Batch& b) const override { return "aiter rules " + b.platform.aiter; }
+  std::string planner_rules_text(const Batch& b) const override { return std::string("aiter rules ") + to_string(b.platform.aiter); }
   bool builds_min_kv_seq_len() const override { return true; }  // R1 and R0 (docs/stacks/vllm-rocm-aiter.md)
   MetadataWindows metadata_windows(const Batch& b, const DecodeMetadata& md, Route route,
                                    const std::vector<RowWindow>& rows) const override {

@@ -3,6 +3,7 @@
 // checked line by line against csrc/kernels/mla/metadata/v1_2_device.cuh at aiter
 // e4048607 (the commit the reference describes).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -43,6 +44,30 @@ std::string join_ints(const std::vector<int64_t>& v, size_t max_items = 8) {
 }
 
 }  // namespace
+
+float aiter_sum_sqrt_blocks_wave64(const std::vector<float>& unit_terms) {
+  // mla_v12_compute_sum_blocks (ROCm/aiter#4899@7975419d89, v1_2_device.cuh): lane l adds the
+  // batches l, l + 64, ... in order; aiter::warpReduce<AddFunctor, float, 64> then adds lanes
+  // pairwise by xor strides 32, 16, ..., 1 (custom_all_reduce.cuh). The same float order here,
+  // so lrintf sees the value AITER rounds.
+  constexpr int kWave = 64;
+  float lane[kWave] = {};
+  for (size_t i = 0; i < unit_terms.size(); ++i) lane[i % kWave] += unit_terms[i];
+  for (int stride = kWave / 2; stride > 0; stride >>= 1) {
+    float next[kWave];
+    for (int l = 0; l < kWave; ++l) next[l] = lane[l] + lane[l ^ stride];
+    std::copy(next, next + kWave, lane);
+  }
+  return lane[0];
+}
+
+int64_t aiter_effective_splits(float sum_sqrt_blocks, int64_t num_splits) {
+  // mla_v12_effective_splits (ROCm/aiter#4899@7975419d89): MLA_V12_SPLIT_COEF = 1.2f, lrintf
+  // (round half to even), clamped to [1, num_splits].
+  const float scaled = 1.2f * sum_sqrt_blocks;
+  const int64_t eff = static_cast<int64_t>(std::lrint(scaled));
+  return std::max<int64_t>(1, std::min(eff, num_splits));
+}
 
 WorkList plan_aiter_v12(const AiterPlanInput& in) {
   WorkList wl;
@@ -168,11 +193,14 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   int64_t sum_blocks = 0;
   int64_t max_tile_rows = 1;
   bool multi_token_tiles = false;
+  std::vector<float> sqrt_terms;  // #4899: num_qo_tiles * sqrtf(max(1, unit_blocks)) a batch
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t nt = num_qo_tiles(b);
     if (nt < 1 && fold.qo_splits)
       return abandon("a batch with 0 q tokens under q tiling: AITER divides its q length by 0 tiles");
-    sum_blocks += (ceil_div(kv_len_of(b), gran) + overhead) * nt;
+    const int64_t unit_blocks = ceil_div(kv_len_of(b), gran) + overhead;
+    sum_blocks += unit_blocks * nt;
+    sqrt_terms.push_back(static_cast<float>(nt) * std::sqrt(static_cast<float>(std::max<int64_t>(1, unit_blocks))));
     const int64_t T = ceil_div(seqlen_qo(b), nt);
     max_tile_rows = std::max(max_tile_rows, T);
     if (nt > 1 && T > 1) multi_token_tiles = true;
@@ -188,7 +216,20 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
     if (nb > 0) wl.notes.push_back("no split budget (num_splits <= 0): AITER emits no work");
     return wl;
   }
-  const int64_t payload = ceil_div(sum_blocks, num_splits) + overhead;
+  // #4899 (rule set 2026.08+4899): in auto mode (max_split_per_batch < 0, vLLM's decode call)
+  // the payload divides by a split count adapted to the workload; num_splits only caps it, so
+  // get_mla_metadata_info_v1's buffer sizes are unchanged. Both AITER planners use the same count.
+  int64_t splits_used = num_splits;
+  if (in.rules == AiterRules::r2026_08_pr4899 && in.max_split_per_batch < 0) {
+    const float sum_sqrt = aiter_sum_sqrt_blocks_wave64(sqrt_terms);
+    splits_used = aiter_effective_splits(sum_sqrt, num_splits);
+    std::ostringstream os;
+    os << "aiter rules 2026.08+4899 (ROCm/aiter#4899): split count " << splits_used << " = clamp(lrintf(1.2 * "
+       << sum_sqrt << "), 1, " << num_splits << ") from the per-tile sqrt of " << sum_blocks
+       << " blocks; 2026.08 divides by " << num_splits << " (docs/stacks/vllm-rocm-aiter.md §A5.5)";
+    wl.notes.push_back(os.str());
+  }
+  const int64_t payload = ceil_div(sum_blocks, splits_used) + overhead;
 
   // ---- §A10.1: would AITER run its parallel planner here, and does it differ? ----
   {

@@ -32,11 +32,17 @@ struct AiterPlanInput {
   bool intra_batch_mode = false;
   bool is_cp_round_robin = false;
   bool experimental = false;             // AITER_ENABLE_EXPERIMENTAL
+  AiterRules rules = AiterRules::r2026_08;  // platform.aiter: r2026_08_pr4899 adapts the split count
   // Only "is fp8" matters. dtypes_given=false models the omitted dtypes (C++ default bf16).
   bool dtypes_given = true;
   DType dtype_q = DType::bf16;
   DType dtype_kv = DType::bf16;
 };
+
+// ROCm/aiter#4899's split count (rule set 2026.08+4899), exposed for the hand-worked tests:
+// the float sum of the per-batch terms in AITER's wave64 order, and eff from it.
+float aiter_sum_sqrt_blocks_wave64(const std::vector<float>& unit_terms);
+int64_t aiter_effective_splits(float sum_sqrt_blocks, int64_t num_splits);
 
 // v1.2 fast-mode serial planner, kn_get_mla_metadata_v1_2 (docs/stacks/vllm-rocm-aiter.md §A2–§A3, §A10).
 WorkList plan_aiter_v12(const AiterPlanInput& in);
