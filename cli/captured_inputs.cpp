@@ -1,5 +1,7 @@
 #include "cli/captured_inputs.hpp"
 
+#include <filesystem>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -75,14 +77,16 @@ void require_shape(const NpyArray& a, const std::string& path, const std::string
 Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::vector<RowWindow>& rows) {
   Inputs in = allocate_inputs(b, rows);
   const std::string manifest = dir + "/inputs.json";
-  std::ifstream f(manifest, std::ios::binary);
-  if (!f) throw invalid_input(manifest, "cannot be read (run --inputs DIR wants DIR/inputs.json, written by scripts/capture_vllm_batch.py)");
-  std::ostringstream text;
-  text << f.rdbuf();
-  if (text.str().size() > (1 << 20)) throw invalid_input(manifest, "is over 1 MiB: not an inputs manifest");
+  {
+    std::error_code ec;
+    if (!std::filesystem::exists(manifest, ec))
+      throw invalid_input(manifest, "cannot be read (run --inputs DIR wants DIR/inputs.json, written by scripts/capture_vllm_batch.py)");
+  }
+  // a regular file, its size checked before it is read (issue 39)
+  const std::string text = read_regular_file(manifest, 1 << 20, [](int64_t) { return std::string("is over 1 MiB: not an inputs manifest"); });
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text.str());
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw invalid_input(manifest, std::string("not JSON: ") + e.what());
   }

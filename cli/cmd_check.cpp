@@ -458,7 +458,7 @@ void validate_run(const nlohmann::json& v, const std::string& ptr) {
   want_one_of(v["status"], ptr + "/status", kRunWords);
   if (v.contains("reason")) {
     std::vector<std::string> reasons;
-    for (RunFailure f : {RunFailure::position_audit, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check}) reasons.push_back(to_string(f));
+    for (RunFailure f : {RunFailure::captured_plan, RunFailure::position_audit, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check}) reasons.push_back(to_string(f));
     want_one_of(v["reason"], ptr + "/reason", reasons);
     if (v["status"] != "incorrect") throw invalid_input(ptr + "/reason", "only an incorrect run has a reason");
   }

@@ -42,7 +42,10 @@ void setup_windows(CLI::App& app, Context& ctx) {
     std::optional<CapturedDiff> cdiff;
     if (!b.captured.is_null()) {
       CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
-      cdiff = diff_captured(b, md, rows, cap, nullptr);
+      // a captured work list or stack array is compared with the route's plan: never skipped
+      std::optional<RoutePlan> own;
+      if (!rb.refused() && (cap.work_indptr || !cap.stack_arrays.empty())) own = plan_batch(b, rb, rows);
+      cdiff = diff_captured(b, md, rows, cap, own ? &*own : nullptr);
       std::vector<int64_t> len = captured_row_lengths(b, rows, cap);
       if (!len.empty()) {
         mw.path = std::string("captured paged_kv_indptr (") + (cap.flattened_rows ? "one entry per query row, as the R0 flatten hands Gluon" : "per request, with the kernel's causal diagonal") + ")";

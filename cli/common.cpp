@@ -1,5 +1,7 @@
 #include "cli/common.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "cli/json_writer.hpp"
@@ -123,6 +125,16 @@ void add_executor_options(CLI::App* sub, ExecutorArgs& a) {
                   "and writes out.npy (and lse.npy) there (docs/executor-protocol.md)");
   sub->add_option("--executor-timeout", a.timeout_s, "seconds the --executor command may run before it is killed (exit 4)")
       ->check(CLI::PositiveNumber)
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            // inf and nan pass PositiveNumber: only a finite time ends a hung executor (issue 39)
+            try {
+              return std::isfinite(std::stod(v)) ? std::string() : std::string("must be a finite number of seconds, got " + v);
+            } catch (const std::exception&) {
+              return std::string("must be a number of seconds, got " + v);
+            }
+          },
+          "FINITE"))
       ->capture_default_str();
   sub->add_option("--executor-keep", a.keep_dir, "write the case directory under this folder and keep it (default: a temporary one, removed)");
 }

@@ -54,9 +54,22 @@ nlohmann::ordered_json put_i32(const std::string& dir, const std::string& name, 
   return put_array(dir, name, "<i4", shape, v.data(), v.size() * 4);
 }
 
+// The last max_chars of the executor's log, read from the end: a gigabyte of stderr costs
+// nothing (issue 39); only a regular file is read (mlactl created it, O_EXCL).
 std::string tail_of(const std::string& path, size_t max_chars = 1500) {
-  std::ifstream f(path, std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "";
+  struct stat st {};
+  std::string s;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t want = (off_t)max_chars + 64;  // a little more, for the trailing blanks trimmed below
+    const off_t from = st.st_size > want ? st.st_size - want : 0;
+    s.resize((size_t)(st.st_size - from));
+    const ssize_t n = ::pread(fd, s.data(), s.size(), from);
+    s.resize(n > 0 ? (size_t)n : 0);
+    if (from > 0) s = "..." + s;
+  }
+  ::close(fd);
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   if (s.size() > max_chars) s = "..." + s.substr(s.size() - max_chars);
   return s;
@@ -95,8 +108,9 @@ ChildStatus run_command(const std::string& command, const std::string& case_dir,
   if (pid == 0) {
     ::setpgid(0, 0);
     const int in = ::open("/dev/null", O_RDONLY);
-    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // created new, never through a symlink someone left there (issue 39)
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
     if (in >= 0) ::dup2(in, 0);
     if (out >= 0) ::dup2(out, 1);
     if (err >= 0) ::dup2(err, 2);
@@ -104,6 +118,8 @@ ChildStatus run_command(const std::string& command, const std::string& case_dir,
     ::_exit(127);
   }
   ::setpgid(pid, pid);
+  // SIGINT/SIGTERM end the group with mlactl (cli/interrupt.hpp; issue 39)
+  const ProcessGroupGuard group(pid);
   const auto t0 = std::chrono::steady_clock::now();
   int status = 0;
   for (;;) {
@@ -175,10 +191,30 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
   TempPathGuard interrupted_cleanup(spec_.keep_dir.empty() ? root : std::string(), true);  // a signal removes it too (cli/interrupt.hpp)
 
   // ---- the case directory (docs/executor-protocol.md)
+  // --executor-keep DIR: never delete or write into what mlactl did not create (issue 39).
+  // A DIR/case an earlier mlactl case made (its marker file, a real folder) is replaced, as
+  // are its regular log files; anything else there is refused.
+  const std::string marker = dir + "/.mlactl-case";
+  if (!spec_.keep_dir.empty()) {
+    std::error_code ec;
+    const auto st = fs::symlink_status(dir, ec);
+    const bool exists = !ec && st.type() != fs::file_type::not_found;
+    const bool ours = exists && st.type() == fs::file_type::directory && fs::symlink_status(marker, ec).type() == fs::file_type::regular;
+    if (exists && !ours)
+      return fail("--executor-keep: " + dir + " already exists and mlactl did not create it; it is not overwritten or deleted (remove it, or keep under another folder)");
+    for (const std::string& log : {root + "/executor.stdout", root + "/executor.stderr"}) {
+      const auto ls = fs::symlink_status(log, ec);
+      if (ec || ls.type() == fs::file_type::not_found) continue;
+      if (!ours || ls.type() != fs::file_type::regular)
+        return fail("--executor-keep: " + log + " already exists and mlactl did not create it; it is not overwritten");
+      fs::remove(log, ec);
+    }
+  }
   try {
     std::error_code ec;
-    fs::remove_all(dir, ec);
-    fs::create_directories(dir);
+    fs::remove_all(dir, ec);  // a temporary root's, or an earlier case's (checked above)
+    if (!fs::create_directory(dir)) throw std::runtime_error(dir + ": exists");
+    std::ofstream(marker) << "made by mlactl --executor-keep; mlactl replaces this folder\n";
     nlohmann::ordered_json m;
     m["protocol"] = kExecutorProtocolVersion;
     m["tool"] = {{"name", "mlactl"}, {"version", MLACTL_VERSION}};
@@ -344,9 +380,15 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
   const std::string result_path = dir + "/result.json";
   if (fs::exists(result_path)) {
     nlohmann::json r;
+    std::string text;
     try {
-      std::ifstream f(result_path);
-      r = nlohmann::json::parse(f);
+      // a regular file of at most 1 MiB (issue 39: a FIFO there blocked, a huge one was read whole)
+      text = read_regular_file(result_path, 1 << 20, [](int64_t n) { return "is " + std::to_string(n) + " bytes, over the 1 MiB a result.json may have"; });
+    } catch (const std::exception& e) {
+      return fail(with_tail(std::string("result.json cannot be used: ") + e.what()));
+    }
+    try {
+      r = nlohmann::json::parse(text);
     } catch (const std::exception& e) {
       return fail(with_tail("result.json is not valid JSON: " + std::string(e.what())));
     }

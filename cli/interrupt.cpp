@@ -26,6 +26,17 @@ struct Slot {
 };
 Slot g_slots[kSlots];
 
+// process groups to end on a signal (ProcessGroupGuard): 0 is a free slot
+constexpr int kGroups = 16;
+std::atomic<pid_t> g_groups[kGroups];
+
+void kill_groups() {
+  for (auto& g : g_groups) {
+    const pid_t p = g.load();
+    if (p > 0) ::kill(-p, SIGKILL);
+  }
+}
+
 std::atomic<int> g_count{0};
 std::atomic<int> g_first{0};
 std::atomic<bool> g_deferred{false};
@@ -79,6 +90,7 @@ void remove_under(int fd, int depth) {
 extern "C" void on_interrupt(int sig) {
   const int n = g_count.fetch_add(1) + 1;
   if (n == 1) g_first = sig;
+  kill_groups();  // a running executor ends with mlactl, deferred or not
   if (g_deferred && n <= 2) {
     if (n == 1) {
       const char* m = g_first_message.load();
@@ -159,6 +171,21 @@ void TempPathGuard::release() {
   slot_ = -1;
 }
 
+ProcessGroupGuard::ProcessGroupGuard(pid_t pgid) {
+  if (pgid <= 0) return;
+  for (int i = 0; i < kGroups; ++i) {
+    pid_t expected = 0;
+    if (g_groups[i].compare_exchange_strong(expected, pgid)) {
+      slot_ = i;
+      return;
+    }
+  }
+}
+
+ProcessGroupGuard::~ProcessGroupGuard() {
+  if (slot_ >= 0) g_groups[slot_] = 0;
+}
+
 void defer_interrupts(const char* first_message) {
   g_first_message = first_message;
   g_deferred = true;
@@ -169,6 +196,7 @@ void reset_interrupts_after_fork() {
   g_count = 0;
   g_first = 0;
   for (Slot& s : g_slots) s.state = kFree;
+  for (auto& g : g_groups) g = 0;
 }
 
 int interrupt_count() { return g_count.load(); }

@@ -8,6 +8,8 @@
 #pragma once
 #include <string>
 
+#include <sys/types.h>
+
 namespace mlactl::cli {
 
 // Installs the handlers for its lifetime and restores the previous ones after
@@ -31,6 +33,20 @@ class TempPathGuard {
   TempPathGuard(const TempPathGuard&) = delete;
   TempPathGuard& operator=(const TempPathGuard&) = delete;
   void release();  // the path is no longer temporary (renamed into place, or removed)
+
+ private:
+  int slot_ = -1;
+};
+
+// A process group the handler kills (SIGKILL) when a signal arrives, deferred or not, for
+// the lifetime of the guard: an --executor command and what it started end with mlactl
+// (issue 39). At most 16 groups at once.
+class ProcessGroupGuard {
+ public:
+  explicit ProcessGroupGuard(pid_t pgid);
+  ~ProcessGroupGuard();
+  ProcessGroupGuard(const ProcessGroupGuard&) = delete;
+  ProcessGroupGuard& operator=(const ProcessGroupGuard&) = delete;
 
  private:
   int slot_ = -1;

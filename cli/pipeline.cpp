@@ -248,6 +248,13 @@ nlohmann::ordered_json outcome_json(const RunOutcome& o) {
     j["position_audit"] = {{"ok", o.audit->ok}, {"rows_checked", o.audit->rows_checked}, {"bad_rows", o.audit->bad_rows},
                            {"stray_q_rows", o.audit->stray_q_rows}, {"errors", o.audit->errors}, {"rows", bad}};
   }
+  if (o.captured_plan) {
+    auto viol = nlohmann::ordered_json::array();
+    for (const auto& v : o.captured_plan->violations)
+      viol.push_back({{"kind", v.kind}, {"rule", to_string(v.rule)}, {"q_row", v.q_row}, {"kv_begin", v.kv_begin}, {"kv_end", v.kv_end}, {"work", v.work},
+                      {"message", v.message}});
+    j["captured_plan"] = {{"ok", o.captured_plan->ok}, {"total_violations", o.captured_plan->total_violations}, {"violations", viol}};
+  }
   auto cmp_json = [](const CompareReport& c) {
     nlohmann::ordered_json k;
     k["passed"] = c.passed;
@@ -328,6 +335,10 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   for (auto& line : kernel_ran_lines(o.ran)) kv.push_back(std::move(line));  // "stage 1", "reduce"
   if (!o.dumped.empty()) kv.push_back({"dumped", terminal_safe(o.dumped) + ".{batch,result}.json, .out.npy, .ref.npy"});
   if (o.captured) kv.push_back({"captured", o.captured->same ? o.captured->message : st.red("differs: ") + o.captured->message});
+  if (o.captured_plan)
+    kv.push_back({"captured plan", o.captured_plan->ok ? std::string("ok (the plan invariants hold)")
+                                                       : st.red(std::to_string(o.captured_plan->total_violations) + " plan invariant violation" +
+                                                                (o.captured_plan->total_violations == 1 ? "" : "s") + ", listed below")});
   if (o.audit)
     kv.push_back({"position audit", o.audit->ok ? "ok (" + std::to_string(o.audit->rows_checked) + " rows)"
                                                 : st.red(std::to_string(o.audit->bad_rows) + " of " + std::to_string(o.audit->rows_checked) +
@@ -392,6 +403,15 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
                                    ", reference " + fmt_double(o.ms_reference, 3) + ", executor " + fmt_double(o.ms_execute, 3) + ", compare " +
                                    fmt_double(o.ms_compare, 3)});
   print_kv(os, kv);
+  if (o.captured_plan && !o.captured_plan->ok) {
+    os << "\ncaptured plan invariants broken (first " << o.captured_plan->violations.size() << " of " << o.captured_plan->total_violations << "):\n";
+    for (const auto& v : o.captured_plan->violations) {
+      os << "  " << st.red(to_string(v.rule));
+      if (v.work >= 0) os << "; work " << v.work;
+      if (v.q_row >= 0) os << "; q row " << v.q_row;
+      os << ": " << terminal_safe(v.message) << "\n";
+    }
+  }
   if (o.audit && !o.audit->ok) {
     os << "\nrows reading the wrong KV positions (first " << o.audit->bad.size() << " of " << o.audit->bad_rows << "):\n";
     Table t;

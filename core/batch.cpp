@@ -3,6 +3,11 @@
 #include "core/batch.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -205,25 +210,48 @@ json parse_json_document(const std::string& text, const std::string& source) {
 
 int64_t max_document_bytes() { return memory_budget() / kDomBytesPerTextByte; }
 
-json load_json_document(const std::string& path) {
-  // Bounded before read (docs/design.md §9): `validate /dev/zero` read without end. The
-  // text and its DOM must fit the budget, so the file may be at most budget / the DOM's
-  // measured bytes per text byte; reading stops one byte past that.
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(kExitInvalidInput, "", path + ": cannot open batch file");
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(kExitInvalidInput, "", path + ": is a directory, not a batch file");
-  const int64_t limit = max_document_bytes();
+std::string read_regular_file(const std::string& path, int64_t max_bytes, const std::function<std::string(int64_t)>& too_large) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw Error(kExitInvalidInput, "", path + ": cannot be opened (" + std::strerror(errno) + ")");
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(kExitInvalidInput, "", path + ": cannot be read (" + std::strerror(errno) + ")");
+  if (S_ISDIR(st.st_mode)) throw Error(kExitInvalidInput, "", path + ": is a directory, not a file");
+  if (!S_ISREG(st.st_mode))
+    throw Error(kExitInvalidInput, "", path + ": is not a regular file (a FIFO, a device or a socket); mlactl reads only regular files");
+  if ((int64_t)st.st_size > max_bytes) throw Error(kExitInvalidInput, "", path + ": " + too_large((int64_t)st.st_size));
+  // regular: reads do not block; the size may still grow while reading, so stop past max_bytes
   std::string text;
   std::vector<char> buf(1 << 16);
-  while (in) {
-    in.read(buf.data(), (std::streamsize)buf.size());
-    text.append(buf.data(), (size_t)in.gcount());
-    if ((int64_t)text.size() > limit)
-      throw Error(kExitInvalidInput, "", path + ": the file is larger than " + format_bytes(limit) + ", the most a memory budget of " +
-                                             format_bytes(memory_budget()) + " parses (its JSON tree takes about " + std::to_string(kDomBytesPerTextByte) +
-                                             " bytes per byte of text; raise it with --max-memory if the machine has the memory)");
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(kExitInvalidInput, "", path + ": cannot be read (" + std::strerror(errno) + ")");
+    if (n == 0) break;
+    text.append(buf.data(), (size_t)n);
+    if ((int64_t)text.size() > max_bytes) throw Error(kExitInvalidInput, "", path + ": " + too_large((int64_t)text.size()));
   }
+  return text;
+}
+
+json load_json_document(const std::string& path) {
+  // Bounded before read (docs/design.md §9): `validate /dev/zero` read without end; a FIFO
+  // blocked (issue 39). The text and its DOM must fit the budget, so the file may be at most
+  // budget / the DOM's measured bytes per text byte.
+  {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw Error(kExitInvalidInput, "", path + ": cannot open batch file");
+    if (std::filesystem::is_directory(path, ec)) throw Error(kExitInvalidInput, "", path + ": is a directory, not a batch file");
+  }
+  const int64_t limit = max_document_bytes();
+  const std::string text = read_regular_file(path, limit, [&](int64_t) {
+    return "the file is larger than " + format_bytes(limit) + ", the most a memory budget of " + format_bytes(memory_budget()) +
+           " parses (its JSON tree takes about " + std::to_string(kDomBytesPerTextByte) +
+           " bytes per byte of text; raise it with --max-memory if the machine has the memory)";
+  });
   return parse_json_document(text, path);
 }
 

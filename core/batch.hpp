@@ -1,6 +1,7 @@
 // The batch file (schema 1), docs/design.md §2: a decode step as a serving stack sees it.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -153,6 +154,11 @@ nlohmann::json parse_json_document(const std::string& text, const std::string& s
 constexpr int64_t kDomBytesPerTextByte = 10;
 // The largest batch file the memory budget admits: budget / kDomBytesPerTextByte.
 int64_t max_document_bytes();
+// Reads a whole file that mlactl is given (a batch, inputs.json, result.json): opened without
+// blocking (a FIFO with no writer would hang open) and refused unless it is a regular file,
+// its size checked against max_bytes before anything is read (issue 39). Errors are exit 3
+// naming the path; `too_large` words the size error (given the file's size).
+std::string read_regular_file(const std::string& path, int64_t max_bytes, const std::function<std::string(int64_t)>& too_large);
 // Reads a file and parses it as above; larger than max_document_bytes() is exit 3; a missing file is exit 3 ("cannot open batch file").
 nlohmann::json load_json_document(const std::string& path);
 

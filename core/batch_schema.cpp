@@ -111,7 +111,7 @@ ojson batch_json_schema() {
                                                    ojson{{"type", "object"},
                                                          {"required", {"status"}},
                                                          {"properties", ojson{{"status", ojson{{"enum", {"passed", "incorrect", "refused"}}}},
-                                                                              {"reason", ojson{{"enum", {"position audit", "non-finite", "numeric", "cross check"}}}}}}}})}}},
+                                                                              {"reason", ojson{{"enum", {"captured plan", "position audit", "non-finite", "numeric", "cross check"}}}}}}}})}}},
                     {"stage1",
                      ojson{{"type", "object"},
                            {"description",

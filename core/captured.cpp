@@ -155,6 +155,11 @@ CapturedMetadata parse_captured(const Batch& b, const json& c, int64_t oracle_ro
     if (wi.back() > (int64_t)cap.work_info_set->size())
       throw invalid_input(p + "/work_info_set", "has " + std::to_string(cap.work_info_set->size()) + " rows but work_indptr addresses " + std::to_string(wi.back()));
   }
+  // a captured work list is executed as captured or not at all: without its reduce maps,
+  // mlactl's own would merge partial rows the capture may lay out differently (issue 39)
+  if (cap.work_indptr && !cap.reduce_indptr)
+    throw invalid_input(p + "/reduce_indptr", "is missing: a captured work list (work_indptr, work_info_set) needs its reduce maps (reduce_indptr, "
+                                              "reduce_final_map, reduce_partial_map); mlactl does not complete a capture with its own");
   if ((cap.reduce_indptr || cap.reduce_final_map || cap.reduce_partial_map) && !cap.work_indptr)
     throw invalid_input(p + (cap.reduce_indptr ? "/reduce_indptr" : cap.reduce_final_map ? "/reduce_final_map" : "/reduce_partial_map"),
                         "reduce maps need the captured work list (work_indptr and work_info_set) they reduce");
@@ -200,7 +205,13 @@ std::vector<int64_t> captured_row_lengths(const Batch& b, const std::vector<RowW
   return len;
 }
 
-CapturedDiff diff_captured(const Batch& /*b*/, const DecodeMetadata& md, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
+std::optional<Route> captured_array_reader(const std::string& name) {
+  // vllm-cuda's FlashMLA arrays (docs/stacks/vllm-cuda.md §C4); seq_lens is every builder's
+  if (name == "tile_scheduler_metadata" || name == "num_splits") return Route::flashmla;
+  return std::nullopt;
+}
+
+CapturedDiff diff_captured(const Batch& b, const DecodeMetadata& md, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,
                            const RoutePlan* plan) {
   CapturedDiff d;
   const int64_t R = md.num_requests;
@@ -341,34 +352,65 @@ CapturedDiff diff_captured(const Batch& /*b*/, const DecodeMetadata& md, const s
           differ("reduce_partial_map", (int64_t)i, w.reduce_partial_map[i], (*cap.reduce_partial_map)[i], {}, "reduce_partial_map[" + std::to_string(i) + "] differs");
     }
   }
-  // a stack's own arrays: the used prefix (mlactl's length) of each, element by element
+  // a stack's own arrays: the used prefix (mlactl's length) of each, element by element.
+  // One the routed kernel does not read is still compared, with the plan of the kernel that
+  // reads it, and a difference says so (issue 39: it was skipped and "matches" was said).
+  std::optional<RoutePlan> reader_plan;
   for (const auto& [name, got] : cap.stack_arrays) {
     if (!d.same) break;
     std::vector<int64_t> want;
     int width = 0;
+    const std::optional<Route> reader = captured_array_reader(name);
+    const bool unread = reader && (!plan || plan->route != *reader);
+    std::string unread_note;
     if (name == "seq_lens") {
       want = md.seq_k;
-    } else if (plan) {
-      for (const auto& a : plan->stack_arrays)
+    } else {
+      const RoutePlan* from = unread ? nullptr : plan;
+      if (unread) {
+        if (!reader_plan) {
+          try {
+            const RoutedBatch rr = route_batch(b, *reader);
+            if (!rr.refused()) reader_plan = plan_batch(b, rr, rows);
+          } catch (const Error&) {
+          }
+        }
+        from = reader_plan ? &*reader_plan : nullptr;
+        unread_note = std::string("; the routed kernel") + (plan ? " (" + std::string(to_string(plan->route)) + ")" : std::string()) + " does not read it";
+        if (!from) {
+          differ(name, -1, 0, 0, {}, "captured `" + name + "` cannot be compared: " + to_string(*reader) + " does not plan this batch" + unread_note);
+          break;
+        }
+      }
+      for (const auto& a : from->stack_arrays)
         if (a.name == name) {
           want = a.values;
           width = a.row_width;
         }
     }
-    if (want.empty() && name != "seq_lens") continue;  // the route's plan has no such array
+    if (want.empty() && name != "seq_lens") {
+      differ(name, -1, 0, 0, {}, "captured `" + name + "` cannot be compared: the plan has no such array" + unread_note);
+      break;
+    }
     d.compared.push_back(name);
+    auto differ_unread = [&](const std::string& field, int64_t index, int64_t w, int64_t g, std::vector<int64_t> affected, std::string msg) {
+      differ(field, index, w, g, std::move(affected), unread ? "captured `" + name + "` differs" + unread_note + ": " + msg : std::move(msg));
+    };
     for (size_t i = 0; i < want.size() && d.same; ++i) {
       const std::string at = width > 0 ? "[" + std::to_string(i / width) + "][" + std::to_string(i % width) + "]" : "[" + std::to_string(i) + "]";
       if (i >= got.size())
-        differ(name, (int64_t)(width > 0 ? i / width : i), want[i], -1, {}, name + ": captured array is shorter than mlactl's (" + std::to_string(got.size()) + " < " + std::to_string(want.size()) + " values)");
+        differ_unread(name, (int64_t)(width > 0 ? i / width : i), want[i], -1, {}, name + ": captured array is shorter than mlactl's (" + std::to_string(got.size()) + " < " + std::to_string(want.size()) + " values)");
       else if (got[i] != want[i])
-        differ(name, (int64_t)(width > 0 ? i / width : i), want[i], got[i],
+        differ_unread(name, (int64_t)(width > 0 ? i / width : i), want[i], got[i],
                name == "seq_lens" && (int64_t)i < R ? rows_of_request((int64_t)i) : std::vector<int64_t>{},
                name + at + ": mlactl builds " + std::to_string(want[i]) + ", captured " + std::to_string(got[i]) +
                    (width == 8 ? " (SM part " + std::to_string(i / 8) + ")" : ""));
     }
   }
-  if (d.same) d.message = "captured metadata matches what mlactl builds (" + std::to_string(d.compared.size()) + " fields compared)";
+  // "matches" is said of compared fields only (issue 39: "matches (0 fields compared)")
+  if (d.same)
+    d.message = d.compared.empty() ? std::string("no captured array could be compared (none of them is read by this route's plan)")
+                                   : "captured metadata matches what mlactl builds (" + std::to_string(d.compared.size()) + " fields compared)";
   return d;
 }
 
@@ -421,11 +463,14 @@ void apply_captured_work(RoutePlan& plan, const CapturedMetadata& cap, int64_t p
     x.pad = (int32_t)r[7];
     w.work_info.push_back(x);
   }
+  // the captured reduce maps only (parse_captured refuses a work list without them): never
+  // the planner's, which reduce the planner's works
+  w.reduce_indptr.clear();
+  w.reduce_final_map.clear();
+  w.reduce_partial_map.clear();
   if (cap.reduce_indptr) w.reduce_indptr.assign(cap.reduce_indptr->begin(), cap.reduce_indptr->end());
-  if (cap.reduce_final_map) {
-    w.reduce_final_map.clear();
+  if (cap.reduce_final_map)
     for (const auto& r : *cap.reduce_final_map) w.reduce_final_map.push_back({(int32_t)r[0], (int32_t)r[1]});
-  }
   if (cap.reduce_partial_map) w.reduce_partial_map.assign(cap.reduce_partial_map->begin(), cap.reduce_partial_map->end());
   int64_t partial_rows = 0;
   for (const auto& x : w.work_info)
@@ -466,9 +511,19 @@ int64_t validate_captured_work(const CapturedMetadata& cap, const RoutePlan& rep
   const int64_t kv_entries = (int64_t)replay.kv_indices.size();
   int64_t max_rows = 1;
   for (int64_t i = 0; i < used; ++i) max_rows = std::max<int64_t>(max_rows, ws[(size_t)i][3] - ws[(size_t)i][2]);
-  // fp32 partial rows: mla.py's buffer (reduce_partial_map x q_len) when the stack sizes it;
-  // else at most one split fragment per work
-  const int64_t partial_rows = capa ? capa->reduce_partial_map * std::max<int64_t>(1, max_qo_len) : used * max_rows;
+  // fp32 partial rows, as the route's planner lays them out: mla.py's buffer (reduce_partial_map
+  // x q_len) when the stack sizes it; FA3's out_accum is split-major (split j of q row r at
+  // j * total_q + r, flash_fwd_combine; core/stacks/vllm_cuda/planners/fa3.cpp), so its bound is
+  // the most-split tile's splits x the q rows; else at most one split fragment per work
+  int64_t partial_rows = used * max_rows;
+  if (capa) {
+    partial_rows = capa->reduce_partial_map * std::max<int64_t>(1, max_qo_len);
+  } else if (replay.planner == PlannerId::fa3) {
+    int64_t splits = 1;
+    if (cap.reduce_indptr)
+      for (size_t t = 0; t + 1 < cap.reduce_indptr->size(); ++t) splits = std::max(splits, (*cap.reduce_indptr)[t + 1] - (*cap.reduce_indptr)[t]);
+    partial_rows = std::max(w.num_partial_rows, splits * q_rows);
+  }
   size_t group = 0;
   for (int64_t i = 0; i < used; ++i) {
     while (group + 1 < wi.size() && wi[group + 1] <= i) ++group;

@@ -47,6 +47,10 @@ struct CapturedDiff {
   std::vector<std::string> compared;  // fields compared, in order
 };
 
+// The route whose kernel reads a captured stack array (FlashMLA's tile_scheduler_metadata and
+// num_splits); nullopt: every route's builder has it (seq_lens).
+std::optional<Route> captured_array_reader(const std::string& name);
+
 // Compares the used prefix of every captured array with what mlactl builds (and,
 // when a work list is captured, with the route's plan when given).
 CapturedDiff diff_captured(const Batch& b, const DecodeMetadata& md, const std::vector<RowWindow>& rows, const CapturedMetadata& cap,

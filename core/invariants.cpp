@@ -4,6 +4,7 @@
 #include "core/invariants.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -12,16 +13,47 @@
 
 namespace mlactl {
 
+const char* to_string(InvariantRule r) {
+  switch (r) {
+    case InvariantRule::kv_read_once: return "every KV entry of a row's window read exactly once";
+    case InvariantRule::kv_inside_window: return "no KV entry outside a row's window";
+    case InvariantRule::partial_one_writer: return "every partial row written by exactly one work";
+    case InvariantRule::partial_merged_once: return "every partial row merged exactly once";
+    case InvariantRule::output_one_writer: return "every output row written exactly once (by a work or a merge)";
+    case InvariantRule::reduce_maps: return "reduce maps consistent with the works";
+    case InvariantRule::buffers: return "inside the stack's buffers";
+    case InvariantRule::structure: return "a well-formed work list";
+  }
+  return "?";
+}
+
 namespace {
+
+InvariantRule default_rule(const std::string& kind) {
+  if (kind == "uncovered" || kind == "covered_twice") return InvariantRule::kv_read_once;
+  if (kind == "extra") return InvariantRule::kv_inside_window;
+  if (kind == "partial_overlap") return InvariantRule::partial_one_writer;
+  if (kind == "reduce_map") return InvariantRule::reduce_maps;
+  if (kind == "buffer") return InvariantRule::buffers;
+  return InvariantRule::structure;
+}
 
 struct Reporter {
   InvariantReport& rep;
   int64_t cap;
+  std::optional<InvariantRule> pending;  // the next add's rule, when not its kind's default
+  Reporter& rule(InvariantRule x) {
+    pending = x;
+    return *this;
+  }
   void add(const char* kind, int64_t q_row, int64_t kv_begin, int64_t kv_end, int64_t work, const std::string& msg) {
+    const InvariantRule rl = pending ? *pending : default_rule(kind);
+    pending.reset();
     rep.ok = false;
     ++rep.total_violations;
     if (static_cast<int64_t>(rep.violations.size()) >= cap) return;
     Violation v;
+    v.rule = rl;
     v.kind = kind;
     v.q_row = q_row;
     v.kv_begin = kv_begin;
@@ -61,7 +93,7 @@ int64_t ceil16(int64_t x) { return x <= 0 ? 0 : (x + 15) / 16; }
 InvariantReport check_invariants(const WorkList& wl, const KernelView& view, const std::vector<RowExpectation>& rows,
                                  const InvariantOptions& opt) {
   InvariantReport rep;
-  Reporter r{rep, std::max<int64_t>(0, opt.max_violations_listed)};
+  Reporter r{rep, std::max<int64_t>(0, opt.max_violations_listed), std::nullopt};
   const int64_t num_works = static_cast<int64_t>(wl.work_info.size());
 
   // ---- structure: work_indptr ----
@@ -226,7 +258,7 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
     partials.push_back({wi.partial_qo_loc, int64_t(wi.partial_qo_loc) + (wi.qo_end - wi.qo_start), w});
     work_of_ploc.emplace(wi.partial_qo_loc, w);
     if (partials.back().end > wl.num_partial_rows)
-      r.add("partial_overlap", wi.qo_start, wi.kv_start, wi.kv_end, w,
+      r.rule(InvariantRule::buffers).add("partial_overlap", wi.qo_start, wi.kv_start, wi.kv_end, w,
             "work " + std::to_string(w) + " writes partial rows " + range(partials.back().begin, partials.back().end) +
                 " past num_partial_rows = " + std::to_string(wl.num_partial_rows));
   }
@@ -269,7 +301,7 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
     const bool has_map = t < static_cast<int64_t>(wl.reduce_final_map.size());
     const int64_t q0 = has_map ? wl.reduce_final_map[t][0] : -1, q1 = has_map ? wl.reduce_final_map[t][1] : -1;
     if (e - s == 1)
-      r.add("reduce_map", q0, -1, -1, -1,
+      r.rule(InvariantRule::partial_merged_once).add("reduce_map", q0, -1, -1, -1,
             "reduce tile " + std::to_string(t) + " lists one partial (row " + std::to_string(wl.reduce_partial_map[s]) +
                 "); mla_reduce_v1 skips tiles with <= 1 entries, so it is never written out");
     if (q1 <= q0) {
@@ -296,7 +328,7 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
                   std::to_string(w) + " (partial row " + std::to_string(ploc) + ") computes q rows " +
                   range(wi.qo_start, wi.qo_end));
       if (reduced_by[w] >= 0)
-        r.add("reduce_map", wi.qo_start, wi.kv_start, wi.kv_end, w,
+        r.rule(InvariantRule::partial_merged_once).add("reduce_map", wi.qo_start, wi.kv_start, wi.kv_end, w,
               "work " + std::to_string(w) + "'s partial rows are merged twice (tiles " + std::to_string(reduced_by[w]) +
                   " and " + std::to_string(t) + ")");
       else
@@ -309,7 +341,7 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
     if (wi.partial_qo_loc < 0) {
       writers.push_back({wi.qo_start, wi.qo_end, false, w});
     } else if (reduced_by[w] < 0) {
-      r.add("reduce_map", wi.qo_start, wi.kv_start, wi.kv_end, w,
+      r.rule(InvariantRule::partial_merged_once).add("reduce_map", wi.qo_start, wi.kv_start, wi.kv_end, w,
             "work " + std::to_string(w) + " writes partial rows from " + std::to_string(wi.partial_qo_loc) +
                 " that no reduce tile merges (an unsplit tile's work must have partial_qo_loc -1)");
     }
@@ -324,7 +356,7 @@ InvariantReport check_invariants(const WorkList& wl, const KernelView& view, con
       auto name = [](const Writer& x) {
         return (x.is_tile ? std::string("reduce tile ") : std::string("work ")) + std::to_string(x.id);
       };
-      r.add("reduce_map", b.begin, -1, -1, b.is_tile ? -1 : b.id,
+      r.rule(InvariantRule::output_one_writer).add("reduce_map", b.begin, -1, -1, b.is_tile ? -1 : b.id,
             "output q rows " + range(b.begin, std::min(a.end, b.end)) + " are written by " + name(a) + " and by " +
                 name(b));
     }

@@ -17,12 +17,27 @@ struct RowExpectation {
   bool required = true;   // false for padding rows (may be written or not)
 };
 
+// The rule a violation breaks (a captured plan's verdict names it; issue 39). `kind` keeps
+// the finer check that found it.
+enum class InvariantRule {
+  kv_read_once,         // every KV entry of a row's window read by exactly one work
+  kv_inside_window,     // no KV entry outside the row's window
+  partial_one_writer,   // every fp32 partial row written by exactly one work
+  partial_merged_once,  // every written partial row merged by exactly one reduce tile, once
+  output_one_writer,    // every output row written once: by a final work or a reduce tile
+  reduce_maps,          // reduce maps consistent with the works (rows, partial entries)
+  buffers,              // inside the stack's buffers
+  structure,            // a well-formed work list
+};
+const char* to_string(InvariantRule r);
+
 struct Violation {
   std::string kind;       // "uncovered", "covered_twice", "extra", "partial_overlap", "reduce_map", "buffer", "structure"
   int64_t q_row = -1;
   int64_t kv_begin = -1, kv_end = -1;
   int64_t work = -1;
   std::string message;    // precise, human-readable
+  InvariantRule rule = InvariantRule::structure;
 };
 
 struct BalanceStats {

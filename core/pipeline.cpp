@@ -25,6 +25,7 @@ const char* to_string(RunStatus s) {
 
 const char* to_string(RunFailure f) {
   switch (f) {
+    case RunFailure::captured_plan: return "captured plan";
     case RunFailure::position_audit: return "position audit";
     case RunFailure::position_probe: return "position probe";
     case RunFailure::nonfinite: return "non-finite";
@@ -53,7 +54,7 @@ PadRowContract pad_row_contract(StackId stack, Route route) {
 }
 
 std::optional<RunFailure> run_failure_from_string(const std::string& s) {
-  for (RunFailure f : {RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check,
+  for (RunFailure f : {RunFailure::captured_plan, RunFailure::position_audit, RunFailure::position_probe, RunFailure::nonfinite, RunFailure::numeric, RunFailure::cross_check,
                        RunFailure::padding_rows})
     if (s == to_string(f)) return f;
   return std::nullopt;
@@ -100,6 +101,13 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     o.captured = diff_captured(b, rb.metadata, rows, cap, &own);
   }
   if (opt.use_captured && cap.empty()) throw Error(kExitUsage, "", "--use-captured: the batch has no `captured` arrays");
+  // --use-captured runs every captured array or refuses: one the routed kernel does not read
+  // would be dropped in silence (issue 39)
+  if (opt.use_captured)
+    for (const auto& a : cap.stack_arrays)
+      if (const auto reader = captured_array_reader(a.first); reader && *reader != rb.decision.route)
+        throw Error(kExitUsage, "", "--use-captured: captured `" + a.first + "` cannot be used: the routed kernel (" + to_string(rb.decision.route) +
+                                        ") does not read it, " + to_string(*reader) + " does (--kernel " + to_string(*reader) + " runs it)");
   const bool replay = !cap.empty() && !opt.own_metadata;
   {
     try {
@@ -117,7 +125,24 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     }
   }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
+  if (o.plan->planner == PlannerId::captured) {
+    // the captured work list (AITER's arrays, FlashMLA's schedule and num_splits) checked
+    // whole before it runs: KV positions alone pass a capture whose partials are merged
+    // twice or never (issue 39)
+    o.captured_plan = check_plan_invariants(*o.plan, rb.metadata.max_qo_len);
+  }
   o.ms_plan = ms_since(t0);
+  // A broken captured plan is the verdict whatever the executor then does (it still runs,
+  // bounded by validate_captured_work, so the audit, probe and compare show the damage): a
+  // skip (no GPU) or an executor's failure on it is reported as the plan's fault.
+  const bool broken_capture = o.captured_plan && !o.captured_plan->ok;
+  auto capture_verdict = [&]() {
+    if (!broken_capture) return;
+    o.status = RunStatus::incorrect;
+    o.exit_code = kExitVerifyFailed;
+    o.failure = RunFailure::captured_plan;
+    o.message = captured_plan_message(*o.captured_plan) + (o.message.empty() ? "" : " (executor: " + o.message + ")");
+  };
 
   {
     // refuse up front what would not fit (docs/design.md §9): inputs, reference + output copies,
@@ -137,6 +162,7 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     o.status = RunStatus::skipped;
     o.exit_code = kExitSkipped;
     o.message = *why;
+    capture_verdict();
     return o;
   }
 
@@ -159,6 +185,7 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     o.status = RunStatus::failed;
     o.exit_code = kExitDevice;
     o.message = std::string("the kernel cannot lay out q for this view: ") + e.what();
+    capture_verdict();
     return o;
   }
   EncodedTensor kq = build_kernel_q(in, layout, plan.kernel_view);
@@ -208,8 +235,10 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   stage(RunStage::execute);
   t0 = clock_type::now();
   ExecutionResult eo, peo;
-  if (!execute(in, kq, eo)) return o;
-  if (pin && !execute(*pin, *pkq, peo)) return o;
+  if (!execute(in, kq, eo) || (pin && !execute(*pin, *pkq, peo))) {
+    capture_verdict();
+    return o;
+  }
   o.ms_execute = ms_since(t0);
 
   stage(RunStage::compare);
@@ -279,7 +308,8 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   const bool probe_edges = o.probe && !o.probe->ok && !o.probe->global_fault && !all_rows_nan;
   const bool probe_global = o.probe && o.probe->global_fault;
   const bool probe_cmp_failed = o.probe_compare && !o.probe_compare->passed;
-  if (!o.audit->ok) o.failure = RunFailure::position_audit;
+  if (broken_capture) o.failure = RunFailure::captured_plan;
+  else if (!o.audit->ok) o.failure = RunFailure::position_audit;
   else if (probe_edges) o.failure = RunFailure::position_probe;
   else if (nonfinite(*o.compare) || (o.probe_compare && nonfinite(*o.probe_compare))) o.failure = RunFailure::nonfinite;
   else if (!o.compare->passed || probe_cmp_failed || probe_global) o.failure = RunFailure::numeric;
@@ -289,6 +319,7 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     o.status = RunStatus::incorrect;
     o.exit_code = kExitVerifyFailed;
     switch (*o.failure) {
+      case RunFailure::captured_plan: o.message = captured_plan_message(*o.captured_plan); break;
       case RunFailure::position_audit:
         o.message = "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions";
         break;

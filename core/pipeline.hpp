@@ -27,14 +27,18 @@ namespace mlactl {
 // What `run` concluded (docs/design.md §6): one word each in every format.
 enum class RunStatus { passed, incorrect, refused, failed, skipped };
 const char* to_string(RunStatus s);
-// Why an `incorrect` run is incorrect, in the order the checks run: the position audit
-// first (it sees what tolerances cannot); the position probe (--probe), the audit's
+// Why an `incorrect` run is incorrect, in the order the checks run: a captured plan that
+// breaks the invariants `schedule` holds mlactl's own plans to (core/invariants.hpp: a
+// partial row written twice or never merged, a row with two final writers, reduce maps
+// that disagree with the works) first, before anything executes it (issue 39: such a
+// capture passed on KV positions alone; it still runs, so the checks below show the
+// damage); the position audit (it sees what tolerances cannot); the position probe (--probe), the audit's
 // black-box twin; then output that is NaN/inf where the reference is finite (a row no work
 // wrote, still NaN poison, or a read of the NaN-filled unused KV slots); then the numbers;
 // then the executor vs the CPU executor on the same work list.
 // Padding rows last: their output is never compared, but it must keep the stack's contract.
-enum class RunFailure { position_audit, position_probe, nonfinite, numeric, cross_check, padding_rows };
-const char* to_string(RunFailure f);  // "position audit", "position probe", "non-finite", "numeric", "cross check", "padding rows"
+enum class RunFailure { captured_plan, position_audit, position_probe, nonfinite, numeric, cross_check, padding_rows };
+const char* to_string(RunFailure f);  // "captured plan", "position audit", "position probe", "non-finite", "numeric", "cross check", "padding rows"
 std::optional<RunFailure> run_failure_from_string(const std::string& s);
 
 // What a stack's kernel leaves in the output rows of padding slots (docs/executor-protocol.md
@@ -133,6 +137,9 @@ struct CaseOutcome {
   RouteDecision route;
   std::optional<RoutePlan> plan;
   std::optional<PositionAudit> audit;
+  // a captured work list's invariants (replays of a captured work list only; mlactl's own
+  // plans are checked by `schedule` and the tests)
+  std::optional<InvariantReport> captured_plan;
   std::optional<CompareReport> compare;  // on seeded random inputs (with --probe too)
   std::optional<CompareReport> probe_compare;  // with --probe: the same comparison on the probe's inputs
   std::optional<PaddingReport> padding;  // the padding rows against the stack's contract (batches with padding rows)

@@ -42,4 +42,8 @@ struct RoutePlan {
 // when the plan has them.
 InvariantReport check_plan_invariants(const RoutePlan& plan, int64_t max_qo_len);
 
+// One line for an incorrect captured plan: its first violation's work, q row and rule, and
+// the count (run's message; issue 39).
+std::string captured_plan_message(const InvariantReport& rep);
+
 }  // namespace mlactl

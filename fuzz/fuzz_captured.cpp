@@ -6,6 +6,7 @@
 // compare. mlactl::Error (exit 2/3/5) is the expected rejection. A finding is any other
 // exception, a crash, a sanitizer report, and also an executor fault after validation
 // passed: validation exists so that no captured plan reaches the kernel out of range.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include "cli/pipeline.hpp"
 #include "core/batch.hpp"
 #include "core/batch_parse.hpp"
+#include "core/plan.hpp"
 #include "core/types.hpp"
 
 namespace {
@@ -54,6 +56,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ro.threads = 1;
     const mlactl::cli::RunOutcome o = mlactl::cli::run_pipeline(b, ro);
     if (o.status == mlactl::cli::RunStatus::failed) finding("executor fault after the captured plan was validated: " + o.message);
+    // issue 39: a captured work list that breaks the plan invariants (merge counts, writers,
+    // reduce maps) is never PASSED; checked again here, independently of the verdict's path
+    if (o.status == mlactl::cli::RunStatus::passed && o.plan && o.plan->planner == mlactl::PlannerId::captured) {
+      int64_t max_q = 1;  // the buffer bound's q_len: the longest query (never tighter than the run's)
+      for (const auto& r : b.requests) max_q = std::max<int64_t>(max_q, r.query_len);
+      const mlactl::InvariantReport inv = mlactl::check_plan_invariants(*o.plan, max_q);
+      if (!inv.ok) finding("a captured plan that breaks the plan invariants passed: " + inv.violations.front().message);
+    }
   } catch (const mlactl::Error&) {
     // expected: invalid captured arrays (3), a refusal (5), a usage error (2)
   } catch (const std::exception& e) {

@@ -26,9 +26,9 @@ mlactl_cli_test(run-budget RC 3 ARGS --max-memory 1M run --heads 16 --context 10
 mlactl_cli_test(run-json RC 0 ARGS --format json run fixtures/noncausal-draft-block.json --backend cpu STDOUT "\"status\": \"passed\"")
 # fuzz_captured's find (fuzz/regressions_captured/reduce-reads-unwritten-partial-row): a reduce
 # merging a partial row no work writes reads the buffer's NaN poison (exit 1, cause named),
-# not an executor fault (exit 4)
+# not an executor fault (exit 4); the plan check names the rule first (issue 39)
 mlactl_cli_test(captured-partial-row-unwritten RC 1 ARGS run tests/cli/bad/captured-partial-row-unwritten.json --backend cpu
-                STDOUT "status: +INCORRECT\nmessage: +non-finite output where the reference is finite.*captured: +differs: work_info_set\\[3\\].partial_qo_loc: the aiter planner gives 2, captured 1.*reason: +16 \\(row, head\\) unwritten \\(output still NaN poison\\)")
+                STDOUT "status: +INCORRECT\nmessage: +captured plan breaks the plan invariants \\(3 violations\\): work 3: every partial row written by exactly one work.*captured: +differs: work_info_set\\[3\\].partial_qo_loc: the aiter planner gives 2, captured 1.*reason: +16 \\(row, head\\) unwritten \\(output still NaN poison\\)")
 # run --inputs DIR (cli/captured_inputs.hpp): the capture's q and KV blocks; tests/capture runs the good path
 mlactl_cli_test(run-inputs-missing RC 3 ARGS run fixtures/noncausal-draft-block.json --backend cpu --inputs /nonexistent-capture
                 STDERR "/nonexistent-capture/inputs.json: cannot be read")

@@ -221,3 +221,35 @@ TEST_CASE("invariants: a long row checks by intervals, not bitmaps", "[invariant
   CHECK(r.balance.split_tiles == 2);
   CHECK(r.balance.efficiency > 0.9);
 }
+
+// Issue 39: a captured plan's verdict names the rule each violation breaks.
+TEST_CASE("invariants: each violation names its rule", "[invariants]") {
+  SECTION("a partial row merged twice") {
+    Fixture f = vector_a();
+    const int32_t s = f.wl.reduce_indptr[1], e = f.wl.reduce_indptr[2];
+    REQUIRE(e - s >= 2);
+    f.wl.reduce_partial_map[e - 1] = f.wl.reduce_partial_map[e - 2];
+    const InvariantReport r = check_invariants(f.wl, f.wl.planned_view, f.rows);
+    const auto it = std::find_if(r.violations.begin(), r.violations.end(), [](const Violation& v) { return mentions(&v, "merged twice"); });
+    REQUIRE(it != r.violations.end());
+    CHECK(it->rule == InvariantRule::partial_merged_once);
+    CHECK(std::string(to_string(it->rule)) == "every partial row merged exactly once");
+  }
+  SECTION("an output row with two writers") {
+    Fixture f = vector_a();
+    auto w = std::find_if(f.wl.work_info.begin(), f.wl.work_info.end(), [](const WorkInfo& x) { return x.partial_qo_loc >= 0; });
+    REQUIRE(w != f.wl.work_info.end());
+    w->partial_qo_loc = -1;
+    const InvariantReport r = check_invariants(f.wl, f.wl.planned_view, f.rows);
+    const auto it = std::find_if(r.violations.begin(), r.violations.end(), [](const Violation& v) { return v.rule == InvariantRule::output_one_writer; });
+    REQUIRE(it != r.violations.end());
+    CHECK(mentions(&*it, "are written by reduce tile"));
+  }
+  SECTION("coverage keeps its rule") {
+    Fixture f = vector_a();
+    f.wl.work_info[2].kv_end -= 1;
+    const InvariantReport r = check_invariants(f.wl, f.wl.planned_view, f.rows);
+    REQUIRE(find(r, "uncovered"));
+    CHECK(find(r, "uncovered")->rule == InvariantRule::kv_read_once);
+  }
+}

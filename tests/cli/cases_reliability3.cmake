@@ -1,0 +1,47 @@
+# Reliability III (issue 39): a captured plan is checked whole before it runs, no captured
+# array is ignored, and a capture laid out as its planner lays out partials is accepted.
+set(BAD tests/cli/bad)
+# (1) every captured work list meets the invariants `schedule` holds mlactl's plans to
+# (core/invariants.hpp); a violation is INCORRECT naming the work, the q row and the rule.
+# Each of these read every KV position exactly once: they passed before.
+mlactl_cli_test(captured-plan-merged-twice RC 1 ARGS run ${BAD}/captured-merged-twice.json --backend cpu
+                STDOUT "status: +INCORRECT\nmessage: +captured plan breaks the plan invariants \\(1 violation\\): work 3, q row 1: every partial row merged exactly once \\(reduce_map\\): work 3's partial rows are merged twice")
+mlactl_cli_test(captured-plan-never-merged RC 1 ARGS run ${BAD}/captured-never-merged.json --backend cpu
+                STDOUT "message: +captured plan breaks .*work 3, q row 1: every partial row merged exactly once .*no reduce tile merges")
+mlactl_cli_test(captured-plan-partial-two-writers RC 1 ARGS run ${BAD}/captured-partial-two-writers.json --backend cpu
+                STDOUT "message: +captured plan breaks .*work 3: every partial row written by exactly one work \\(partial_overlap\\): works 2 and 3 both write partial rows \\[1, 2\\)")
+mlactl_cli_test(captured-plan-final-two-writers RC 1 ARGS run ${BAD}/captured-final-two-writers.json --backend cpu
+                STDOUT "captured plan invariants broken.*every output row written exactly once \\(by a work or a merge\\); work 3; q row 1: output q rows \\[1, 2\\) are written by reduce tile 1 and by work 3")
+# FlashMLA: num_splits against the tile metadata (the combine merges a split no SM part writes)
+mlactl_cli_test(captured-plan-flashmla-num-splits RC 1 ARGS run ${BAD}/captured-flashmla-num-splits-extra.json --backend cpu
+                STDOUT "message: +captured plan breaks .*q row 0: reduce maps consistent with the works \\(reduce_map\\): reduce tile 0 merges partial row 2, which no work's partial_qo_loc starts")
+mlactl_cli_test(captured-plan-json RC 1 ARGS --format json run ${BAD}/captured-merged-twice.json --backend cpu
+                STDOUT "\"reason\": \"captured plan\".*\"captured_plan\": \\{\n *\"ok\": false,\n *\"total_violations\": 1")
+mlactl_cli_test(captured-plan-clean RC 0 ARGS run fixtures/worklist-captured-clean.json --backend cpu STDOUT "captured plan: +ok \\(the plan invariants hold\\)")
+# a work list without its reduce maps is refused, never completed with mlactl's own
+mlactl_cli_test(captured-no-reduce-maps RC 3 ARGS run ${BAD}/captured-no-reduce-maps.json --backend cpu
+                STDERR "/captured/reduce_indptr: is missing: a captured work list \\(work_indptr, work_info_set\\) needs its reduce maps")
+# (2) no captured array ignored: FlashMLA's arrays under a route that does not read them are
+# compared with FlashMLA's plan and said to be unread; --use-captured refuses them
+mlactl_cli_test(captured-unread-differs RC 1 ARGS schedule ${BAD}/captured-flashmla-unread.json
+                STDOUT "route: +flash_attn_mla.*captured: first difference: captured `tile_scheduler_metadata` differs; the routed kernel \\(flash_attn_mla\\) does not read it: tile_scheduler_metadata\\[0\\]\\[3\\]")
+mlactl_cli_test(captured-unread-run RC 0 ARGS run ${BAD}/captured-flashmla-unread.json --backend cpu
+                STDOUT "status: +PASSED.*captured: +differs: captured `tile_scheduler_metadata` differs; the routed kernel \\(flash_attn_mla\\) does not read it")
+mlactl_cli_test(captured-unread-use-captured RC 2 ARGS run ${BAD}/captured-flashmla-unread.json --use-captured --backend cpu
+                STDERR "--use-captured: captured `tile_scheduler_metadata` cannot be used: the routed kernel \\(flash_attn_mla\\) does not read it, flashmla does")
+mlactl_cli_test(captured-windows-worklist-compared RC 0 ARGS windows fixtures/worklist-kv-end-shifted.json
+                STDOUT "captured: first difference: work_info_set\\[1\\]\\.kv_end")
+mlactl_cli_test(captured-windows-no-zero-matches RC 0 ARGS windows fixtures/worklist-captured-clean.json
+                STDOUT "captured metadata matches what mlactl builds \\([1-9][0-9]* fields compared\\)")
+# (3) FA3's split-major partial layout (split j of row r at j * total_q + r) is accepted
+mlactl_cli_test(captured-fa3-faithful RC 0 ARGS run fixtures/cuda-fa3-captured-faithful.json --use-captured --backend cpu
+                STDOUT "status: +PASSED.*planner: +captured, 23 works.*captured plan: +ok")
+# (4, 5) --executor-keep never deletes or writes through what it did not create; SIGTERM ends
+# the executor's process group; --executor-timeout is finite
+if(MLACTL_PYTHON3)
+  set(R3GEN ${CMAKE_CURRENT_BINARY_DIR}/reliability3)
+  file(MAKE_DIRECTORY ${R3GEN})
+  add_test(NAME "cli: executor files and process group (issue 39)"
+           COMMAND ${MLACTL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/executor_reliability.py $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR} ${R3GEN})
+  set_tests_properties("cli: executor files and process group (issue 39)" PROPERTIES LABELS cli TIMEOUT 180)
+endif()

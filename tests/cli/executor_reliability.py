@@ -1,0 +1,113 @@
+"""--executor ends with mlactl and never touches what mlactl did not create (issue 39).
+
+usage: executor_reliability.py MLACTL SOURCE_DIR WORK_DIR
+"""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+MLACTL, SRC, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+BATCH = os.path.join(SRC, "fixtures", "seed000-verify-causal.json")
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL: " + what)
+
+
+def fresh(name):
+    d = os.path.join(WORK, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def run(args, **kw):
+    return subprocess.run([MLACTL] + args, capture_output=True, text=True, timeout=120, **kw)
+
+
+# 1. --executor-keep DIR refuses a DIR/case it did not create, and leaves it as it was
+d = fresh("keep-existing")
+os.makedirs(os.path.join(d, "case"))
+with open(os.path.join(d, "case", "precious.txt"), "w") as f:
+    f.write("mine")
+r = run(["run", BATCH, "--executor", "true", "--executor-keep", d])
+check(r.returncode == 4, "keep over an existing DIR/case exits 4, got %d: %s" % (r.returncode, r.stderr))
+check("already exists and mlactl did not create it" in r.stdout + r.stderr, "keep names the existing DIR/case: " + r.stdout + r.stderr)
+check(os.path.exists(os.path.join(d, "case", "precious.txt")), "keep deleted a file it did not create")
+
+# 2. its log files are never written through a symlink
+d = fresh("keep-symlink")
+victim = os.path.join(d, "victim.txt")
+with open(victim, "w") as f:
+    f.write("untouched")
+os.symlink(victim, os.path.join(d, "executor.stderr"))
+r = run(["run", BATCH, "--executor", "echo hi >&2; false", "--executor-keep", d])
+check(r.returncode == 4, "keep with a symlinked log exits 4, got %d" % r.returncode)
+check(open(victim).read() == "untouched", "a log was written through a symlink")
+
+# 3. a DIR/case mlactl made is replaced by the next run (the same folder twice works)
+d = fresh("keep-twice")
+for i in range(2):
+    r = run(["run", BATCH, "--executor", "true", "--executor-keep", d])
+    check("did not create it" not in r.stdout + r.stderr, "run %d refused mlactl's own DIR/case: %s" % (i, r.stdout + r.stderr))
+check(os.path.isdir(os.path.join(d, "case")), "keep left no DIR/case")
+
+# 4. SIGTERM ends the executor and what it started, not only mlactl
+d = fresh("sigterm")
+pidfile = os.path.join(d, "child.pid")
+cmd = "sh -c 'sleep 300 & echo $! > %s; wait' x" % pidfile
+p = subprocess.Popen([MLACTL, "run", BATCH, "--executor", cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(600):
+    if os.path.exists(pidfile) and open(pidfile).read().strip():
+        break
+    time.sleep(0.05)
+child = int(open(pidfile).read().strip())
+p.send_signal(signal.SIGTERM)
+rc = p.wait(timeout=60)
+check(rc in (143, -15), "run under SIGTERM exits 143, got %d" % rc)
+alive = True
+for _ in range(100):
+    try:
+        os.kill(child, 0)
+        with open("/proc/%d/stat" % child) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "Z":  # ended, not yet reaped by its new parent
+                alive = False
+                break
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+        break
+    time.sleep(0.05)
+check(not alive, "the executor's child %d survived mlactl's SIGTERM" % child)
+if alive:
+    os.kill(child, signal.SIGKILL)
+
+# 5. --executor-timeout takes finite positive numbers only
+for bad in ("inf", "nan", "0", "-1"):
+    r = run(["run", BATCH, "--executor", "true", "--executor-timeout", bad])
+    check(r.returncode == 2, "--executor-timeout %s exits 2, got %d" % (bad, r.returncode))
+
+# 6. files mlactl reads are regular files, refused at once otherwise (a FIFO blocked forever)
+d = fresh("fifo")
+fifo = os.path.join(d, "batch.json")
+os.mkfifo(fifo)
+r = run(["validate", fifo])
+check(r.returncode == 3 and "is not a regular file" in r.stderr, "a FIFO batch is exit 3, got %d: %s" % (r.returncode, r.stderr))
+os.makedirs(os.path.join(d, "inputs"))
+os.mkfifo(os.path.join(d, "inputs", "inputs.json"))
+r = run(["run", BATCH, "--backend", "cpu", "--inputs", os.path.join(d, "inputs")])
+check(r.returncode == 3 and "inputs.json: is not a regular file" in r.stderr, "a FIFO inputs.json is exit 3, got %d: %s" % (r.returncode, r.stderr))
+r = run(["run", BATCH, "--executor", "mkfifo \"$1/result.json\"; :"])
+check(r.returncode == 4 and "result.json cannot be used" in r.stdout + r.stderr and "is not a regular file" in r.stdout + r.stderr,
+      "a FIFO result.json is exit 4, got %d: %s" % (r.returncode, r.stdout + r.stderr))
+# the executor's stderr tail is read from the end: 64 MiB of it costs no memory
+r = run(["run", BATCH, "--executor", "head -c 67108864 /dev/zero | tr '\\0' x >&2; echo LAST >&2; false"])
+check(r.returncode == 4 and "LAST" in r.stdout + r.stderr, "the stderr tail ends with its last line, got %d" % r.returncode)
+
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)
