@@ -2,7 +2,9 @@
 // so a test states a work the way AITER's work_info_set row reads
 // (core/worklist.hpp: [batch_idx, partial_qo_loc, qo_start, qo_end, kv_start, kv_end, kv_offset, pad]).
 #pragma once
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "core/worklist.hpp"
 
@@ -19,6 +21,16 @@ inline WorkInfo make_work(int64_t batch, int64_t ploc, int64_t qo_start, int64_t
   w.kv_end = static_cast<int32_t>(kv_end);
   w.kv_offset = static_cast<int32_t>(kv_offset);
   return w;
+}
+
+// A work as a row [b, ploc, qs, qe, ks, ke, koff], as the reference planners print them, and
+// a work list's works as such rows (the planner tests compare against hand-worked lists).
+using WorkRow7 = std::array<int32_t, 7>;
+inline std::vector<WorkRow7> work_rows(const WorkList& wl) {
+  std::vector<WorkRow7> out;
+  for (const WorkInfo& w : wl.work_info)
+    out.push_back({w.batch_idx, w.partial_qo_loc, w.qo_start, w.qo_end, w.kv_start, w.kv_end, w.kv_offset});
+  return out;
 }
 
 }  // namespace mlactl::testing

@@ -13,12 +13,14 @@
 #include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 #include "core/stacks/vllm_rocm_aiter/router.hpp"
+#include "tests/common/work_items.hpp"
 
 using namespace mlactl;
 
 namespace {
 
-using Row = std::array<int32_t, 7>;  // [b, ploc, qs, qe, ks, ke, koff]
+using Row = testing::WorkRow7;  // [b, ploc, qs, qe, ks, ke, koff]
+using testing::work_rows;
 
 AiterPlanInput vector_a(int num_cu, AiterRules rules) {
   // worked vector A's batch (§A3): gfx950, 16 heads, q_len 1, KV 100, 700, 40
@@ -35,12 +37,6 @@ AiterPlanInput vector_a(int num_cu, AiterRules rules) {
   return in;
 }
 
-std::vector<Row> rows_of(const WorkList& wl) {
-  std::vector<Row> out;
-  for (const WorkInfo& w : wl.work_info)
-    out.push_back({w.batch_idx, w.partial_qo_loc, w.qo_start, w.qo_end, w.kv_start, w.kv_end, w.kv_offset});
-  return out;
-}
 
 }  // namespace
 
@@ -59,7 +55,7 @@ TEST_CASE("aiter rule set 2026.08+4899: vector A on 256 CUs, payload 22 instead 
   CHECK(old_wl.work_info.size() == 54);
   // 2026.08+4899: eff 20, payload = ceil(102 / 20) + 16 = 22, six blocks (96 tokens) a CU.
   const WorkList wl = plan_aiter_v12(vector_a(256, AiterRules::r2026_08_pr4899));
-  CHECK(rows_of(wl) == std::vector<Row>{{0, 0, 0, 1, 0, 96, 4},
+  CHECK(work_rows(wl) == std::vector<Row>{{0, 0, 0, 1, 0, 96, 4},
                                         {0, 1, 0, 1, 96, 100, 0},
                                         {1, 2, 1, 2, 100, 196, 604},
                                         {1, 3, 1, 2, 196, 292, 508},
@@ -84,12 +80,12 @@ TEST_CASE("aiter rule set 2026.08+4899: vector A on 256 CUs, payload 22 instead 
 TEST_CASE("aiter rule set 2026.08+4899: where num_splits binds, or splits are explicit, nothing changes",
           "[planners][aiter][rules]") {
   // 4 CUs: eff 20 is capped to 4, the 2026.08 plan (worked vector A).
-  CHECK(rows_of(plan_aiter_v12(vector_a(4, AiterRules::r2026_08_pr4899))) ==
-        rows_of(plan_aiter_v12(vector_a(4, AiterRules::r2026_08))));
+  CHECK(work_rows(plan_aiter_v12(vector_a(4, AiterRules::r2026_08_pr4899))) ==
+        work_rows(plan_aiter_v12(vector_a(4, AiterRules::r2026_08))));
   // max_split_per_batch >= 0 (SGLang's call) bypasses #4899's adaptation
   AiterPlanInput a = vector_a(256, AiterRules::r2026_08), b = vector_a(256, AiterRules::r2026_08_pr4899);
   a.max_split_per_batch = b.max_split_per_batch = 64;
-  CHECK(rows_of(plan_aiter_v12(a)) == rows_of(plan_aiter_v12(b)));
+  CHECK(work_rows(plan_aiter_v12(a)) == work_rows(plan_aiter_v12(b)));
 }
 
 TEST_CASE("platform.aiter parses both rule sets; 2026.08 stays the default", "[batch][rules]") {

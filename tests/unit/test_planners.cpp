@@ -15,12 +15,14 @@
 #include "core/planners/expectations.hpp"
 #include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
 #include "core/rng.hpp"
+#include "tests/common/work_items.hpp"
 
 using namespace mlactl;
 
 namespace {
 
-using Row = std::array<int32_t, 7>;  // [b, ploc, qs, qe, ks, ke, koff] as the reference prints them
+using Row = testing::WorkRow7;  // [b, ploc, qs, qe, ks, ke, koff]
+using testing::work_rows;
 
 std::vector<int32_t> indptr_of(const std::vector<int32_t>& lens) {
   std::vector<int32_t> p{0};
@@ -45,12 +47,6 @@ AiterPlanInput aiter_input(Arch arch, int H, int L, const std::vector<int32_t>& 
   return in;
 }
 
-std::vector<Row> rows_of(const WorkList& wl) {
-  std::vector<Row> out;
-  for (const WorkInfo& w : wl.work_info)
-    out.push_back({w.batch_idx, w.partial_qo_loc, w.qo_start, w.qo_end, w.kv_start, w.kv_end, w.kv_offset});
-  return out;
-}
 
 std::vector<std::array<int32_t, 2>> final_map(std::initializer_list<std::array<int32_t, 2>> l) { return l; }
 
@@ -73,7 +69,7 @@ bool has_note(const WorkList& wl, const std::string& needle) {
 TEST_CASE("aiter v1.2 worked vector A: split across 3 CUs", "[planners][aiter]") {
   const WorkList wl = plan_aiter_v12(aiter_input(Arch::gfx950, 16, 1, {100, 700, 40}, 4));
   CHECK(wl.work_indptr == std::vector<int32_t>{0, 2, 3, 4, 5});
-  CHECK(rows_of(wl) == std::vector<Row>{{0, -1, 0, 1, 0, 100, 0},
+  CHECK(work_rows(wl) == std::vector<Row>{{0, -1, 0, 1, 0, 100, 0},
                                         {1, 0, 1, 2, 100, 148, 652},
                                         {1, 1, 1, 2, 148, 564, 236},
                                         {1, 2, 1, 2, 564, 800, 0},
@@ -89,7 +85,7 @@ TEST_CASE("aiter v1.2 worked vector A: split across 3 CUs", "[planners][aiter]")
 TEST_CASE("aiter v1.2 worked vector B: L=4, one split tile", "[planners][aiter]") {
   const WorkList wl = plan_aiter_v12(aiter_input(Arch::gfx950, 16, 4, {600, 34}, 4));
   CHECK(wl.work_indptr == std::vector<int32_t>{0, 1, 2, 3, 3});
-  CHECK(rows_of(wl) == std::vector<Row>{{0, 0, 0, 4, 0, 304, 296}, {0, 4, 0, 4, 304, 600, 0}, {1, -1, 4, 8, 600, 634, 0}});
+  CHECK(work_rows(wl) == std::vector<Row>{{0, 0, 0, 4, 0, 304, 296}, {0, 4, 0, 4, 304, 600, 0}, {1, -1, 4, 8, 600, 634, 0}});
   CHECK(wl.reduce_indptr == std::vector<int32_t>{0, 2, 2});
   CHECK(wl.reduce_final_map == final_map({{0, 4}, {-1, -1}}));
   CHECK(wl.reduce_partial_map == std::vector<int32_t>{0, 4});
@@ -100,7 +96,7 @@ TEST_CASE("aiter v1.2 worked vector B: L=4, one split tile", "[planners][aiter]"
 TEST_CASE("aiter v1.2 worked vector C: the tail rule keeps a 2-token tail on CU0", "[planners][aiter]") {
   const WorkList wl = plan_aiter_v12(aiter_input(Arch::gfx950, 16, 4, {274}, 2));
   CHECK(wl.work_indptr == std::vector<int32_t>{0, 1, 1});
-  CHECK(rows_of(wl) == std::vector<Row>{{0, -1, 0, 4, 0, 274, 0}});
+  CHECK(work_rows(wl) == std::vector<Row>{{0, -1, 0, 4, 0, 274, 0}});
   CHECK(wl.reduce_indptr == std::vector<int32_t>{0, 0});
   CHECK(wl.reduce_final_map == final_map({{-1, -1}}));
   CHECK(wl.reduce_partial_map.empty());
@@ -114,7 +110,7 @@ TEST_CASE("aiter v1.2 worked vector D: q split, one token per tile, causal trim 
   // remainder [396,699) (koff 1) on CU2; CU2 has 19 left, so (b1,row1) gets [300,348) and CU3
   // the rest [348,700).
   CHECK(wl.work_indptr == std::vector<int32_t>{0, 2, 4, 6, 7});
-  CHECK(rows_of(wl) == std::vector<Row>{{0, -1, 0, 1, 0, 299, 1},
+  CHECK(work_rows(wl) == std::vector<Row>{{0, -1, 0, 1, 0, 299, 1},
                                         {0, 0, 1, 2, 0, 48, 252},
                                         {0, 1, 1, 2, 48, 300, 0},
                                         {1, 2, 2, 3, 300, 396, 304},
@@ -412,7 +408,7 @@ TEST_CASE("triton planner: equal chunks, empty ones dropped, rows of length 0 ge
   in.num_cu = 80;
   const WorkList wl = plan_triton(in, 2048);  // 4 splits
   // len 5: chunk 2 -> [0,2) [2,4) [4,5), the 4th chunk is empty; len 1 -> one final work.
-  CHECK(rows_of(wl) == std::vector<Row>{{1, 0, 1, 2, 0, 2, 3},
+  CHECK(work_rows(wl) == std::vector<Row>{{1, 0, 1, 2, 0, 2, 3},
                                         {1, 1, 1, 2, 2, 4, 1},
                                         {1, 2, 1, 2, 4, 5, 0},
                                         {2, -1, 2, 3, 5, 6, 0},
