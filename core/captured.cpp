@@ -393,8 +393,10 @@ CapturedDiff diff_captured(const Batch& b, const DecodeMetadata& md, const std::
       break;
     }
     d.compared.push_back(name);
+    // C++17 lambdas cannot capture a structured binding: the array's name by reference
+    const std::string& array_name = name;
     auto differ_unread = [&](const std::string& field, int64_t index, int64_t w, int64_t g, std::vector<int64_t> affected, std::string msg) {
-      differ(field, index, w, g, std::move(affected), unread ? "captured `" + name + "` differs" + unread_note + ": " + msg : std::move(msg));
+      differ(field, index, w, g, std::move(affected), unread ? "captured `" + array_name + "` differs" + unread_note + ": " + msg : std::move(msg));
     };
     for (size_t i = 0; i < want.size() && d.same; ++i) {
       const std::string at = width > 0 ? "[" + std::to_string(i / width) + "][" + std::to_string(i % width) + "]" : "[" + std::to_string(i) + "]";
