@@ -40,14 +40,19 @@ def flashmla_cases():
         "padded": lambda q: [300, 700],
         "tile-edges": lambda q: [127, 128, 129, 191, 192],
         "mixed": lambda q: [0, 5000, 1, 64],
+        # many requests of unequal length: FlashMLA's scheduler splits some across SMs
+        "many": lambda q: [(i * 397) % 3001 + 1 for i in range(16)],
+        "skew": lambda q: [32768, 1, 1, 1, 1, 1, 1, 1],
+        "odd": lambda q: [7, 77, 777, 7777],
+        "padded-long": lambda q: [9000, 3],
     }
-    heads_list = [16, 128, 1, 3, 12, 20, 96, 127]
+    heads_list = [16, 128, 1, 2, 3, 8, 12, 20, 32, 64, 96, 127]
     # --probe windows also runs the random-input comparison (core/probe.cpp): both verdicts per case
-    routes = [("flashmla", q, True) for q in (1, 2, 3, 4)] + [("triton_mla", 1, True)]
+    routes = [("flashmla", q, True) for q in (1, 2, 3, 4, 6, 8)] + [("triton_mla", 1, True)]
     for (route, q, probe), heads, (cn, ctx) in itertools.product(routes, heads_list, ctx_sets.items()):
         args = ["--arch", "sm90", "--heads", str(heads), "--qlen", str(q), "--context", ",".join(str(c) for c in ctx(q)),
                 "--block-size", "64", "--kernel", route, "--num-cu", "132", "--seed", str(len(cn) * 7 + heads + q)]
-        if cn == "padded":
+        if cn.startswith("padded"):
             args += ["--padding", "2"]
         if probe:
             args += ["--probe", "windows"]
@@ -61,9 +66,13 @@ def cases():
         "8k": lambda q: [8200 - q, 4000],
         "64k": lambda q: [65536 - q],
         "64k+short": lambda q: [65536 - q - 1000, 999],
+        "edges": lambda q: [1, 15, 16, 17, 63, 64, 65],
+        "many": lambda q: [(i * 397) % 3001 + 1 for i in range(16)],
+        "odd": lambda q: [7, 77, 777, 7777],
+        "skew": lambda q: [32768, 1, 1, 1, 1, 1, 1, 1],
     }
-    qs = [("q1", 1, False), ("mtp2", 2, False), ("mtp4", 4, False), ("block4-noncausal", 4, True)]
-    for (qn, q, nc), heads, kv, page, (cn, ctx) in itertools.product(qs, [16, 128], ["bf16", "fp8"], [1, 16, 64], ctx_sets.items()):
+    qs = [("q1", 1, False), ("mtp2", 2, False), ("mtp3", 3, False), ("mtp4", 4, False), ("block4-noncausal", 4, True)]
+    for (qn, q, nc), heads, kv, page, (cn, ctx) in itertools.product(qs, [16, 128, 8, 64], ["bf16", "fp8"], [1, 16, 64], ctx_sets.items()):
         args = ["--heads", str(heads), "--qlen", str(q), "--context", ",".join(str(c) for c in ctx(q)), "--block-size", str(page),
                 "--kernel", "triton_mla", "--num-cu", "132", "--seed", str(len(cn) + heads + page)]
         if nc:

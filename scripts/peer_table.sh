@@ -5,7 +5,7 @@
 # flashmla) through their adapters' serve mode (--peer; docs/executor-protocol.md, Timing).
 # The batches are vLLM CUDA's on sm90 with 64-token pages (FlashMLA's): mlactl's own kernel
 # runs the FLASHMLA route's plan. A peer with no path for a shape prints n/a and why.
-#   bash scripts/peer_table.sh MLACTL [OUT_DIR]
+#   [ROWS="F2 M1"] bash scripts/peer_table.sh MLACTL [OUT_DIR]
 # Needs torch, the peer/ copy of vLLM's Triton file and a FlashMLA build
 # (scripts/build_flashmla.sh). Prints a markdown table; each shape's JSON goes to OUT_DIR.
 set -u
@@ -26,7 +26,7 @@ start vllm_triton_mla.py /tmp/mlactl-peer-triton.sock || exit 1
 start flashmla.py /tmp/mlactl-peer-flashmla.sock || exit 1
 echo "| shape | mlactl µs (route) | vLLM Triton µs | FlashMLA µs | mlactl / Triton / FlashMLA % of copy roofline |"
 echo "|---|---:|---:|---:|---|"
-for row in M1 M2 M3 C1 S1 F1 F2; do
+for row in ${ROWS:-M1 M2 M3 C1 S1 F1 F2}; do
   eval "args=\$${row}_ARGS"
   # every shape on sm90 with 64-token pages (F2's arguments name them already: once only)
   case " $args " in *" --arch "*) ;; *) args="$args --arch sm90" ;; esac
