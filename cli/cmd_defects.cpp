@@ -124,7 +124,8 @@ void setup_defects(CLI::App& app, Context& ctx) {
       std::vector<std::pair<std::string, std::string>> kv = {
           {"id", st.bold(d->id)},
           {"seed", d->seed},
-          {"fixed by", "vLLM " + d->fixed_by},
+          // a bare "#N" is a vLLM pull request; other projects' ids carry their name ("sglang #19902")
+          {"fixed by", (d->fixed_by.rfind('#', 0) == 0 ? "vLLM " : "") + d->fixed_by},
           {"introduced", d->introduced},
           {"stage", d->stage},
           {"switch acts in", d->where},

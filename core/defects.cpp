@@ -343,6 +343,25 @@ const std::vector<DefectInfo>& defect_catalog() {
           "slots is not modelled (docs/stacks/sglang.md §S15.3, §S16).",
           {},
       },
+      {
+          "sglang-aiter-draft-extend-padded-output",
+          "-",
+          "sglang #19902",
+          "SGLang's aiter backend returning o[q_mask] from an eager draft_extend whose output mla_decode_fwd writes packed (PR sglang #19902)",
+          "padding",
+          "core/stacks/sglang/plan.cpp (caller_reads_padded_rows), core/pipeline.cpp (the caller's rows gathered after the kernel)",
+          "after the kernel the caller returns the rows at padded positions b * max_q_len + j instead of the packed rows 0 .. qo_indptr[-1]",
+          "`run`: incorrect (non-finite: the rows past qo_indptr[-1] were never written; the others hold another token's output), the message naming the caller's gather; `schedule` notes it; the position audit passes (the kernel read the right KV)",
+          "In eager draft_extend (no CUDA graph) SGLang's aiter backend pads q to max_q_len rows per request with "
+          "pad_sequence_with_mask, allocates o the same size and calls mla_decode_fwd with the ragged qo_indptr of the "
+          "accepted tokens. The kernel writes its output packed, rows 0 .. qo_indptr[-1], but the backend returned o[q_mask]: "
+          "the rows at padded positions b * max_q_len + j. When requests accepted different numbers of tokens, every request "
+          "after the first gets rows computed for other tokens, and the rows past qo_indptr[-1] were never written (torch.empty). "
+          "PR #19902 returns o[:qo_indptr[-1]]. Only the draft model's output is wrong, so acceptance drops rather than the "
+          "target's answers: a silent slowdown. mlactl runs the kernel as the stack does and applies the caller's gather to "
+          "its output; the KV reads themselves are right.",
+          {},
+      },
   };
   return catalog;
 }

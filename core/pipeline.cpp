@@ -239,6 +239,12 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     capture_verdict();
     return o;
   }
+  // the stack's code after the kernel (sglang #19902's o[q_mask]): the rows the caller returns
+  auto caller_view = [&](ExecutionResult& r) {
+    if (plan.caller_rows) gather_caller_rows(*plan.caller_rows, b.model.num_heads, b.model.kv_lora_rank, r.out, r.lse);
+  };
+  caller_view(eo);
+  if (pin) caller_view(peo);
   o.ms_execute = ms_since(t0);
 
   stage(RunStage::compare);
@@ -288,6 +294,7 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   if (opt.cross_check && o.executor != "cpu") {
     const ExecutionRequest request{b, rb, plan, in, layout, kq};
     ExecutionResult ec = hooks.make_cpu_executor()->execute(request);
+    caller_view(ec);
     if (ec.ok) {
       // the CPU executor's output plays the reference: same work list, same inputs
       ReferenceOutput cref = ref;
@@ -348,6 +355,8 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
                                                : std::to_string(o.padding->nonzero_values) + " values not 0");
         break;
     }
+    // the kernel's rows passed on by the stack's own code, not as the kernel wrote them: say so
+    if (plan.caller_rows && (*o.failure == RunFailure::nonfinite || *o.failure == RunFailure::numeric)) o.message += "; " + plan.caller_rows_why;
     // the buffers of the run the failure came from
     const bool from_probe = pin && (*o.failure == RunFailure::position_probe || probe_global || (o.compare->passed && probe_cmp_failed));
     if (on_incorrect) on_incorrect(o, from_probe ? CaseBuffers{&*pin, &peo.out, &*pref} : CaseBuffers{&in, &eo.out, &ref});

@@ -35,7 +35,18 @@ struct RoutePlan {
   std::vector<StackArray> stack_arrays;       // the planner's own arrays under upstream names (FlashMLA: tile_scheduler_metadata, num_splits)
   std::vector<std::string> schedule_words;    // one line per scheduler row, in words (`schedule`'s table)
   double planner_ms = 0;             // the planner call alone (what the stack's host/GPU planner would cost)
+  // What the stack's caller hands on after the kernel, per oracle row: the kernel output row
+  // it returns (nullopt: a row no work wrote). Unset: the kernel's rows as they are. The
+  // stack's code around the kernel, not the kernel: sglang #19902's o[q_mask] over packed rows.
+  std::optional<std::vector<std::optional<int64_t>>> caller_rows;
+  std::string caller_rows_why;       // set with caller_rows: what the caller does, with its source
 };
+
+// The rows the caller returns (RoutePlan::caller_rows) gathered from a kernel's output and
+// LSE (row-major, `heads` x `v_dim` and `heads` per row); a row no work wrote is NaN (the
+// stack's torch.empty).
+void gather_caller_rows(const std::vector<std::optional<int64_t>>& caller_rows, int64_t heads, int64_t v_dim, std::vector<float>& out,
+                        std::vector<float>& lse);
 
 // check_invariants over the plan's works under its kernel view, with the stack's buffer
 // capacities (partial rows: reduce_partial_map x q_len, as AITER's mla.py sizes them)

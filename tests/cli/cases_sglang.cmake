@@ -24,7 +24,10 @@ mlactl_cli_test(sglang-windows-tree RC 0 ARGS windows fixtures/sglang-fa3-tree-v
                 STDOUT "4 +0 +4 +404 +\\[0, 401\\) \\+ \\[402, 403\\) \\+ \\[404, 405\\) +403 +tree")
 mlactl_cli_test(sglang-run-stale-qo RC 4 ARGS run fixtures/sglang-eagle-stale-qo-indptr.json --backend cpu
                 STDOUT "FAILED.*q rows outside the q tensor of 6 rows")
+mlactl_cli_test(sglang-run-padded-output RC 1 ARGS run fixtures/sglang-aiter-draft-extend-padded-output.json --backend cpu
+                STDOUT "INCORRECT.*caller returns o\\[q_mask\\].*3 rows hold another token's output, 2 were never written \\(sglang #19902\\).*position audit: ok")
+mlactl_cli_test(defects-fixed-by-other-project RC 0 ARGS defects sglang-aiter-draft-extend-padded-output STDOUT "fixed by: +sglang #19902")
 foreach(id sglang-flashmla-kv-heads-from-config sglang-flashinfer-tree-mask-dropped flashinfer-causal-negative-kv-end sglang-eagle-stale-qo-indptr
-           sglang-flashmla-draft-extend-graph-state)
+           sglang-flashmla-draft-extend-graph-state sglang-aiter-draft-extend-padded-output)
   mlactl_cli_test(check-${id} RC 0 ARGS check fixtures/${id}.json fixtures/${id}-fixed.json --backend cpu STDOUT "2 passed, 0 failed")
 endforeach()

@@ -120,7 +120,7 @@ TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, 
                                         // the SGLang stack's (docs/stacks/sglang.md §S15)
                                         "sglang-flashmla-kv-heads-from-config", "sglang-flashinfer-tree-mask-dropped",
                                         "flashinfer-causal-negative-kv-end", "sglang-eagle-stale-qo-indptr",
-                                        "sglang-flashmla-draft-extend-graph-state"};
+                                        "sglang-flashmla-draft-extend-graph-state", "sglang-aiter-draft-extend-padded-output"};
   REQUIRE(defect_catalog().size() == ids.size());
   const std::map<std::string, std::pair<std::string, std::string>> seed_pr = {
       {"verify-window-broadcast", {"000", "#50476"}}, {"causal-flag-dropped", {"001", "#55966"}},
@@ -132,7 +132,8 @@ TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, 
       {"triton-causal-per-request", {"-", "#51065"}},
       {"sglang-flashmla-kv-heads-from-config", {"-", "sglang #5272"}}, {"sglang-flashinfer-tree-mask-dropped", {"-", "#4425 refusal"}},
       {"flashinfer-causal-negative-kv-end", {"-", "flashinfer 480d1ae0"}}, {"sglang-eagle-stale-qo-indptr", {"-", "sglang #15601"}},
-      {"sglang-flashmla-draft-extend-graph-state", {"-", "sglang #28028"}}};
+      {"sglang-flashmla-draft-extend-graph-state", {"-", "sglang #28028"}},
+      {"sglang-aiter-draft-extend-padded-output", {"-", "sglang #19902"}}};
   const std::set<std::string> stages = {"builder", "router", "planner", "padding"};
   for (size_t i = 0; i < ids.size(); ++i) {
     const DefectInfo& d = defect_catalog()[i];

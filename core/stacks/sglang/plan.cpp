@@ -191,6 +191,29 @@ void plan_tree_verify(const Batch& b, const DecodeMetadata& md, RoutePlan& p, bo
                              : "tree verify (topk > 1): the extend kernel's custom mask, one list per draft row (prefix + allowed drafts)");
 }
 
+// sglang-aiter-draft-extend-padded-output (sglang #19902): eager draft_extend pads q to
+// max_q_len rows per request (pad_sequence_with_mask) and allocates o the same size, but
+// mla_decode_fwd takes the ragged qo_indptr and writes o[0 : qo_indptr[-1]] packed; the
+// caller then returned o[q_mask], the rows at padded positions b * max_q_len + j
+// (aiter_backend.py forward_extend before the fix; the fix returns o[:qo_indptr[-1]]).
+void caller_reads_padded_rows(const DecodeMetadata& md, int64_t max_q_len, RoutePlan& p) {
+  const int64_t written = md.qo_indptr.back();
+  std::vector<std::optional<int64_t>> rows((size_t)written);
+  int64_t unwritten = 0, misplaced = 0;
+  for (int64_t r = 0; r < md.num_requests; ++r)
+    for (int64_t j = 0; j < md.qo_indptr[(size_t)r + 1] - md.qo_indptr[(size_t)r]; ++j) {
+      const int64_t padded = r * max_q_len + j, packed = md.qo_indptr[(size_t)r] + j;
+      if (padded < written) rows[(size_t)packed] = padded;
+      unwritten += padded >= written;
+      misplaced += padded < written && padded != packed;
+    }
+  p.caller_rows = std::move(rows);
+  p.caller_rows_why = "the caller returns o[q_mask], rows at padded positions b * " + std::to_string(max_q_len) +
+                      " + j of the packed output mla_decode_fwd writes: " + std::to_string(misplaced) + " rows hold another token's output, " +
+                      std::to_string(unwritten) + " were never written (sglang #19902)";
+  p.notes.push_back(p.caller_rows_why);
+}
+
 // SGLang's aiter backend on ROCm (§S8, §S14): token-granular lists; 16 or 128 padded heads
 // over a 16-bit cache run the non-persistent kernel (get_meta_param's splits); otherwise
 // get_mla_metadata_v1 plans the persistent kernel with is_causal False, granularity
@@ -218,6 +241,8 @@ void plan_sglang_aiter(const Batch& b, const DecodeMetadata& md, const RouteDeci
     p.work = plan_nonpersistent(in);
     p.kernel_view.q_tokens_per_tile = (int)Q;
     p.uniform_qlen = md.uni_seqlen ? Q : 0;
+    if (s.forward_mode == ForwardMode::draft_extend && !s.cuda_graph && b.has_defect("sglang-aiter-draft-extend-padded-output"))
+      caller_reads_padded_rows(md, Q, p);
     return;
   }
   if (f.intra_batch_mode)
