@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/inputs.hpp"
+#include "core/planners/expectations.hpp"
 
 namespace mlactl {
 
@@ -77,9 +78,7 @@ PositionAudit audit_positions(const Batch& b, const std::vector<RowWindow>& rows
 
   // kernel q row of (oracle row i, head group g)
   auto view_row_of = [&](size_t i, int64_t g) -> int64_t {
-    if (k == 1) return (int64_t)i;
-    if (v.q_layout != QLayout::per_request) return (int64_t)i * k + g;  // each token its own batch
-    return ((int64_t)rows[i].request * k + g) * L + rows[i].token;
+    return view_q_row(v.q_layout, (int)k, L, (int64_t)i, rows[i].request, rows[i].token, (int)g);
   };
   std::vector<uint8_t> seen;
   std::vector<int64_t> extra_pos, missing_pos;

@@ -6,8 +6,19 @@
 #include <vector>
 
 #include "core/invariants.hpp"
+#include "core/worklist.hpp"
 
 namespace mlactl {
+
+// The kernel q row of oracle row i (request b, token t) for head group g of AITER's head ->
+// batch fold k over L (docs/stacks/vllm-rocm-aiter.md §A5.1): per request (b*k+g)*L+t; in a
+// layout where each token is its own batch, i*k+g; unfolded, i. One formula for the planners'
+// expectations (vllm_rocm_aiter, sglang) and the position audit.
+inline int64_t view_q_row(QLayout layout, int fold, int64_t L, int64_t i, int64_t request, int64_t token, int g) {
+  if (fold <= 1) return i;
+  if (layout != QLayout::per_request) return i * fold + g;
+  return (request * fold + g) * L + token;
+}
 
 // per_request layout with a uniform q length L and head fold ratio k (docs/stacks/vllm-rocm-aiter.md §A5.1):
 // q row (b*k+g)*L+t belongs to request b and covers

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/draft_tree.hpp"
+#include "core/planners/expectations.hpp"
 #include "core/planners/planner_util.hpp"
 #include "core/semantics.hpp"
 #include "core/stacks/sglang/planners/flashinfer_mla.hpp"
@@ -421,15 +422,16 @@ RoutePlan plan_sglang(const Batch& b, const DecodeMetadata& md, const RouteDecis
   p.work.planned_view.page_size = 1;
   if (!tree) p.expectations = vllm_cuda::request_list_expectations(md, rows);
   if (const int k = p.kernel_view.fold_ratio; k > 1) {
-    // AITER's head -> batch fold (docs/stacks/vllm-rocm-aiter.md §A5.1): request b's token t
-    // is q row (b * k + g) * L + t for each head group g, all over the request's window
+    // AITER's head -> batch fold: every head group of a row over the request's window
     const int64_t L = std::max<int64_t>(1, md.max_qo_len);
     std::vector<RowExpectation> folded;
-    for (const RowWindow& w : rows)
+    for (size_t i = 0; i < rows.size(); ++i)
       for (int g = 0; g < k; ++g) {
+        const RowWindow& w = rows[i];
         const int64_t base = md.paged_kv_indptr[(size_t)w.request];
         const bool pad = w.kind == MaskKind::padding;
-        folded.push_back({((int64_t)w.request * k + g) * L + w.token, base + (pad ? 0 : w.begin), base + (pad ? 0 : w.end), !pad});
+        folded.push_back({view_q_row(QLayout::per_request, k, L, (int64_t)i, w.request, w.token, g), base + (pad ? 0 : w.begin),
+                          base + (pad ? 0 : w.end), !pad});
       }
     p.expectations = std::move(folded);
   }

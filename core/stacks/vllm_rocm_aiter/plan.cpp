@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/planners/expectations.hpp"
 #include "core/planners/row_plan.hpp"
 #include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 #include "core/stacks/vllm_rocm_aiter/planners/planners.hpp"
@@ -266,9 +267,7 @@ void expectations_from_oracle(const PlanContext& c, RoutePlan& p) {
     }
     for (int g = 0; g < k; ++g) {
       RowExpectation e;
-      // folded rows: per request (b*k+g)*L+t; per token (each token its own batch) i*k+g
-      e.q_row = (k == 1) ? (int64_t)i
-                         : (kv.q_layout == QLayout::per_request ? ((int64_t)w.request * k + g) * c.Q + w.token : (int64_t)i * k + g);
+      e.q_row = view_q_row(kv.q_layout, k, c.Q, (int64_t)i, w.request, w.token, g);
       e.kv_begin = base;
       e.kv_end = base + len;
       e.required = w.kind != MaskKind::padding;
