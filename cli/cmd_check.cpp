@@ -35,7 +35,9 @@
 #include "core/kernel_windows.hpp"
 #include "core/plan.hpp"
 #include "core/routed.hpp"
+#include "core/stack_findings.hpp"
 #include "core/stacks/registry.hpp"
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
 
 namespace mlactl::cli {
 
@@ -83,6 +85,11 @@ struct CaseResult {
   // and what it reported (cli/kernel_ran.hpp)
   std::string executor;
   KernelRan ran;
+  // upstream kernel faults the route lands on (known_fault_text lines, docs/known_faults.md),
+  // the plan's findings in the modelled stack, and whether the case failed on one
+  std::vector<std::string> known_faults;
+  std::vector<StackFindingId> stack_findings;
+  bool finding_in_stack = false;
   double seconds = 0;
   bool interrupted = false;  // a signal ended the run while it ran (reported as skipped)
 };
@@ -91,7 +98,11 @@ struct CaseResult {
 std::string serialise(const CaseResult& c) {
   nlohmann::json j = {{"id", c.id},         {"file", c.file},         {"status", to_string(c.status)},
                       {"exit_code", c.exit_code}, {"checks", c.checks}, {"failures", c.failures},
-                      {"not_checked", c.not_checked}, {"executor", c.executor}, {"ran", kernel_ran_json(c.ran)}};
+                      {"not_checked", c.not_checked}, {"executor", c.executor}, {"ran", kernel_ran_json(c.ran)},
+                      {"known_faults", c.known_faults}, {"finding_in_stack", c.finding_in_stack}};
+  auto sf = nlohmann::json::array();
+  for (StackFindingId f : c.stack_findings) sf.push_back(stack_finding_info(f).name);
+  j["stack_findings"] = sf;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 CaseResult deserialise(const std::string& text) {
@@ -106,6 +117,10 @@ CaseResult deserialise(const std::string& text) {
   c.not_checked = j.at("not_checked").get<std::vector<std::string>>();
   c.executor = j.at("executor").get<std::string>();
   c.ran = kernel_ran_from_json(j.at("ran"));
+  c.known_faults = j.at("known_faults").get<std::vector<std::string>>();
+  c.finding_in_stack = j.at("finding_in_stack").get<bool>();
+  for (const auto& n : j.at("stack_findings"))
+    if (const auto id = stack_finding_from_name(n.get<std::string>())) c.stack_findings.push_back(*id);
   return c;
 }
 
@@ -252,6 +267,36 @@ void expect_findings(CaseContext& c, const nlohmann::json& want_j) {
   c.pass("findings");
 }
 
+// expect.known_faults: the ids (docs/known_faults.md) of every upstream kernel fault the route
+// lands on, exactly ([] holds a batch to none)
+void expect_known_faults(CaseContext& c, const nlohmann::json& want_j) {
+  std::vector<std::string> want = want_j.get<std::vector<std::string>>(), got;
+  for (const auto& w : c.rb.decision.known_faults) got.push_back(w.id);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return "[" + s + "]";
+  };
+  if (want != got) c.fail("known_faults: expected " + list(want) + ", got " + list(got));
+  else c.pass("known_faults");
+}
+
+// expect.stack_findings: the names (core/stack_findings.hpp) of every finding in the modelled
+// stack the route's own plan makes, exactly ([] holds a batch to none)
+void expect_stack_findings(CaseContext& c, const nlohmann::json& want_j) {
+  std::vector<std::string> want = want_j.get<std::vector<std::string>>(), got;
+  if (!c.rb.refused())
+    for (StackFindingId f : c.own_plan().stack_findings) got.push_back(stack_finding_info(f).name);
+  std::sort(want.begin(), want.end());
+  std::sort(got.begin(), got.end());
+  std::string g;
+  for (const auto& x : got) g += (g.empty() ? "" : ", ") + x;
+  if (want != got) c.fail("stack_findings: expected the modelled stack's findings " + want_j.dump() + ", got [" + g + "]");
+  else c.pass("stack_findings");
+}
+
 // the windows the routed kernel's metadata gives each row (padding rows: their length, 0)
 void expect_windows(CaseContext& c, const nlohmann::json& want_j) {
   const auto& rows = c.rows;
@@ -348,6 +393,8 @@ void expect_run(CaseContext& c, const nlohmann::json& want) {
   RunOutcome o = run_pipeline(c.b, ro);
   c.cr.executor = o.executor;
   c.cr.ran = o.ran;
+  c.cr.stack_findings = o.stack_findings;
+  c.cr.finding_in_stack = o.finding_in_stack;
   if (o.status == RunStatus::skipped) {
     c.cr.status = CaseStatus::skipped;
     c.cr.exit_code = kExitSkipped;
@@ -426,6 +473,18 @@ void validate_findings(const nlohmann::json& v, const std::string& ptr) {
   if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of strings, got ") + v.type_name());
   for (size_t i = 0; i < v.size(); ++i) validate_error(v[i], ptr + "/" + std::to_string(i));
 }
+void validate_known_faults(const nlohmann::json& v, const std::string& ptr) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of known fault ids, got ") + v.type_name());
+  std::vector<std::string> ids;
+  for (const auto& e : known_fault_table()) ids.push_back(e.name);
+  for (size_t i = 0; i < v.size(); ++i) want_one_of(v[i], ptr + "/" + std::to_string(i), ids);
+}
+void validate_stack_findings(const nlohmann::json& v, const std::string& ptr) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of finding names, got ") + v.type_name());
+  std::vector<std::string> names;
+  for (const auto& f : stack_finding_table()) names.push_back(f.name);
+  for (size_t i = 0; i < v.size(); ++i) want_one_of(v[i], ptr + "/" + std::to_string(i), names);
+}
 void validate_windows(const nlohmann::json& v, const std::string& ptr) {
   if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of KV entry counts, got ") + v.type_name());
   for (size_t i = 0; i < v.size(); ++i)
@@ -483,6 +542,8 @@ const Expectation kExpectations[] = {
     {"route", validate_route, expect_route},
     {"error", validate_error, expect_error},
     {"findings", validate_findings, expect_findings},
+    {"known_faults", validate_known_faults, expect_known_faults},
+    {"stack_findings", validate_stack_findings, expect_stack_findings},
     {"windows", validate_windows, expect_windows},
     {"captured", validate_captured, expect_captured},
     {"metadata", validate_object, expect_metadata},
@@ -573,6 +634,7 @@ CaseResult run_case(const std::string& file, const RunOptions& base) {
   }
 
   CaseContext c(b, expect, base, cr);
+  for (const auto& w : c.rb.decision.known_faults) cr.known_faults.push_back(known_fault_text(w));
   for (const Expectation& e : kExpectations) {
     if (!e.check || !expect.contains(e.key)) continue;
     try {
@@ -588,6 +650,7 @@ CaseResult run_case(const std::string& file, const RunOptions& base) {
     }
     if (cr.status == CaseStatus::failed) return cr;
   }
+  if (cr.stack_findings.empty() && c.plan) cr.stack_findings = c.plan->stack_findings;  // no `run`: the plan's own
   if (cr.status == CaseStatus::unset) {
     cr.status = cr.failures.empty() ? CaseStatus::passed : CaseStatus::incorrect;
     // a refusal the fixture expected is an answer, reported as such (counts as passed)
@@ -671,6 +734,8 @@ void summarise(CheckReport& r, int signal_number) {
 nlohmann::ordered_json case_json(const CaseResult& c) {
   nlohmann::ordered_json j = {{"id", c.id},           {"file", c.file},         {"status", to_string(c.status)},
                               {"checks", c.checks},   {"failures", c.failures}, {"not_checked", c.not_checked},
+                              {"known_faults", c.known_faults}, {"finding_in_modelled_stack", c.finding_in_stack},
+                              {"stack_findings", stack_findings_json(c.stack_findings)},
                               {"seconds", c.seconds}, {"repro", "mlactl check " + c.file}};
   if (!c.executor.empty()) {
     j["executor"] = c.executor;
@@ -724,6 +789,8 @@ void print_case_line(std::ostream& os, const CaseResult& c, const Style& st) {
   // a multi-line failure (an executor's stderr tail) stays lines, indented under the case
   for (const auto& f : c.failures) os << "                    " << terminal_lines(f, "                      ") << "\n";
   for (const auto& n : c.not_checked) os << "                    " << terminal_safe(n) << "\n";
+  for (const auto& w : c.known_faults) os << "                    " << st.yellow("warning: " + terminal_safe(w)) << "\n";
+  for (StackFindingId f : c.stack_findings) os << "                    " << st.yellow(terminal_safe(stack_finding_text(f))) << "\n";
   if (!ok && c.status != CaseStatus::skipped) os << "                    repro: mlactl check " << terminal_safe(c.file) << "\n";
   os << std::flush;
 }
@@ -755,6 +822,9 @@ std::string junit_xml(const CheckReport& r) {
     if (!c.executor.empty()) props.push_back({"executor", c.executor});
     for (auto& p : kernel_ran_properties(c.ran)) props.push_back(std::move(p));
     for (const auto& n : c.not_checked) props.push_back({"not_checked", n});
+    // warnings and findings ride with every case, passed ones too
+    for (const auto& w : c.known_faults) props.push_back({"known_fault", w});
+    for (StackFindingId f : c.stack_findings) props.push_back({"stack_finding", stack_finding_text(f)});
     if (!props.empty()) {
       x << "<properties>";
       for (const auto& [name, value] : props) x << "<property name=\"" << xml_escape(name, true) << "\" value=\"" << xml_escape(value, true) << "\"/>";
@@ -768,7 +838,8 @@ std::string junit_xml(const CheckReport& r) {
     } else if (is_error(c.status)) {
       x << "<error type=\"" << to_string(c.status) << "\" message=\"" << xml_escape(first, true) << "\">" << xml_escape(all, false) << "</error>";
     } else if (!counts_as_passed(c.status)) {
-      x << "<failure type=\"" << to_string(c.status) << "\" message=\"" << xml_escape(first, true) << "\">" << xml_escape(all, false) << "</failure>";
+      // a failure on the modelled stack's own plan is its finding, typed apart from a fault
+      x << "<failure type=\"" << (c.finding_in_stack ? std::string("finding in the modelled stack") : std::string(to_string(c.status))) << "\" message=\"" << xml_escape(first, true) << "\">" << xml_escape(all, false) << "</failure>";
     }
     x << "</testcase>\n";
   }

@@ -28,6 +28,10 @@ nlohmann::ordered_json route_json(const RouteDecision& rd) {
   }
   j["chain"] = chain;
   j["findings"] = rd.findings;
+  // upstream kernel faults the batch lands on (docs/known_faults.md), apart from the findings
+  auto kf = nlohmann::ordered_json::array();
+  for (const auto& w : rd.known_faults) kf.push_back({{"id", w.id}, {"warning", w.warning}, {"link", w.link}, {"state", w.state}});
+  j["known_faults"] = kf;
   return j;
 }
 
@@ -53,10 +57,13 @@ void setup_route(CLI::App& app, Context& ctx) {
     if (ctx.global.fmt() == Format::csv) {
       // one record per predicate of the chain, with the decision on every record
       Table t;
-      t.header = {"case", "route", "error_type", "error", "padded_heads", "aiter_kernel", "backend", "step", "name", "value", "why"};
+      // known_faults: every warning's line, "; "-joined (the decision's, so on every record)
+      std::string faults;
+      for (const auto& w : rd.known_faults) faults += (faults.empty() ? "" : "; ") + known_fault_text(w);
+      t.header = {"case", "route", "error_type", "error", "padded_heads", "aiter_kernel", "backend", "known_faults", "step", "name", "value", "why"};
       for (size_t i = 0; i < rd.chain.size(); ++i)
         t.add({b.name, to_string(rd.route), rd.error_type, rd.error, std::to_string(rd.padded_heads), rd.aiter_kernel, rd.backend,
-               std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
+               faults, std::to_string(i + 1), rd.chain[i].name, rd.chain[i].value, rd.chain[i].why});
       t.print(os, Format::csv);
       return;
     }
@@ -76,6 +83,7 @@ void setup_route(CLI::App& app, Context& ctx) {
     if (!rd.aiter_kernel.empty()) kv.push_back({"aiter kernel", rd.aiter_kernel});
     if (!rd.backend.empty()) kv.push_back({"backend", rd.backend});
     for (const auto& f : rd.findings) kv.push_back({"finding", st.yellow(f)});
+    for (const auto& w : rd.known_faults) kv.push_back({"warning", st.yellow(known_fault_text(w))});
     print_kv(os, kv);
     os << "\n";
     Table t;

@@ -99,8 +99,10 @@ ojson route_def() {
                  {"chain", array_of(record({{"name", string()},
                                              {"value", described(one_of({string(), boolean()}), "a predicate's truth is a JSON boolean, any other value its text")},
                                              {"why", string()}}))},
-                 {"findings", strings()}},
-                {"route", "persistent_schedule", "padded_heads", "chain", "findings"});
+                 {"findings", strings()},
+                 {"known_faults", described(array_of(record({{"id", string()}, {"warning", string()}, {"link", string()}, {"state", string()}})),
+                                            "upstream kernel faults the batch routes onto (docs/known_faults.md): warnings, not findings")}},
+                {"route", "persistent_schedule", "padded_heads", "chain", "findings", "known_faults"});
 }
 
 ojson kernel_view_def() {
@@ -243,6 +245,13 @@ Props error_props() {
   return p;
 }
 
+// core/stack_findings.hpp's rows as run and check print them
+ojson stack_findings_member() {
+  return described(array_of(record({{"id", string()}, {"finding", constant("finding in the modelled stack")}, {"rule", string()},
+                                    {"upstream", described(string(), "repo/path@commit and lines")}, {"doc", string()}})),
+                   "reads outside a causal window that the modelled stack's own plan makes (not an executor fault)");
+}
+
 ojson check_case_props_object(bool as_line) {
   Props p;
   if (as_line) p.push_back({"type", constant("case")});
@@ -252,6 +261,9 @@ ojson check_case_props_object(bool as_line) {
                {"checks", described(strings(), "what was checked and matched, e.g. \"route=gluon_verify ok\"")},
                {"failures", described(strings(), "what did not match (the first differing field first)")},
                {"not_checked", described(strings(), "expectations that did not apply to what ran, and why (expect.stage1 after the CPU executor)")},
+               {"known_faults", described(strings(), "upstream kernel faults the batch routes onto, with the link (docs/known_faults.md)")},
+               {"finding_in_modelled_stack", described(boolean(), "the case failed on a finding in the modelled stack, not an executor fault")},
+               {"stack_findings", stack_findings_member()},
                {"seconds", number()},
                {"repro", string()},
                {"executor", described(string(), "the executor the `run` expectation used (absent without one)")},
@@ -393,6 +405,8 @@ ojson verb_report(const std::string& verb) {
                    {"reason", enum_of(names_upto(RunFailure::padding_rows))},
                    {"exit_code", integer()},
                    {"message", string()},
+                   {"finding_in_modelled_stack", described(boolean(), "the failure is a finding in the modelled stack, not an executor fault")},
+                   {"stack_findings", stack_findings_member()},
                    {"route", ref("route")},
                    {"executor", string()},
                    {"stage1", stage1_member()},

@@ -226,12 +226,25 @@ RunOutcome run_pipeline(const Batch& b, const RunOptions& opt) {
   return o;
 }
 
+nlohmann::ordered_json stack_findings_json(const std::vector<StackFindingId>& fs) {
+  auto a = nlohmann::ordered_json::array();
+  for (StackFindingId f : fs) {
+    const StackFindingInfo& i = stack_finding_info(f);
+    a.push_back({{"id", i.name}, {"finding", "finding in the modelled stack"}, {"rule", i.rule}, {"upstream", i.upstream}, {"doc", i.doc}});
+  }
+  return a;
+}
+
 nlohmann::ordered_json outcome_json(const RunOutcome& o) {
   nlohmann::ordered_json j;
   j["status"] = to_string(o.status);
   if (o.failure) j["reason"] = to_string(*o.failure);
   j["exit_code"] = o.exit_code;
   if (!o.message.empty()) j["message"] = o.message;
+  // findings in the modelled stack (core/stack_findings.hpp): the plan's own reads outside a
+  // causal window, and whether the failure is one (distinct from an executor fault)
+  j["finding_in_modelled_stack"] = o.finding_in_stack;
+  j["stack_findings"] = stack_findings_json(o.stack_findings);
   j["route"] = route_json(o.route);
   if (!o.executor.empty()) j["executor"] = o.executor;
   add_kernel_ran_members(j, o.ran);  // "stage1", "reduce": with "executor"; null where no kernel was reported
@@ -321,7 +334,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   std::string status;
   switch (o.status) {
     case RunStatus::passed: status = st.green("PASSED"); break;
-    case RunStatus::incorrect: status = st.red("INCORRECT"); break;
+    case RunStatus::incorrect: status = st.red("INCORRECT") + (o.finding_in_stack ? " (finding in the modelled stack, not an executor fault)" : ""); break;
     case RunStatus::failed: status = st.red("FAILED"); break;
     case RunStatus::refused: status = st.yellow("REFUSED"); break;
     case RunStatus::skipped: status = st.yellow("SKIPPED"); break;
@@ -394,9 +407,11 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
                                            summarize_positions(pr.bad_row_ids, 12))});
   }
   if (o.cross) kv.push_back({"gpu vs cpu", o.cross->passed ? st.green("ok") + " (max abs err " + fmt_double(o.cross->max_abs_err) + ")" : st.red("DIFFER")});
-  // the route's findings, as `route` prints them (a known upstream kernel fault the batch lands
-  // on among them, docs/known_faults.md); JSON carries them in route.findings
+  // the route's findings and the known upstream kernel faults it lands on (docs/known_faults.md),
+  // as `route` prints them; JSON carries them in route.findings and route.known_faults
   for (const auto& f : o.route.findings) kv.push_back({"finding", st.yellow(f)});
+  for (const auto& w : o.route.known_faults) kv.push_back({"warning", st.yellow(known_fault_text(w))});
+  for (StackFindingId f : o.stack_findings) kv.push_back({"stack finding", st.yellow(stack_finding_text(f))});
   (void)verbose;  // -v detail goes to stderr (cmd_run), never into the report
   if (o.status != RunStatus::passed)
     kv.push_back({"time (ms)", "metadata " + fmt_double(o.ms_metadata, 3) + ", plan+audit " + fmt_double(o.ms_plan, 3) + ", inputs " + fmt_double(o.ms_inputs, 3) +

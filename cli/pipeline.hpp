@@ -74,6 +74,8 @@ std::string no_gpu_reason(const std::string& why);
 
 RunOutcome run_pipeline(const Batch& b, const RunOptions& opt);
 
+// core/stack_findings.hpp as JSON: id, "finding in the modelled stack", rule, upstream lines, doc
+nlohmann::ordered_json stack_findings_json(const std::vector<StackFindingId>& fs);
 nlohmann::ordered_json outcome_json(const RunOutcome& o);
 // Human-readable report (the table format).
 void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool color, int verbose);

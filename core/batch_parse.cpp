@@ -539,7 +539,8 @@ Batch parse_batch(const json& doc) {
   }
   if (const json* v = find(doc, "expect")) {
     require_object(*v, "/expect");
-    check_keys(*v, "/expect", {"route", "error", "windows", "metadata", "schedule", "invariants", "run", "stage1", "tolerance", "findings", "captured"});
+    check_keys(*v, "/expect", {"route", "error", "windows", "metadata", "schedule", "invariants", "run", "stage1", "tolerance", "findings", "known_faults",
+                                 "stack_findings", "captured"});
     b.expect = *v;
   }
 

@@ -315,6 +315,7 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
   const bool probe_edges = o.probe && !o.probe->ok && !o.probe->global_fault && !all_rows_nan;
   const bool probe_global = o.probe && o.probe->global_fault;
   const bool probe_cmp_failed = o.probe_compare && !o.probe_compare->passed;
+  if (o.plan) o.stack_findings = o.plan->stack_findings;
   if (broken_capture) o.failure = RunFailure::captured_plan;
   else if (!o.audit->ok) o.failure = RunFailure::position_audit;
   else if (probe_edges) o.failure = RunFailure::position_probe;
@@ -329,6 +330,13 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
       case RunFailure::captured_plan: o.message = captured_plan_message(*o.captured_plan); break;
       case RunFailure::position_audit:
         o.message = "position audit: " + std::to_string(o.audit->bad_rows) + " rows read the wrong KV positions";
+        if (!o.stack_findings.empty()) {
+          // the modelled stack's own plan reads outside the window: its finding, not the executor's fault
+          o.finding_in_stack = true;
+          std::string names;
+          for (StackFindingId f : o.stack_findings) names += (names.empty() ? "" : ", ") + std::string(stack_finding_info(f).name);
+          o.message = "finding in the modelled stack (" + names + "): " + o.message;
+        }
         break;
       case RunFailure::position_probe:
         o.message = "position probe: " + std::to_string(o.probe->bad_rows) + " rows read a KV position outside their window or missed one inside";

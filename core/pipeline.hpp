@@ -12,6 +12,7 @@
 
 #include "core/batch.hpp"
 #include "core/captured.hpp"
+#include "core/stack_findings.hpp"
 #include "core/compare.hpp"
 #include "core/inputs.hpp"
 #include "core/layout.hpp"
@@ -132,6 +133,11 @@ struct CaseOptions {
 struct CaseOutcome {
   RunStatus status = RunStatus::passed;
   std::optional<RunFailure> failure;  // set when incorrect
+  // The plan's findings in the modelled stack (core/stack_findings.hpp), and whether the
+  // failure is one: the position audit of the stack's own plan fails where that plan reads
+  // outside a causal window, whatever the executor does.
+  std::vector<StackFindingId> stack_findings;
+  bool finding_in_stack = false;
   int exit_code = 0;
   std::string message;                // one line: why (refusal text, device error, skip reason)
   RouteDecision route;

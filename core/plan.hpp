@@ -32,6 +32,7 @@ struct RoutePlan {
   std::vector<RowExpectation> expectations;
   std::optional<MetadataInfo> capacity;  // buffer sizes the stack allocates for the work list, when it has them
   std::vector<std::string> notes;
+  std::vector<StackFindingId> stack_findings;  // core/stack_findings.hpp: the modelled stack's own reads outside a window
   std::vector<StackArray> stack_arrays;       // the planner's own arrays under upstream names (FlashMLA: tile_scheduler_metadata, num_splits)
   std::vector<std::string> schedule_words;    // one line per scheduler row, in words (`schedule`'s table)
   double planner_ms = 0;             // the planner call alone (what the stack's host/GPU planner would cost)

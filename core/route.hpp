@@ -36,6 +36,17 @@ struct Predicate {
   std::string why;    // short reason
 };
 
+// A fault reported upstream inside the kernel the route runs (docs/known_faults.md): a
+// warning, not a finding of the modelled stack.
+struct KnownFaultWarning {
+  std::string id;       // "aiter-5679"
+  std::string warning;  // "gfx942 mla_a16w16_qh16_m32x4 at q_len 8: wrong output reported upstream, ROCm/aiter #5679"
+  std::string link;     // the upstream thread
+  std::string state;    // "open", "closed", ...
+};
+// "known kernel fault: WARNING (LINK)": the one line every verb and format prints.
+std::string known_fault_text(const KnownFaultWarning& w);
+
 struct RouteDecision {
   Route route = Route::refused;
   bool persistent_schedule = false;
@@ -46,6 +57,7 @@ struct RouteDecision {
   std::string error_type;         // "ValueError", "RuntimeError", "AssertionError", ...
   std::vector<Predicate> chain;   // predicates with values, in evaluation order
   std::vector<std::string> findings;  // e.g. "silent fallback"
+  std::vector<KnownFaultWarning> known_faults;  // upstream kernel faults the batch lands on
   std::string backend;            // vLLM CUDA: the attention backend's name (FLASHMLA, ...), "" elsewhere
 };
 

@@ -4,6 +4,8 @@
 
 namespace mlactl {
 
+std::string known_fault_text(const KnownFaultWarning& w) { return "known kernel fault: " + w.warning + " (" + w.link + ")"; }
+
 std::string refusal_text(const RouteDecision& d) {
   if (d.route != Route::refused) return "";
   return (d.error_type.empty() ? "" : d.error_type + ": ") + d.error;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/stack_findings.hpp"
 #include "core/types.hpp"
 
 namespace mlactl {
@@ -68,6 +69,7 @@ struct WorkList {
   int64_t num_q_rows = 0;                // rows of the view's q tensor
   KernelView planned_view;
   std::vector<std::string> notes;        // planner findings (e.g. AITER would run its parallel planner)
+  std::vector<StackFindingId> stack_findings;  // reads outside a causal window the upstream planner itself plans
 };
 
 // Buffer sizes of get_mla_metadata_info_v1 (docs/stacks/vllm-rocm-aiter.md §A1.1).

@@ -18,3 +18,48 @@ endforeach()
 # the lookup key AITER prints for ROCm/aiter #4751, field for field
 mlactl_cli_test(route-aiter4751-key RC 0 ARGS route fixtures/aiter4751-gfx950-bf16q-fp8kv-q5.json
                 STDOUT "cannot get heuristic kernel!  \\(gfx950, q bf16, kv fp8, Gqa 16, ps 1, prefill 0, causal 0, qSeqLen 5, lse 0\\)")
+
+# Known kernel faults (issue 38 item 4, docs/known_faults.md): route, run and check print the
+# warning with its link in every format they write; a batch off the fault gets none.
+set(KF_LINE "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len 8: wrong output reported upstream, ROCm/aiter #5679 \\(https://github\\.com/ROCm/aiter/issues/5679\\)")
+set(KF_SEED fixtures/seed003-h12-gfx942-verify-q8.json)
+set(KFGEN ${CMAKE_CURRENT_BINARY_DIR}/known-faults-generated)
+file(MAKE_DIRECTORY ${KFGEN})
+mlactl_cli_test(kf-route-table RC 0 ARGS route ${KF_SEED} STDOUT "\nwarning: +${KF_LINE}\n")
+mlactl_cli_test(kf-route-json RC 0 ARGS route ${KF_SEED} --format json
+                STDOUT "\"known_faults\": \\[\n +\\{\n +\"id\": \"aiter-5679\",\n +\"warning\": \"gfx942 mla_a16w16_qh16_m32x4 at q_len 8: wrong output reported upstream, ROCm/aiter #5679\",\n +\"link\": \"https://github\\.com/ROCm/aiter/issues/5679\",\n +\"state\": \"open\"")
+mlactl_cli_test(kf-route-csv RC 0 ARGS route ${KF_SEED} --format csv
+                STDOUT "^case,route,error_type,error,padded_heads,aiter_kernel,backend,known_faults,step,name,value,why\nseed003-h12-gfx942-verify-q8,asm_nonpersistent,,,16,mla_a16w16_qh16_m32x4_n16x1_coex0_mask1,,\"${KF_LINE}\",1,backend,")
+mlactl_cli_test(kf-run-table RC 0 ARGS run ${KF_SEED} --backend cpu STDOUT "status: +PASSED.*\nwarning: +${KF_LINE}\n")
+mlactl_cli_test(kf-run-json RC 0 ARGS run ${KF_SEED} --backend cpu --format json STDOUT "\"known_faults\": \\[\n +\\{\n +\"id\": \"aiter-5679\"")
+mlactl_cli_test(kf-check-table RC 0 ARGS check ${KF_SEED} --backend cpu
+                STDOUT "passed +seed003-h12-gfx942-verify-q8  \\(route, known_faults\\)\n +warning: ${KF_LINE}\n")
+mlactl_cli_test(kf-check-json RC 0 ARGS check ${KF_SEED} --backend cpu --format json STDOUT "\"known_faults\": \\[\n +\"${KF_LINE}\"\n +\\],")
+mlactl_cli_test(kf-check-jsonl RC 0 ARGS check ${KF_SEED} --backend cpu --format jsonl STDOUT "\"known_faults\":\\[\"${KF_LINE}\"\\]")
+mlactl_cli_test(kf-check-junit RC 0 ARGS check ${KF_SEED} --backend cpu --junit ${KFGEN}/kf.xml
+                FILE ${KFGEN}/kf.xml FILE_RE "<properties><property name=\"known_fault\" value=\"${KF_LINE}\"/></properties></testcase>")
+# off the fault: q_len 4 on gfx942 runs the persistent m16x4 kernel
+mlactl_cli_test(kf-route-none RC 0 ARGS route --arch gfx942 --heads 12 --qlen 4 --context 100,2000 --format json STDOUT "\"known_faults\": \\[\\]")
+
+# Findings in the modelled stack (issue 38 item 5, docs/findings.md M1-M5): the run fails on the
+# stack's own plan and says so, apart from an executor fault; check fixtures expect it by name.
+set(SF_Q5 fixtures/finding-aiter-tile-trim-gfx950-h16-q5.json)
+set(SF_LINE "finding in the modelled stack: aiter-tile-trim: AITER's causal trim counts q tiles, not tokens \\(batch_tail = num_qo_tiles - 1 - tile\\)")
+mlactl_cli_test(sf-run-table RC 1 ARGS run ${SF_Q5} --backend cpu
+                STDOUT "status: +INCORRECT \\(finding in the modelled stack, not an executor fault\\)\nmessage: +finding in the modelled stack \\(aiter-tile-trim\\): position audit: 3 rows read the wrong KV positions\n.*stack finding: +${SF_LINE}.*v1_2_device\\.cuh@e4048607 L469-470, L481-484")
+mlactl_cli_test(sf-run-json RC 1 ARGS run ${SF_Q5} --backend cpu --format json
+                STDOUT "\"finding_in_modelled_stack\": true,\n +\"stack_findings\": \\[\n +\\{\n +\"id\": \"aiter-tile-trim\",\n +\"finding\": \"finding in the modelled stack\",")
+mlactl_cli_test(sf-check-table RC 0 ARGS check ${SF_Q5} fixtures/finding-aiter-tile-trim-gfx950-h16-q4.json --backend cpu
+                STDOUT "passed +finding-aiter-tile-trim-gfx950-h16-q4  \\(route, known_faults, stack_findings, run=passed\\)\npassed +finding-aiter-tile-trim-gfx950-h16-q5  \\(route, known_faults, stack_findings, run=incorrect \\(position audit\\)\\)\n +${SF_LINE}.*2 passed, 0 failed")
+mlactl_cli_test(sf-check-jsonl RC 0 ARGS check ${SF_Q5} --backend cpu --format jsonl
+                STDOUT "\"finding_in_modelled_stack\":true,\"stack_findings\":\\[\\{\"id\":\"aiter-tile-trim\",\"finding\":\"finding in the modelled stack\"")
+mlactl_cli_test(sf-check-junit RC 0 ARGS check ${SF_Q5} --backend cpu --junit ${KFGEN}/sf.xml
+                FILE ${KFGEN}/sf.xml FILE_RE "<property name=\"stack_finding\" value=\"${SF_LINE}")
+# the run expectation left out: the case fails on the finding, typed as one in JUnit
+file(READ ${CMAKE_SOURCE_DIR}/${SF_Q5} SF_DOC)
+string(REPLACE ",\n    \"run\": { \"status\": \"incorrect\", \"reason\": \"position audit\" }" ",\n    \"run\": \"passed\"" SF_DOC "${SF_DOC}")
+file(WRITE ${KFGEN}/sf-unexpected.json "${SF_DOC}")
+mlactl_cli_test(sf-check-junit-failure RC 1 ARGS check ${KFGEN}/sf-unexpected.json --backend cpu --junit ${KFGEN}/sf-fail.xml
+                FILE ${KFGEN}/sf-fail.xml FILE_RE "<failure type=\"finding in the modelled stack\" message=\"run: expected passed, got incorrect \\(finding in the modelled stack \\(aiter-tile-trim\\): position audit")
+mlactl_cli_test(sf-expect-unknown RC 3 ARGS check tests/cli/bad/expect-stack-findings-unknown.json
+                STDOUT "/expect/stack_findings/0: must be one of aiter-tile-trim, aiter-fold-trim, aiter-negative-kv-range, vllm-sparse-dtypes-omitted, sglang-aiter-noncausal-plan, got \"aiter-trim\"")

@@ -38,7 +38,7 @@ mlactl_cli_test(stage1-check-cpu-not-checked RC 0 ARGS check ${S1GEN}/stage1-exp
 mlactl_cli_test(stage1-check-cpu-child RC 0 ARGS check ${S1GEN}/stage1-expected.json --backend cpu --timeout 60 TIMEOUT 60
                 STDOUT "^passed +stage1-expected  \\(run=passed\\)\n +${S1_NOT_CHECKED}\n1 passed, 0 failed, 0 errors, 0 skipped, 0 refused\n$")
 mlactl_cli_test(stage1-check-cpu-json RC 0 ARGS --format jsonl check ${S1GEN}/stage1-expected.json --backend cpu -j 2 TIMEOUT 60
-                STDOUT "^{\"type\":\"case\",\"id\":\"stage1-expected\",[^\n]*\"status\":\"passed\",\"checks\":\\[\"run=passed\"\\],\"failures\":\\[\\],\"not_checked\":\\[\"${S1_NOT_CHECKED}\"\\],\"seconds\":[^\n]*,\"executor\":\"cpu\",\"stage1\":null,\"reduce\":null}\n")
+                STDOUT "^{\"type\":\"case\",\"id\":\"stage1-expected\",[^\n]*\"status\":\"passed\",\"checks\":\\[\"run=passed\"\\],\"failures\":\\[\\],\"not_checked\":\\[\"${S1_NOT_CHECKED}\"\\],\"known_faults\":\\[\\],\"finding_in_modelled_stack\":false,\"stack_findings\":\\[\\],\"seconds\":[^\n]*,\"executor\":\"cpu\",\"stage1\":null,\"reduce\":null}\n")
 mlactl_cli_test(stage1-check-cpu-junit RC 0 ARGS check ${S1GEN}/stage1-expected.json --backend cpu --junit ${S1GEN}/junit.xml TIMEOUT 60
                 FILE ${S1GEN}/junit.xml
                 FILE_RE "name=\"stage1-expected\" [^\n]*><properties><property name=\"executor\" value=\"cpu\"/><property name=\"not_checked\" value=\"${S1_NOT_CHECKED}\"/></properties></testcase>\n")

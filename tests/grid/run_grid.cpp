@@ -30,6 +30,7 @@ const char* kRoutes[] = {"", "gluon_decode", "gluon_verify", "asm_persistent", "
 // (planner notes: docs/stacks/vllm-rocm-aiter.md §A10, the tile-count causal trim, and
 // the sparse builder's omitted dtypes).
 bool aiter_finding(const cli::RunOutcome& o) {
+  if (o.finding_in_stack) return true;  // core/stack_findings.hpp, named by the run itself
   if (!o.plan) return false;
   for (const auto& n : o.plan->notes)
     if (n.find("causal trim counts tiles") != std::string::npos || n.find("fold trim") != std::string::npos ||

@@ -112,8 +112,8 @@ RouteInput dense_input(Arch arch, int heads, int64_t q_len, int64_t mtp_qlen) {
 }
 
 bool warns(const RouteDecision& d, const std::string& needle) {
-  for (const std::string& f : d.findings)
-    if (f.find(needle) != std::string::npos) return true;
+  for (const KnownFaultWarning& w : d.known_faults)
+    if (known_fault_text(w).find(needle) != std::string::npos) return true;
   return false;
 }
 
@@ -124,8 +124,12 @@ TEST_CASE("known fault ROCm/aiter #5679: gfx942 non-persistent bf16 qh16 m32x4",
   const RouteDecision hit = route_decode(dense_input(Arch::gfx942, 12, 8, 8));
   REQUIRE(hit.route == Route::asm_nonpersistent);
   CHECK(hit.aiter_kernel == "mla_a16w16_qh16_m32x4_n16x1_coex0_mask1");
-  CHECK(warns(hit, "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len 8: wrong output reported upstream at q_len 8, "
-                   "ROCm/aiter #5679"));
+  REQUIRE(hit.known_faults.size() == 1);
+  CHECK(known_fault_text(hit.known_faults[0]) ==
+        "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len 8: wrong output reported upstream, ROCm/aiter #5679 "
+        "(https://github.com/ROCm/aiter/issues/5679)");
+  CHECK(hit.known_faults[0].id == "aiter-5679");
+  CHECK(hit.findings.empty());  // a warning, not a finding of the modelled stack
   CHECK_FALSE(warns(hit, "#2720"));  // 8 is a power of 2
   // the same batch on gfx950 runs the same-named gfx950 kernel, not reported
   RouteInput g950 = dense_input(Arch::gfx950, 12, 8, 8);
@@ -134,13 +138,15 @@ TEST_CASE("known fault ROCm/aiter #5679: gfx942 non-persistent bf16 qh16 m32x4",
   CHECK(miss.aiter_kernel == "mla_a16w16_qh16_m32x4_n16x1_coex0_mask1");
   CHECK_FALSE(warns(miss, "#5679"));
   // q_len 4 on gfx942: the persistent m16x4 kernel, nothing reported
-  CHECK(route_decode(dense_input(Arch::gfx942, 12, 4, 4)).findings.empty());
+  CHECK(route_decode(dense_input(Arch::gfx942, 12, 4, 4)).known_faults.empty());
 }
 
 TEST_CASE("known fault ROCm/aiter #2720: stage-1 ASM at a q_len that is not a power of 2", "[router][known_faults]") {
   const RouteDecision hit = route_decode(dense_input(Arch::gfx942, 12, 6, 8));
   REQUIRE(hit.route == Route::asm_nonpersistent);
-  CHECK(warns(hit, "at q_len 6 (not a power of 2): every q position gets the same output, reported upstream, ROCm/aiter #2720"));
+  CHECK(warns(hit, "known kernel fault: gfx942 mla_a16w16_qh16_m32x4_n16x1_coex0_mask1 at q_len 6: every q position gets the same "
+                   "output when max_seqlen_q is not a power of 2, reported upstream, ROCm/aiter #2720 "
+                   "(https://github.com/ROCm/aiter/issues/2720)"));
   CHECK(warns(hit, "#5679"));  // and the m32x4 kernel of #5679
   // a persistent route at q_len 3 is not the stage-1 entry #2720 names
   const RouteDecision ps = route_decode(dense_input(Arch::gfx942, 12, 3, 4));
@@ -156,4 +162,83 @@ TEST_CASE("known fault ROCm/aiter #2720: stage-1 ASM at a q_len that is not a po
   q.q_len = 3;
   REQUIRE(known_kernel_faults(q).size() == 1);
   CHECK(known_kernel_faults(q)[0].id == KnownFaultId::aiter_2720);
+}
+
+TEST_CASE("known fault ROCm/aiter #3095: gfx950 bf16 persistent decode at page_size > 1", "[known_faults]") {
+  KnownFaultQuery q;
+  q.arch = Arch::gfx950;
+  q.kernel = "mla_a16w16_qh16_m16x4_n16x1_coex0_mask1_ps";
+  q.persistent = true;
+  q.q_len = 1;
+  q.page_size = 64;
+  const auto hit = known_kernel_faults(q);
+  REQUIRE(hit.size() == 1);
+  CHECK(hit[0].id == KnownFaultId::aiter_3095);
+  CHECK(hit[0].warning ==
+        "gfx950 mla_a16w16_qh16_m16x4_n16x1_coex0_mask1_ps at q_len 1, page size 64: silently wrong output at page_size > 1, "
+        "reported upstream, ROCm/aiter #3095");
+  CHECK(hit[0].state == "closed, not fixed");
+  // closed without a fix: every rule set still warns
+  q.rules = AiterRules::r2026_08_pr4899;
+  CHECK(known_kernel_faults(q).size() == 1);
+  // page size 1, as vLLM's AITER backend views the cache: nothing
+  q.page_size = 1;
+  CHECK(known_kernel_faults(q).empty());
+  // fp8 KV is not the bf16 family the thread names
+  q.page_size = 64;
+  q.kv_dtype = DType::fp8;
+  CHECK(known_kernel_faults(q).empty());
+  // a vLLM batch on the same kernel family: page size 1, no warning
+  CHECK(route_decode(dense_input(Arch::gfx950, 16, 1, 1)).known_faults.empty());
+}
+
+TEST_CASE("known fault ROCm/aiter #5040: gfx942 8 heads bf16 q_len 2 claimed native", "[known_faults]") {
+  KnownFaultQuery q;
+  q.arch = Arch::gfx942;
+  q.kernel = "mla_dec_stage1_bf16_a16w16_subQ16_mqa16_ps";
+  q.persistent = true;
+  q.q_len = 2;
+  q.heads = 8;
+  const auto hit = known_kernel_faults(q);
+  REQUIRE(hit.size() == 1);
+  CHECK(hit[0].id == KnownFaultId::aiter_5040);
+  CHECK(hit[0].warning ==
+        "gfx942 mla_dec_stage1_bf16_a16w16_subQ16_mqa16_ps at q_len 2, 8 heads: GPU memory fault (claimed native, no kernel "
+        "built), reported upstream, ROCm/aiter #5040");
+  q.heads = 16;
+  CHECK(known_kernel_faults(q).empty());
+  q.heads = 8;
+  q.q_len = 1;
+  CHECK(known_kernel_faults(q).empty());
+  // vLLM R1 pads 8 heads to 16 before mla_decode_fwd (§V1 (d)): its batch never reaches the claim
+  const RouteDecision v = route_decode(dense_input(Arch::gfx942, 8, 2, 2));
+  CHECK(v.padded_heads == 16);
+  CHECK(v.known_faults.empty());
+}
+
+TEST_CASE("known faults: a row fixed in a rule set warns before it, not from it on", "[known_faults]") {
+  // no row of docs/known_faults.md has a fix in a rule set mlactl models; the rule on a row of the test's own
+  KnownFaultEntry e;
+  e.id = KnownFaultId::aiter_5679;
+  e.name = "test-row";
+  e.report = "ROCm/aiter #0";
+  e.link = "https://example.invalid/0";
+  e.state = "closed";
+  e.fixed_in = AiterRules::r2026_08_pr4899;
+  e.fault = "test fault";
+  KnownFaultQuery q;
+  q.kernel = "k";
+  q.rules = AiterRules::r2026_08;
+  const auto before = known_kernel_faults(q, {e});
+  REQUIRE(before.size() == 1);
+  CHECK(before[0].warning == "gfx950 k at q_len 1: test fault, ROCm/aiter #0");
+  q.rules = AiterRules::r2026_08_pr4899;
+  CHECK(known_kernel_faults(q, {e}).empty());
+  // and the table itself: every row has a name, a link and a state
+  for (const KnownFaultEntry& row : known_fault_table()) {
+    CHECK(std::string(row.name).rfind("aiter-", 0) == 0);
+    CHECK(std::string(row.link).rfind("https://github.com/ROCm/aiter/issues/", 0) == 0);
+    CHECK_FALSE(std::string(row.state).empty());
+  }
+  CHECK(known_fault_table().size() == 4);
 }

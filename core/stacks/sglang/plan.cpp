@@ -281,6 +281,7 @@ void plan_sglang_aiter(const Batch& b, const DecodeMetadata& md, const RouteDeci
   p.uniform_qlen = Q;
   p.notes.push_back("get_mla_metadata_v1 with is_causal False, max_split_per_batch " + std::to_string(in.max_split_per_batch) +
                     "; the kernel runs causal (aiter_backend.py)");
+  if (Q > 1 && p.kernel_view.q_tokens_per_tile < Q) p.stack_findings.push_back(StackFindingId::sglang_aiter_noncausal_plan);
   if (Q > 1 && p.kernel_view.q_tokens_per_tile < Q)
     p.notes.push_back("finding: planned non-causal (is_causal False) in q tiles of " + std::to_string(p.kernel_view.q_tokens_per_tile) +
                       " tokens while the kernel masks causally from each work's kv_offset: the rows of a tile before the request's last "

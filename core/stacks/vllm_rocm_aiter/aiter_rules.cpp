@@ -57,27 +57,85 @@ std::string to_string(const AiterKernelKey& k) {
   return os.str();
 }
 
-std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q) {
-  // docs/known_faults.md; no rule set of mlactl's includes a fix for either, so every rule
-  // set warns (a row gains a "fixed in" rule set when one is read).
+const std::vector<KnownFaultEntry>& known_fault_table() {
+  // docs/known_faults.md, one row each; no rule set of mlactl's holds a fix for any of them
+  // (fixed_in nullopt), so every rule set warns.
+  static const std::vector<KnownFaultEntry> table = [] {
+    std::vector<KnownFaultEntry> t;
+    auto row = [](KnownFaultId id, const char* name, const char* report, const char* link, const char* state,
+                  std::optional<Arch> arch) {
+      KnownFaultEntry r;
+      r.id = id;
+      r.name = name;
+      r.report = report;
+      r.link = link;
+      r.state = state;
+      r.arch = arch;
+      return r;
+    };
+    KnownFaultEntry e;
+    // ROCm/aiter#5679 (open): gfx942 non-persistent bf16 gqa 16, max_seqlen_q 8 (vLLM
+    // spec_decode_medium) dispatches mla_a16w16_qh16_m32x4, max diff 0.11-0.16 against SDPA;
+    // q_len 2 passes. The kernel serves every q_len > 4 (§A5.2 key); 5-7 were not reported.
+    e = row(KnownFaultId::aiter_5679, "aiter-5679", "ROCm/aiter #5679", "https://github.com/ROCm/aiter/issues/5679", "open", Arch::gfx942);
+    e.entry = KernelEntry::nonpersistent;
+    e.bf16_only = true;
+    e.kernel_prefix = "mla_a16w16_qh16_m32x4";
+    e.fault = "wrong output reported upstream";
+    t.push_back(e);
+    // ROCm/aiter#2720 (open): the stage-1 ASM (the non-persistent entry) gives every q position
+    // the same output when max_seqlen_q is not a power of 2.
+    e = row(KnownFaultId::aiter_2720, "aiter-2720", "ROCm/aiter #2720", "https://github.com/ROCm/aiter/issues/2720", "open", std::nullopt);
+    e.entry = KernelEntry::nonpersistent;
+    e.q_len_min = 2;
+    e.q_len_not_pow2 = true;
+    e.fault = "every q position gets the same output when max_seqlen_q is not a power of 2, reported upstream";
+    t.push_back(e);
+    // ROCm/aiter#3095 (closed "we don't support and have no plan to support page_size>1"): every
+    // gfx950 bf16 persistent decode kernel is silently wrong at page_size > 1. Not fixed.
+    e = row(KnownFaultId::aiter_3095, "aiter-3095", "ROCm/aiter #3095", "https://github.com/ROCm/aiter/issues/3095",
+         "closed, not fixed", Arch::gfx950);
+    e.entry = KernelEntry::persistent;
+    e.bf16_only = true;
+    e.page_size_over_1 = true;
+    e.fault = "silently wrong output at page_size > 1, reported upstream";
+    t.push_back(e);
+    // ROCm/aiter#5040 (closed; the closing commit not read): aiter/mla.py@e9e1278b claims gfx942
+    // 8 heads bf16 max_seqlen_q 2 native, only ..._qh8_qseqlen1_... is built: a GPU memory fault.
+    e = row(KnownFaultId::aiter_5040, "aiter-5040", "ROCm/aiter #5040", "https://github.com/ROCm/aiter/issues/5040", "closed", Arch::gfx942);
+    e.bf16_only = true;
+    e.heads = 8;
+    e.q_len_min = e.q_len_max = 2;
+    e.fault = "GPU memory fault (claimed native, no kernel built), reported upstream";
+    t.push_back(e);
+    return t;
+  }();
+  return table;
+}
+
+std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q) { return known_kernel_faults(q, known_fault_table()); }
+
+std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q, const std::vector<KnownFaultEntry>& table) {
   std::vector<KnownFaultHit> hits;
-  const std::string L = std::to_string(q.q_len);
   const bool bf16_bf16 = q.q_dtype == DType::bf16 && q.kv_dtype == DType::bf16;
-  // ROCm/aiter#5679 (open): gfx942 non-persistent bf16 gqa 16, max_seqlen_q 8 (vLLM spec_decode_medium)
-  // dispatches mla_a16w16_qh16_m32x4 and gets max diff 0.11-0.16 against SDPA; q_len 2 passes. The
-  // kernel serves every q_len > 4 (§A5.2 key: L <= 4 -> 4, else 8); 5-7 were not reported.
-  if (q.arch == Arch::gfx942 && !q.persistent && bf16_bf16 && q.kernel.rfind("mla_a16w16_qh16_m32x4", 0) == 0)
-    hits.push_back({KnownFaultId::aiter_5679,
-                    "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len " + L +
-                        ": wrong output reported upstream at q_len 8, ROCm/aiter #5679 (open; docs/known_faults.md)"});
-  // ROCm/aiter#2720 (open): the stage-1 ASM (non-persistent entry) gives every q position the same
-  // output when max_seqlen_q is not a power of 2.
-  if (!q.persistent && q.q_len > 1 && (q.q_len & (q.q_len - 1)) != 0)
-    hits.push_back({KnownFaultId::aiter_2720,
-                    "known kernel fault: non-persistent stage-1 ASM " + q.kernel + " at q_len " + L +
-                        " (not a power of 2): every q position gets the same output, reported upstream, ROCm/aiter "
-                        "#2720 (open; docs/known_faults.md)"});
-  (void)q.rules;
+  const bool pow2 = q.q_len > 0 && (q.q_len & (q.q_len - 1)) == 0;
+  for (const KnownFaultEntry& e : table) {
+    if (e.fixed_in && static_cast<int>(q.rules) >= static_cast<int>(*e.fixed_in)) continue;  // rule sets are in upstream order
+    if (e.arch && *e.arch != q.arch) continue;
+    if (e.entry == KernelEntry::persistent && !q.persistent) continue;
+    if (e.entry == KernelEntry::nonpersistent && q.persistent) continue;
+    if (e.bf16_only && !bf16_bf16) continue;
+    if (q.kernel.rfind(e.kernel_prefix, 0) != 0) continue;
+    if (e.heads && e.heads != q.heads) continue;
+    if (q.q_len < e.q_len_min || q.q_len > e.q_len_max) continue;
+    if (e.q_len_not_pow2 && pow2) continue;
+    if (e.page_size_over_1 && q.page_size <= 1) continue;
+    std::string where = std::string(to_string(q.arch)) + " " + (*e.kernel_prefix ? e.kernel_prefix : q.kernel) + " at q_len " +
+                        std::to_string(q.q_len);
+    if (e.heads) where += ", " + std::to_string(q.heads) + " heads";
+    if (e.page_size_over_1) where += ", page size " + std::to_string(q.page_size);
+    hits.push_back({e.id, e.name, where + ": " + e.fault + ", " + e.report, e.link, e.state});
+  }
   return hits;
 }
 

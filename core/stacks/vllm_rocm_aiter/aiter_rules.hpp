@@ -85,22 +85,49 @@ AiterFold aiter_fold(Arch arch, int num_heads, int max_seqlen_qo, bool q_fp8, bo
 int aiter_q_tokens_per_tile(const AiterFold& f, int64_t max_seqlen_qo);
 
 // Faults reported upstream inside the kernel a batch routes onto (docs/known_faults.md): the
-// metadata is right, the kernel is not, so no model of the planner can see them. Each hit is
-// one warning line naming the kernel, the shape and the upstream report.
-enum class KnownFaultId { aiter_5679, aiter_2720 };
+// metadata is right, the kernel is not, so no model of the planner can see them. The table is
+// data (known_fault_table); each row that matches the batch's kernel is one warning.
+enum class KnownFaultId { aiter_5679, aiter_2720, aiter_3095, aiter_5040 };
+enum class KernelEntry { any, persistent, nonpersistent };
+struct KnownFaultEntry {
+  KnownFaultId id = KnownFaultId::aiter_5679;
+  const char* name = "";    // "aiter-5679": the row of docs/known_faults.md
+  const char* report = "";  // "ROCm/aiter #5679"
+  const char* link = "";    // the upstream thread
+  const char* state = "";   // "open", "closed", as the thread stood when read
+  std::optional<AiterRules> fixed_in;  // the first rule set holding the fix: none warns from it on
+  std::optional<Arch> arch;            // nullopt: any arch
+  KernelEntry entry = KernelEntry::any;
+  bool bf16_only = false;              // q and KV both bf16
+  const char* kernel_prefix = "";      // the kernel's name starts with it ("" any)
+  int heads = 0;                       // heads mla_decode_fwd is given (0 any)
+  int q_len_min = 1, q_len_max = 1 << 30;
+  bool q_len_not_pow2 = false;         // max_seqlen_q is not a power of 2
+  bool page_size_over_1 = false;
+  const char* fault = "";              // what goes wrong, as the thread reports it
+};
+const std::vector<KnownFaultEntry>& known_fault_table();
+
 struct KnownFaultQuery {
   Arch arch = Arch::gfx950;
   std::string kernel;  // the manifest kernel the route runs (AiterKernelLookup::kernel)
   bool persistent = true;
   int q_len = 1;       // max_seqlen_q the kernel is launched with
+  int heads = 16;      // heads given to mla_decode_fwd (after vLLM's padding)
+  int page_size = 1;   // vLLM's AITER backend views the cache as page size 1
   DType q_dtype = DType::bf16, kv_dtype = DType::bf16;
   AiterRules rules = AiterRules::r2026_08;
 };
 struct KnownFaultHit {
   KnownFaultId id;
-  std::string warning;  // "known kernel fault: gfx942 mla_a16w16_qh16_m32x4 at q_len 8: ..., ROCm/aiter #5679"
+  std::string name;     // "aiter-5679"
+  std::string warning;  // "gfx942 mla_a16w16_qh16_m32x4 at q_len 8: wrong output reported upstream, ROCm/aiter #5679"
+  std::string link;
+  std::string state;
 };
 std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q);
+// The same over another table (tests hold the fixed-in rule to a row of their own).
+std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q, const std::vector<KnownFaultEntry>& table);
 
 // The text AITER raises when no manifest row matches.
 inline constexpr const char* kNoHeuristicKernel = "cannot get heuristic kernel!";

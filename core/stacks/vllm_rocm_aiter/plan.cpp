@@ -312,11 +312,17 @@ RoutePlan plan_route(const Batch& b, const DecodeMetadata& md, const RouteDecisi
   expectations_from_oracle(c, p);
 
   for (const auto& n : p.work.notes) p.notes.push_back(n);
+  p.stack_findings = p.work.stack_findings;
   if (p.work.planned_view != p.kernel_view) {
     const auto& pv = p.work.planned_view;
-    if (pv.fold_ratio != kv.fold_ratio || pv.heads != kv.heads)
+    if (pv.fold_ratio != kv.fold_ratio || pv.heads != kv.heads) {
+      // only the sparse builder plans without dtypes on a route that runs (§V1 (e)); the dense
+      // defect metadata-dtype-omitted is an injected 2026 defect, not today's stack
+      if (p.route == Route::aiter_sparse && !b.has_defect("metadata-dtype-omitted"))
+        p.stack_findings.push_back(StackFindingId::vllm_sparse_dtypes_omitted);
       p.notes.push_back("planner and kernel disagree on the head fold: planned " + std::to_string(pv.heads) + " heads x fold " +
                         std::to_string(pv.fold_ratio) + ", kernel runs " + std::to_string(kv.heads) + " heads x fold " + std::to_string(kv.fold_ratio));
+    }
   }
   return p;
 }

@@ -262,10 +262,11 @@ bool route_asm_kernel(const RouteInput& in, Route route, int64_t q_len, bool cau
   fq.kernel = found.kernel;
   fq.persistent = persistent;
   fq.q_len = static_cast<int>(q_len);
+  fq.heads = pad.padded_heads;  // what vLLM hands mla_decode_fwd
   fq.q_dtype = in.q_dtype;
   fq.kv_dtype = in.kv_dtype;
   fq.rules = in.aiter;
-  for (const KnownFaultHit& h : known_kernel_faults(fq)) d.findings.push_back(h.warning);
+  for (const KnownFaultHit& h : known_kernel_faults(fq)) d.known_faults.push_back({h.name, h.warning, h.link, h.state});
   return true;
 }
 

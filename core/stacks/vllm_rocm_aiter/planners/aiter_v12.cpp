@@ -208,10 +208,12 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
   v.q_tokens_per_tile = static_cast<int>(max_tile_rows);
   if (nb > 0)
     wl.num_q_rows = uniform ? int64_t(uni) * nb : int64_t(in.qo_indptr[B0]);
-  if (multi_token_tiles && in.causal && page == 1 && !in.is_cp_round_robin)
+  if (multi_token_tiles && in.causal && page == 1 && !in.is_cp_round_robin) {
+    wl.stack_findings.push_back(StackFindingId::aiter_tile_trim);
     wl.notes.push_back("q tiles of several tokens with several tiles per request: AITER's causal trim counts tiles, not "
                        "tokens (batch_tail = num_qo_tiles-1-tile), so under the kernel's diagonal rule (docs/stacks/vllm-rocm-aiter.md §A7.1) "
                        "rows of a non-last tile see up to T-1 KV entries past their causal window");
+  }
   if (num_splits <= 0 || nb == 0) {
     if (nb > 0) wl.notes.push_back("no split budget (num_splits <= 0): AITER emits no work");
     return wl;
@@ -408,12 +410,14 @@ WorkList plan_aiter_v12(const AiterPlanInput& in) {
     wl.notes.push_back("AITER ran out of workgroups: batches from " + std::to_string(curr_batch) + " of " +
                        std::to_string(nb) + " get no work item");
   }
+  if (negative_range) wl.stack_findings.push_back(StackFindingId::aiter_negative_kv_range);
   if (negative_range)
     wl.notes.push_back("AITER emits negative-length KV ranges (kv_end < kv_start) here: the causal trim of a q tile "
                        "exceeds the request's KV length (e.g. zero-length KV with q tiling); kernels read nothing");
   if (read_past_last_page)
     wl.notes.push_back("AITER reads kv_last_page_lens past its end (folded batch index, docs/stacks/vllm-rocm-aiter.md §A10.6); those "
                        "works carry kv_offset -1 here");
+  if (fold_trim_seen) wl.stack_findings.push_back(StackFindingId::aiter_fold_trim);
   if (fold_trim_seen)
     wl.notes.push_back("head fold with q tiling: AITER's fold trim (num_qo_tiles - (qo_start/ratio) % uni_seqlen_qo - 1) "
                        "is non-zero for some tiles (docs/stacks/vllm-rocm-aiter.md §A10.3); the tile's rows lose KV entries they should see");
