@@ -158,8 +158,12 @@ std::string version_text() {
   for (AiterRules r : {AiterRules::r2026_08, AiterRules::r2026_08_pr4899})
     rules += (rules.empty() ? "" : ", ") + std::string(to_string(r)) + " (" + aiter_rules_commits(r) +
              (r == Batch{}.platform.aiter ? ", default" : "") + ")";
+  // and the vLLM ROCm AITER rule sets platform.vllm selects
+  std::string vllm;
+  for (VllmRules r : {VllmRules::r1, VllmRules::r1_pr57642})
+    vllm += (vllm.empty() ? "" : ", ") + std::string(to_string(r)) + " (" + vllm_rules_commits(r) + (r == Batch{}.platform.vllm ? ", default" : "") + ")";
   return std::string("mlactl ") + bi.version + "\ncommit:   " + bi.commit + "\nbackends: " + bi.backends + "\nstacks:   " + stacks +
-         "\naiter:    " + rules;
+         "\naiter:    " + rules + "\nvllm:     " + vllm;
 }
 
 // "did you mean" (unknown subcommands and options): core/suggest.hpp

@@ -62,6 +62,7 @@ struct Batch {
     Arch arch = Arch::gfx950;
     int num_cu = 256;
     AiterRules aiter = AiterRules::r2026_08;
+    VllmRules vllm = VllmRules::r1;
     bool aiter_has_causal_arg = true;
   } platform;
 

@@ -285,7 +285,7 @@ Batch parse_batch(const json& doc) {
   bool num_cu_given = false;
   if (const json* p = find(doc, "platform")) {
     require_object(*p, "/platform");
-    check_keys(*p, "/platform", {"stack", "arch", "num_cu", "aiter", "aiter_has_causal_arg"});
+    check_keys(*p, "/platform", {"stack", "arch", "num_cu", "aiter", "vllm", "aiter_has_causal_arg"});
     if (const json* v = find(*p, "stack"))
       b.platform.stack = get_enum(*v, "/platform/stack", {"vllm", "sglang"}) == "vllm" ? ServingStack::vllm : ServingStack::sglang;
     if (const json* v = find(*p, "arch")) {
@@ -300,6 +300,8 @@ Batch parse_batch(const json& doc) {
       const std::string r = get_enum(*v, "/platform/aiter", {"2026.08", "2026.08+4899"});
       b.platform.aiter = r == "2026.08" ? AiterRules::r2026_08 : AiterRules::r2026_08_pr4899;
     }
+    if (const json* v = find(*p, "vllm"))
+      b.platform.vllm = get_enum(*v, "/platform/vllm", {"R1", "R1+57642"}) == "R1" ? VllmRules::r1 : VllmRules::r1_pr57642;
     if (const json* v = find(*p, "aiter_has_causal_arg")) b.platform.aiter_has_causal_arg = get_bool(*v, "/platform/aiter_has_causal_arg");
   }
   // CUs of MI300X/MI325X (gfx942), MI355X (gfx950); SMs of H100/H200/H800 (sm90)

@@ -62,6 +62,8 @@ ojson batch_json_schema() {
                         {"num_cu", integer(1, "CUs (SMs on sm90) the planners plan for [304 on gfx942, 256 on gfx950, 132 on sm90]")},
                         {"aiter", en({"2026.08", "2026.08+4899"}, "2026.08",
                                       "AITER rule set: 2026.08 (commit e4048607), 2026.08+4899 (with #4899's adaptive split count, 7975419d89)")},
+                        {"vllm", en({"R1", "R1+57642"}, "R1",
+                                     "vLLM ROCm AITER rule set: R1 (baae27c5), R1+57642 (with #57642's guard: gfx942 bf16 q_len > 4 non-persistent)")},
                         {"aiter_has_causal_arg", boolean(true, "mla_decode_fwd takes causal=")}})},
       {"model", obj({{"num_heads", integer(1, "query heads per rank (1..128, or a multiple of 16)")},
                      {"kv_lora_rank", ojson{{"const", 512}, {"default", 512}}},
@@ -152,6 +154,7 @@ ojson batch_to_json(const Batch& b) {
   const Stack& stack = stack_for(b);
   o["platform"] = {{"stack", to_string(b.platform.stack)}, {"arch", to_string(b.platform.arch)}, {"num_cu", b.platform.num_cu}};
   if (stack.reads_field("/platform/aiter")) o["platform"]["aiter"] = to_string(b.platform.aiter);
+  if (stack.reads_field("/platform/vllm")) o["platform"]["vllm"] = to_string(b.platform.vllm);
   if (stack.reads_field("/platform/aiter_has_causal_arg")) o["platform"]["aiter_has_causal_arg"] = b.platform.aiter_has_causal_arg;
   o["model"] = {{"num_heads", b.model.num_heads}, {"kv_lora_rank", b.model.kv_lora_rank}, {"qk_rope_head_dim", b.model.qk_rope_head_dim},
                 {"dtype", to_string(b.model.dtype)}, {"softmax_scale", b.model.softmax_scale}};

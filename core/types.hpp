@@ -47,6 +47,16 @@ enum class DType { bf16, fp16, fp8 };
 // r2026_08_pr4899 = the same with #4899's workload-adaptive split count, read at its
 // branch head ROCm/aiter@7975419d89 (csrc/kernels/mla/metadata/v1_2_device.cuh).
 enum class AiterRules { r2026_08, r2026_08_pr4899 };
+// vLLM ROCm AITER rule sets (platform.vllm): r1 = R1 as read
+// (vllm-project/vllm/vllm/v1/attention/backends/mla/rocm_aiter_mla.py@baae27c5); r1_pr57642 = R1
+// with vllm-project/vllm#57642's guard (open when read): the persistent gate's heads >= 16 arm
+// holds on gfx950 only, so gfx942 bf16 causal blocks with q_len > 4 take the non-persistent decode.
+enum class VllmRules { r1, r1_pr57642 };
+inline const char* to_string(VllmRules r) { return r == VllmRules::r1 ? "R1" : "R1+57642"; }
+inline const char* vllm_rules_commits(VllmRules r) {
+  return r == VllmRules::r1 ? "vllm-project/vllm@baae27c5"
+                            : "vllm-project/vllm@baae27c5 + vllm-project/vllm#57642 (open; the persistent gate's gfx942 guard)";
+}
 // fp8 flavour follows the arch (docs/design.md §2): e4m3fnuz on gfx942, OCP e4m3fn elsewhere.
 enum class Fp8Flavor { e4m3fn, e4m3fnuz };
 

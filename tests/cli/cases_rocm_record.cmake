@@ -12,9 +12,17 @@ mlactl_cli_test(schedule-rules-4899 RC 0 ARGS schedule --arch gfx950 --heads 16 
 mlactl_cli_test(rules-unknown RC 3 ARGS route --arch gfx950 --heads 16 --qlen 1 --context 10 --set platform.aiter=latest
                 STDERR "/platform/aiter: must be one of 2026\\.08, 2026\\.08\\+4899, got \"latest\"")
 # the record: each fixture by name, its cause pinned in its expect block
-foreach(id vllm55609-gfx942-bf16-verify-q8 aiter4751-gfx950-bf16q-fp8kv-q5 rules-2026.08-vector-a rules-4899-vector-a)
+foreach(id vllm55609-gfx942-bf16-verify-q8 vllm55609-gfx942-bf16-verify-q8-fixed aiter5040-gfx942-h8-bf16-q2
+        aiter4751-gfx950-bf16q-fp8kv-q5 rules-2026.08-vector-a rules-4899-vector-a)
   mlactl_cli_test(check-${id} RC 0 ARGS check fixtures/${id}.json --backend cpu STDOUT "(passed|refused-as-expected) +${id} .*1 passed, 0 failed")
 endforeach()
+# vLLM rule sets: platform.vllm R1 (default) and R1+57642 (#57642's gfx942 guard), listed and refused by name
+mlactl_cli_test(version-vllm-rule-sets RC 0 ARGS --version
+                STDOUT "\nvllm: +R1 \\(vllm-project/vllm@baae27c5, default\\), R1\\+57642 \\(vllm-project/vllm@baae27c5 \\+ vllm-project/vllm#57642")
+mlactl_cli_test(vllm-rules-unknown RC 3 ARGS route --arch gfx942 --heads 16 --qlen 8 --context 10 --set platform.vllm=main
+                STDERR "/platform/vllm: must be one of R1, R1\\+57642, got \"main\"")
+mlactl_cli_test(route-57642-guard RC 0 ARGS route fixtures/vllm55609-gfx942-bf16-verify-q8-fixed.json
+                STDOUT "use_persistent_schedule +false +gfx942 bf16 causal block with Q 8 > 4: #57642's guard keeps the persistent decode at Q <= 4")
 # the lookup key AITER prints for ROCm/aiter #4751, field for field
 mlactl_cli_test(route-aiter4751-key RC 0 ARGS route fixtures/aiter4751-gfx950-bf16q-fp8kv-q5.json
                 STDOUT "cannot get heuristic kernel!  \\(gfx950, q bf16, kv fp8, Gqa 16, ps 1, prefill 0, causal 0, qSeqLen 5, lse 0\\)")

@@ -242,3 +242,30 @@ TEST_CASE("known faults: a row fixed in a rule set warns before it, not from it 
   }
   CHECK(known_fault_table().size() == 4);
 }
+
+TEST_CASE("platform.vllm R1+57642: the persistent gate's heads >= 16 arm on gfx950 only", "[router][known_faults]") {
+  // vllm#55609's batch: gfx942, 16 heads, bf16, causal q_len 8
+  RouteInput in = dense_input(Arch::gfx942, 16, 8, 8);
+  const RouteDecision r1 = route_decode(in);
+  CHECK(r1.route == Route::refused);  // R1: persistent, no gfx942 kernel ("cannot get heuristic kernel!")
+  CHECK(r1.error == kNoHeuristicKernel);
+  in.vllm = VllmRules::r1_pr57642;
+  const RouteDecision guarded = route_decode(in);
+  CHECK(guarded.route == Route::asm_nonpersistent);
+  REQUIRE(guarded.known_faults.size() == 1);
+  CHECK(guarded.known_faults[0].id == "aiter-5679");
+  // q_len 4 and gfx950 are untouched by the guard
+  RouteInput q4 = dense_input(Arch::gfx942, 16, 4, 4);
+  q4.vllm = VllmRules::r1_pr57642;
+  CHECK(route_decode(q4).route == Route::asm_persistent);
+  RouteInput g950 = dense_input(Arch::gfx950, 16, 8, 8);
+  const Route before = route_decode(g950).route;
+  g950.vllm = VllmRules::r1_pr57642;
+  CHECK(route_decode(g950).route == before);
+  // fp8 KV keeps its own arm
+  RouteInput fp8 = dense_input(Arch::gfx942, 16, 8, 8);
+  fp8.kv_cache_dtype = "fp8";
+  fp8.kv_dtype = DType::fp8;
+  fp8.vllm = VllmRules::r1_pr57642;
+  CHECK(persistent_schedule_gate(fp8, false, false));
+}

@@ -17,6 +17,7 @@ RouteInput route_input_from_batch(const Batch& b, const DecodeMetadata& md) {
   in.kv_cache_bytes = b.kv_cache_bytes();
   in.aiter_has_causal_arg = b.platform.aiter_has_causal_arg;
   in.aiter = b.platform.aiter;
+  in.vllm = b.platform.vllm;
   in.num_cu = b.platform.num_cu;
   in.sparse = b.sparse.has_value();
   in.head_size = b.head_dim();

@@ -161,8 +161,13 @@ Verdict persistent_gate_verdict(const RouteInput& in, bool gluon_decode, bool gl
   const int64_t k = in.mtp_qlen;
   if (gluon_decode) return {false, "Gluon decode builds no persistent schedule"};
   if (gluon_verify) return {false, "Gluon verify builds no persistent schedule"};
-  const bool shape_ok = !in.causal || in.num_heads >= kMinAsmHeads || q <= kAsmPaddedPersistentMaxQ ||
-                        is_quantized_kv(in.kv_cache_dtype);
+  // vllm-project/vllm#57642 (R1+57642): the heads >= 16 arm only where the (gqa 32, qSeqLen 4) fold
+  // target ships, gfx950 (vllm#55609: gfx942 has no persistent bf16 kernel for q_len > 4)
+  const bool heads_arm = in.num_heads >= kMinAsmHeads && (in.vllm == VllmRules::r1 || in.arch == Arch::gfx950);
+  const bool shape_ok = !in.causal || heads_arm || q <= kAsmPaddedPersistentMaxQ || is_quantized_kv(in.kv_cache_dtype);
+  if (!shape_ok && in.num_heads >= kMinAsmHeads)
+    return {false, "gfx942 bf16 causal block with Q " + num(q) + " > 4: #57642's guard keeps the persistent decode at Q <= 4 "
+                       "(no gfx942 persistent bf16 kernel beyond), non-persistent ASM"};
   if (!shape_ok)
     return {false, "padded small-head bf16 causal block with Q " + num(q) +
                        " > 4: non-persistent ASM, output zero-filled first"};

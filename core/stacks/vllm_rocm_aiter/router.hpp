@@ -27,6 +27,7 @@ struct RouteInput {
   std::optional<int64_t> kv_cache_bytes;  // per layer; nullopt = before profiling
   bool aiter_has_causal_arg = true;
   AiterRules aiter = AiterRules::r2026_08;  // platform.aiter
+  VllmRules vllm = VllmRules::r1;           // platform.vllm
   bool native_h24 = false;
   int num_cu = 256;
   // sparse

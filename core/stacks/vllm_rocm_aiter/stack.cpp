@@ -33,7 +33,7 @@ class VllmRocmAiterStack final : public Stack {
     return a;
   }
   bool reads_field(const std::string& pointer) const override {
-    static const std::vector<std::string> read = {"/platform/aiter",       "/platform/aiter_has_causal_arg", "/decode/causal",
+    static const std::vector<std::string> read = {"/platform/aiter",       "/platform/vllm", "/platform/aiter_has_causal_arg", "/decode/causal",
                                                   "/decode/small_head_mode", "/decode/mtp_qlen",            "/decode/num_decode_tokens",
                                                   "/decode/max_num_seqs",  "/sparse"};
     return std::find(read.begin(), read.end(), pointer) != read.end();
