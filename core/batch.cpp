@@ -268,6 +268,8 @@ void apply_set(json& doc, const std::string& assignment) {
   } catch (const json::parse_error&) {
     value = text;  // a bare word is a string: --set platform.arch=gfx942
   }
+  // a rule set's name reads as a number (2026.08): platform.aiter takes names only
+  if (path == "platform.aiter" && value.is_number()) value = text;
   json* cur = &doc;
   std::stringstream ss(path);
   std::string part;

@@ -61,7 +61,7 @@ struct Batch {
     ServingStack stack = ServingStack::vllm;
     Arch arch = Arch::gfx950;
     int num_cu = 256;
-    AiterRules aiter = AiterRules::r2026_08;
+    AiterRules aiter = AiterRules::r2026_08_pr4899;  // the newest rule set read (fixtures pin theirs)
     VllmRules vllm = VllmRules::r1;
     bool aiter_has_causal_arg = true;
   } platform;

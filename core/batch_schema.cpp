@@ -60,7 +60,7 @@ ojson batch_json_schema() {
                         {"arch", en({"gfx942", "gfx950", "sm90"}, "gfx950",
                                     "the hardware: gfx942 (MI300X/MI325X), gfx950 (MI355X), sm90 (H100/H200/H800)")},
                         {"num_cu", integer(1, "CUs (SMs on sm90) the planners plan for [304 on gfx942, 256 on gfx950, 132 on sm90]")},
-                        {"aiter", en({"2026.08", "2026.08+4899"}, "2026.08",
+                        {"aiter", en({"2026.08", "2026.08+4899"}, "2026.08+4899",
                                       "AITER rule set: 2026.08 (commit e4048607), 2026.08+4899 (with #4899's adaptive split count, 7975419d89)")},
                         {"vllm", en({"R1", "R1+57642"}, "R1",
                                      "vLLM ROCm AITER rule set: R1 (baae27c5), R1+57642 (with #57642's guard: gfx942 bf16 q_len > 4 non-persistent)")},

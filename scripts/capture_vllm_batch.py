@@ -30,7 +30,9 @@ external-executor protocol (docs/executor-protocol.md) -- so ``mlactl run /tmp/s
 --inputs DIR`` runs the captured tensors instead of generated ones. ``max_input_bytes``
 caps what it copies off the device.
 
-What it writes: ``platform`` (arch and CU count, read from the device when not given),
+What it writes: ``platform`` (arch and CU count, read from the device when not given;
+``aiter=`` names the AITER rule set the installed AITER matches, e.g. "2026.08", else
+mlactl's default, the newest),
 ``model`` and ``kv_cache`` dtypes, the ``decode`` fields mlactl's builder needs
 (``causal``, ``mtp_qlen``, ``num_decode_tokens`` of the cudagraph-padded step,
 ``max_num_seqs``, ``q_dtype``), one request per slot with cudagraph padding slots as
@@ -124,7 +126,7 @@ def mla_batch(attn_metadata, *, num_heads, block_size, num_reqs=None, arch=None,
               model_dtype="bf16", kv_cache_dtype="auto", kv_scale=None, q_dtype=None,
               mtp_qlen=None, num_decode_tokens=None, max_num_seqs=None, causal=True,
               small_head_mode=None, kv_cache=None, num_blocks=None, softmax_scale=None,
-              attention_backend=None, name="captured", description="", max_bytes=256 << 20):
+              attention_backend=None, aiter=None, name="captured", description="", max_bytes=256 << 20):
     """The batch document (a dict) for one decode step's MLA metadata.
 
     ``attn_metadata.decode`` must carry ``qo_indptr``, ``paged_kv_indptr``,
@@ -217,6 +219,8 @@ def mla_batch(attn_metadata, *, num_heads, block_size, num_reqs=None, arch=None,
     doc["platform"] = {"arch": arch}
     if num_cu:
         doc["platform"]["num_cu"] = int(num_cu)
+    if aiter:
+        doc["platform"]["aiter"] = str(aiter)
     doc["model"] = {"num_heads": int(num_heads), "dtype": _dtype(model_dtype, "model_dtype")}
     if softmax_scale is not None:
         doc["model"]["softmax_scale"] = float(softmax_scale)

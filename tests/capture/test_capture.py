@@ -59,6 +59,7 @@ def check(name, batch_args, flatten=False, **kw):
     path = os.path.join(OUT, name + ".json")
     capture_mla_batch(meta, path, num_heads=b["model"]["num_heads"], block_size=b["kv_cache"]["block_size"],
                       num_reqs=real, arch=b["platform"]["arch"], num_cu=b["platform"]["num_cu"],
+                      aiter=b["platform"].get("aiter"),
                       model_dtype=b["model"]["dtype"], kv_cache_dtype=b["kv_cache"]["dtype"],
                       mtp_qlen=b["decode"]["mtp_qlen"], causal=b["decode"]["causal"], name=name,
                       kv_cache=NS(shape=(b["kv_cache"]["num_blocks"], b["kv_cache"]["block_size"], 576)), **kw)

@@ -53,6 +53,7 @@ mlactl_cli_test(cuda-metadata-json RC 0 ARGS --format json metadata fixtures/cud
 mlactl_cli_test(cuda-run-flashmla RC 0 ARGS run fixtures/cuda-flashmla-fp8-mtp.json STDOUT "PASSED.*route: +flashmla")
 mlactl_cli_test(cuda-run-stale RC 1 ARGS run fixtures/flashmla-stale-schedule.json STDOUT "misses positions 64 of its window \\[0, 65\\)")
 mlactl_cli_test(cuda-schedule-stacks RC 0 ARGS schedule fixtures/cuda-flashmla-fp8-mtp.json --stack vllm-rocm-aiter,vllm-cuda
+                --set platform.aiter=2026.08
                 STDOUT "vllm-rocm-aiter +gfx950 +256 +asm_persistent.*vllm-cuda +sm90 +132 +flashmla +flashmla .*63,2,1,24,1.*splits per request differ on 2 of 5 requests")
 mlactl_cli_test(cuda-aiter-planner-on-sm90 RC 2 ARGS schedule fixtures/cuda-flashmla-worked.json --planner aiter
                 STDERR "--planner aiter is not a planner of the vllm-cuda stack: flashmla, fa3, triton\n")

@@ -28,7 +28,7 @@ mlactl_cli_test(route-svg-refused RC 2 ARGS --format svg route fixtures/seed000-
 mlactl_cli_test(windows-svg-rows RC 1 ARGS --format svg windows fixtures/seed000-verify-causal.json --inject verify-window-broadcast STDOUT "data-rows=\"40\" data-drawn=\"40\" data-mismatched=\"28\"")
 # CSV: one header, one record per row, the JSON's fields
 mlactl_cli_test(route-csv RC 0 ARGS --format csv route --heads 12 --qlen 2 --context 100,200 --kv-dtype fp8 --non-causal
-                STDOUT "^case,route,error_type,error,padded_heads,aiter_kernel,backend,step,name,value,why\ninline,refused,ValueError,AITER has no non-causal fp8 MLA kernel for this 2-token query block. Pin the draft to TRITON_MLA for this speculative config.,0,,,1,mla_decode_supports_non_causal,true,mla_decode_fwd takes causal=\n")
+                STDOUT "^case,route,error_type,error,padded_heads,aiter_kernel,backend,known_faults,step,name,value,why\ninline,refused,ValueError,AITER has no non-causal fp8 MLA kernel for this 2-token query block. Pin the draft to TRITON_MLA for this speculative config.,0,,,,1,mla_decode_supports_non_causal,true,mla_decode_fwd takes causal=\n")
 mlactl_cli_test(schedule-csv RC 0 ARGS --format csv schedule --heads 16 --qlen 1 --context 100,700,40 --num-cu 4 --layout sequential
                 STDOUT "^planner,kernel_route,workgroup,work,batch_idx,partial_qo_loc,qo_start,qo_end,kv_start,kv_end,kv_offset\naiter,asm_persistent,0,0,0,-1,0,1,0,101,0\naiter,asm_persistent,0,1,1,0,1,2,101,149,653\naiter,asm_persistent,1,2,1,1,1,2,149,565,237\naiter,asm_persistent,2,3,1,2,1,2,565,802,0\naiter,asm_persistent,3,4,2,-1,2,3,802,843,0\n$")
 mlactl_cli_test(metadata-csv RC 0 ARGS --format csv metadata fixtures/seed000-verify-causal.json

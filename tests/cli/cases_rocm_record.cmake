@@ -2,15 +2,19 @@
 # as fixtures (docs/known_faults.md).
 # --version lists each rule set with the upstream commits it was read from
 mlactl_cli_test(version-aiter-rule-sets RC 0 ARGS --version
-                STDOUT "\naiter: +2026\\.08 \\(ROCm/aiter@e4048607, default\\), 2026\\.08\\+4899 \\(ROCm/aiter@e4048607 \\+ ROCm/aiter#4899@7975419d89")
+                STDOUT "\naiter: +2026\\.08 \\(ROCm/aiter@e4048607\\), 2026\\.08\\+4899 \\(ROCm/aiter@e4048607 \\+ ROCm/aiter#4899@7975419d89 \\(planner split count\\), default\\)")
 # schedule on one batch under the two rule sets: 54 works under 2026.08, 11 under #4899's split count
 mlactl_cli_test(schedule-rules-2026.08 RC 0 ARGS schedule --arch gfx950 --heads 16 --qlen 1 --context 99,699,39
+                --set platform.aiter=2026.08
                 STDOUT "aiter rules 2026\\.08\\).*256, 54 works, 3 split tiles")
 mlactl_cli_test(schedule-rules-4899 RC 0 ARGS schedule --arch gfx950 --heads 16 --qlen 1 --context 99,699,39
                 --set platform.aiter=2026.08+4899
                 STDOUT "aiter rules 2026\\.08\\+4899\\).*256, 11 works, 2 split tiles.*split count 20 = clamp\\(lrintf\\(1\\.2 \\* 16\\.90")
 mlactl_cli_test(rules-unknown RC 3 ARGS route --arch gfx950 --heads 16 --qlen 1 --context 10 --set platform.aiter=latest
                 STDERR "/platform/aiter: must be one of 2026\\.08, 2026\\.08\\+4899, got \"latest\"")
+# the default is the newest rule set: the same batch without --set plans as 2026.08+4899
+mlactl_cli_test(schedule-rules-default RC 0 ARGS schedule --arch gfx950 --heads 16 --qlen 1 --context 99,699,39
+                STDOUT "aiter rules 2026\\.08\\+4899\\).*256, 11 works, 2 split tiles")
 # the record: each fixture by name, its cause pinned in its expect block
 foreach(id vllm55609-gfx942-bf16-verify-q8 vllm55609-gfx942-bf16-verify-q8-fixed aiter5040-gfx942-h8-bf16-q2
         aiter4751-gfx950-bf16q-fp8kv-q5 rules-2026.08-vector-a rules-4899-vector-a)

@@ -26,7 +26,7 @@ TEST_CASE("batch defaults resolve as docs/design.md §2 says", "[batch]") {
   Batch b = parse_batch(minimal());
   CHECK(b.platform.arch == Arch::gfx950);
   CHECK(b.platform.num_cu == 256);
-  CHECK(b.platform.aiter == AiterRules::r2026_08);
+  CHECK(b.platform.aiter == AiterRules::r2026_08_pr4899);
   CHECK(b.model.head_size() == 576);
   CHECK(b.model.softmax_scale == Approx(1.0 / std::sqrt(192.0)));
   CHECK(b.kv_cache.dtype == DType::bf16);

@@ -15,7 +15,7 @@ namespace {
 class VllmRocmAiterStack final : public Stack {
  public:
   StackId id() const override { return StackId::vllm_rocm_aiter; }
-  std::string title() const override { return "vLLM ROCm AITER MLA (rocm_aiter_mla.py R1, aiter rules 2026.08 = e4048607)"; }
+  std::string title() const override { return "vLLM ROCm AITER MLA (rocm_aiter_mla.py R1, aiter rules: platform.aiter, default 2026.08+4899)"; }
   const std::vector<Route>& routes() const override {
     static const std::vector<Route> r = {Route::gluon_decode, Route::gluon_verify, Route::asm_persistent, Route::asm_nonpersistent,
                                          Route::triton_mla,   Route::sparse_triton, Route::aiter_sparse};
