@@ -297,6 +297,21 @@ Batch parse_batch(const json& doc) {
       num_cu_given = true;
     }
     if (const json* v = find(*p, "aiter")) {
+      // Rule sets known only from their pull requests' descriptions: refused, never guessed
+      // (docs/stacks/vllm-rocm-aiter.md §A5.5).
+      if (v->is_string()) {
+        const std::string name = v->get<std::string>();
+        if (name == "2026.08+4899+5212")
+          throw invalid_input("/platform/aiter",
+                              "rule set 2026.08+4899+5212 is read about, not read: ROCm/aiter#5212 (merged) replaces #4899's "
+                              "split count with one scaled by the machine width (its description: e = sqrt(W * num_clusters)); "
+                              "its merged code was not available here, so mlactl does not model it");
+        if (name == "2026.08+4899+5212+5582")
+          throw invalid_input("/platform/aiter",
+                              "rule set 2026.08+4899+5212+5582 is read about, not read: ROCm/aiter#5582 (merged) adds a gfx950 "
+                              "bf16 qh96 persistent kernel with planner changes for 48/80/96/128 heads; its merged code was not "
+                              "available here, so mlactl does not model it");
+      }
       const std::string r = get_enum(*v, "/platform/aiter", {"2026.08", "2026.08+4899"});
       b.platform.aiter = r == "2026.08" ? AiterRules::r2026_08 : AiterRules::r2026_08_pr4899;
     }

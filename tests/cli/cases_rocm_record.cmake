@@ -12,6 +12,11 @@ mlactl_cli_test(schedule-rules-4899 RC 0 ARGS schedule --arch gfx950 --heads 16 
                 STDOUT "aiter rules 2026\\.08\\+4899\\).*256, 11 works, 2 split tiles.*split count 20 = clamp\\(lrintf\\(1\\.2 \\* 16\\.90")
 mlactl_cli_test(rules-unknown RC 3 ARGS route --arch gfx950 --heads 16 --qlen 1 --context 10 --set platform.aiter=latest
                 STDERR "/platform/aiter: must be one of 2026\\.08, 2026\\.08\\+4899, got \"latest\"")
+# rule sets read about, not read: refused with that reason, never guessed
+mlactl_cli_test(rules-5212-read-about RC 3 ARGS route --arch gfx950 --heads 16 --qlen 1 --context 10 --set platform.aiter=2026.08+4899+5212
+                STDERR "/platform/aiter: rule set 2026\\.08\\+4899\\+5212 is read about, not read: ROCm/aiter#5212 \\(merged\\)")
+mlactl_cli_test(rules-5582-read-about RC 3 ARGS route --arch gfx950 --heads 16 --qlen 1 --context 10 --set platform.aiter=2026.08+4899+5212+5582
+                STDERR "/platform/aiter: rule set 2026\\.08\\+4899\\+5212\\+5582 is read about, not read: ROCm/aiter#5582 \\(merged\\) adds a gfx950 bf16 qh96")
 # the default is the newest rule set: the same batch without --set plans as 2026.08+4899
 mlactl_cli_test(schedule-rules-default RC 0 ARGS schedule --arch gfx950 --heads 16 --qlen 1 --context 99,699,39
                 STDOUT "aiter rules 2026\\.08\\+4899\\).*256, 11 works, 2 split tiles")
