@@ -159,6 +159,24 @@ const std::vector<DefectInfo>& defect_catalog() {
           "reports the fold mismatch, the broken invariants under the kernel's view, and a failed run.",
           {"seed004-gfx942-fp8-h128-omitted", "seed004-gfx942-fp8-h128", "seed004-gfx950-fp8-h32-fp8q-omitted"},
       },
+      {
+          "metadata-sized-qlen1",
+          "-",
+          "#45227",
+          "AiterMLAMetadataBuilder.__init__ before #45227 (get_mla_metadata_info_v1(max_num_reqs, 1, ...))",
+          "planner",
+          "core/stacks/vllm_rocm_aiter/plan.cpp (the get_mla_metadata_info_v1 buffer sizes)",
+          "persistent buffers sized for q_len 1 while get_mla_metadata_v1 plans the MTP q_len",
+          "`schedule`: invariants broken (the work list outgrows get_mla_metadata_info_v1's buffers)",
+          "vLLM allocates the persistent MLA buffers once, at builder init, from get_mla_metadata_info_v1, then "
+          "fills them every step with get_mla_metadata_v1. Before #45227 the init passed max_seqlen_qo = 1 "
+          "(the decode q_len) even with MTP speculative decoding on, so an MTP verify step of q_len > 1, "
+          "whose q tiles and partial rows grow with q_len, was planned into buffers sized for one token: the "
+          "planner writes past work_info_set / reduce_partial_map. #45227 (merged 2026-06-11) passes the MTP "
+          "q_len (and the real dtypes). mlactl sizes the buffers with q_len 1 under the switch and reports the "
+          "overflow as broken invariants.",
+          {},
+      },
       // vLLM CUDA stack (docs/stacks/vllm-cuda.md §C11): no seed investigation, "-"
       {
           "flashmla-qlen-planned-as-one",

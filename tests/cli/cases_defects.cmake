@@ -2,11 +2,11 @@
 # every defect its fixture pair under `check` (both pass: the symptom is expected on
 # one, a clean run on the other) and under `run`/`route` (the symptom itself).
 set(MLACTL_DEFECT_IDS verify-window-broadcast causal-flag-dropped noncausal-probe-silent sparse-route-legacy
-                      pad-repeat-noop pad-append-only gluon-arch-ungated metadata-dtype-omitted)
+                      pad-repeat-noop pad-append-only gluon-arch-ungated metadata-dtype-omitted metadata-sized-qlen1)
 
-# mlactl defects: all 8 ids, in catalog order, with their PRs
+# mlactl defects: all 9 ids of the AITER stack, in catalog order, with their PRs
 mlactl_cli_test(defects-list RC 0 ARGS defects
-                STDOUT "id +seed +fixed by +stage +symptom\nverify-window-broadcast +000 +#50476 +builder.*causal-flag-dropped +001 +#55966.*noncausal-probe-silent +001 +#55966.*sparse-route-legacy +002 +#55239.*pad-repeat-noop +003 +#50578.*pad-append-only +003 +#50578.*gluon-arch-ungated +003 +#50578.*metadata-dtype-omitted +004 +#46997 +planner")
+                STDOUT "id +seed +fixed by +stage +symptom\nverify-window-broadcast +000 +#50476 +builder.*causal-flag-dropped +001 +#55966.*noncausal-probe-silent +001 +#55966.*sparse-route-legacy +002 +#55239.*pad-repeat-noop +003 +#50578.*pad-append-only +003 +#50578.*gluon-arch-ungated +003 +#50578.*metadata-dtype-omitted +004 +#46997 +planner.*\nmetadata-sized-qlen1 +- +#45227 +planner ")
 mlactl_cli_test(defects-csv RC 0 ARGS --format csv defects STDOUT "^id,seed,fixed_by,stage,changes,symptom,fixture,fixed_fixture,introduced,where,explanation,related_fixtures\nverify-window-broadcast,000,#50476,builder,")
 mlactl_cli_test(defects-json RC 0 ARGS --format json defects
                 STDOUT "\"command\": \"defects\".*\"id\": \"sparse-route-legacy\".*\"fixed_by\": \"#55239\".*\"fixture\": \"fixtures/sparse-route-legacy.json\".*\"fixed_fixture\": \"fixtures/sparse-route-legacy-fixed.json\"")
@@ -78,6 +78,11 @@ mlactl_cli_test(defect-metadata-dtype-omitted-run RC 1 ARGS run fixtures/metadat
                 STDOUT "status: +INCORRECT")
 mlactl_cli_test(defect-metadata-dtype-omitted-fixed-run RC 0 ARGS run fixtures/metadata-dtype-omitted-fixed.json --backend cpu
                 STDOUT "status: +PASSED")
+
+mlactl_cli_test(defect-metadata-sized-qlen1-schedule RC 1 ARGS schedule fixtures/metadata-sized-qlen1.json
+                STDOUT "reduce_indptr 9 / 5 OVER, reduce_final_map 8 / 4 OVER.*invariants: +BROKEN: 2 violations.*buffer: reduce_indptr needs 9 entries, get_mla_metadata_info_v1 allocates 5")
+mlactl_cli_test(defect-metadata-sized-qlen1-fixed-schedule RC 0 ARGS schedule fixtures/metadata-sized-qlen1-fixed.json
+                STDOUT "reduce_indptr 9 / 9, reduce_final_map 8 / 8.*invariants: +ok")
 
 # the whole fixture directory passes (expected failures and refusals count as passed)
 mlactl_cli_test(check-fixtures-all RC 0 ARGS check fixtures --backend cpu STDOUT "[0-9]+ passed, 0 failed")

@@ -114,6 +114,7 @@ void require_clean(const Analysis& a) {
 TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, PRs and stages", "[defects]") {
   const std::vector<std::string> ids = {"verify-window-broadcast", "causal-flag-dropped", "noncausal-probe-silent", "sparse-route-legacy",
                                         "pad-repeat-noop",         "pad-append-only",     "gluon-arch-ungated",     "metadata-dtype-omitted",
+                                        "metadata-sized-qlen1",
                                         // the vLLM CUDA stack's (docs/stacks/vllm-cuda.md §C11)
                                         "flashmla-qlen-planned-as-one", "flashmla-stale-schedule", "flashmla-fp8-zero-pad",
                                         "flashmla-no-work-marker", "triton-causal-per-request",
@@ -127,6 +128,7 @@ TEST_CASE("defect catalog: the ids of docs/design.md §7, in order, with seeds, 
       {"noncausal-probe-silent", {"001", "#55966"}},  {"sparse-route-legacy", {"002", "#55239"}},
       {"pad-repeat-noop", {"003", "#50578"}},         {"pad-append-only", {"003", "#50578"}},
       {"gluon-arch-ungated", {"003", "#50578"}},      {"metadata-dtype-omitted", {"004", "#46997"}},
+      {"metadata-sized-qlen1", {"-", "#45227"}},
       {"flashmla-qlen-planned-as-one", {"-", "#27368"}}, {"flashmla-stale-schedule", {"-", "#35175"}},
       {"flashmla-fp8-zero-pad", {"-", "#35969"}},        {"flashmla-no-work-marker", {"-", "FlashMLA #3"}},
       {"triton-causal-per-request", {"-", "#51065"}},

@@ -173,7 +173,9 @@ void plan_with_aiter(const PlanContext& c, RoutePlan& p, KernelView& kv) {
   }
   p.work = plan_aiter_v12(in);
   const int64_t B = c.sparse ? (int64_t)c.rows.size() : c.R;
-  p.capacity = mla_metadata_info_v1(b.platform.arch, b.platform.num_cu, c.sparse ? B : b.decode.max_num_seqs, c.sparse ? 1 : (int)b.decode.mtp_qlen,
+  // metadata-sized-qlen1 (vllm#45227): the builder sized the buffers with max_seqlen_qo 1, not the MTP q_len
+  const int info_qlen = c.sparse || b.has_defect("metadata-sized-qlen1") ? 1 : (int)b.decode.mtp_qlen;
+  p.capacity = mla_metadata_info_v1(b.platform.arch, b.platform.num_cu, c.sparse ? B : b.decode.max_num_seqs, info_qlen,
                                     p.heads.padded_heads, in.dtypes_given ? in.dtype_q : DType::bf16,
                                     in.dtypes_given ? in.dtype_kv : DType::bf16, false);
   // the kernel (mla.py) folds with the REAL dtypes; the planner with what it was given

@@ -24,7 +24,8 @@ class VllmRocmAiterStack final : public Stack {
   const std::vector<std::string>& defect_ids() const override {
     static const std::vector<std::string> ids = {"verify-window-broadcast", "causal-flag-dropped", "noncausal-probe-silent",
                                                  "sparse-route-legacy",     "pad-repeat-noop",     "pad-append-only",
-                                                 "gluon-arch-ungated",      "metadata-dtype-omitted"};
+                                                 "gluon-arch-ungated",      "metadata-dtype-omitted",
+                                                 "metadata-sized-qlen1"};
     return ids;
   }
   ServingStack serving() const override { return ServingStack::vllm; }
