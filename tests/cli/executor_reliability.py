@@ -9,15 +9,10 @@ import subprocess
 import sys
 import time
 
+from cli_checks import check, finish
+
 MLACTL, SRC, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 BATCH = os.path.join(SRC, "fixtures", "seed000-verify-causal.json")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what)
 
 
 def fresh(name):
@@ -109,5 +104,4 @@ check(r.returncode == 4 and "result.json cannot be used" in r.stdout + r.stderr 
 r = run(["run", BATCH, "--executor", "head -c 67108864 /dev/zero | tr '\\0' x >&2; echo LAST >&2; false"])
 check(r.returncode == 4 and "LAST" in r.stdout + r.stderr, "the stderr tail ends with its last line, got %d" % r.returncode)
 
-print("%d failures" % len(failures))
-sys.exit(1 if failures else 0)
+finish("executor reliability ok")

@@ -13,17 +13,12 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from cli_checks import check, finish
+
 MLACTL, SRC, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 # many seconds on the CPU: 2 x 200k tokens x 128 heads x q_len 8
 SLOW = ('{"schema": 1, "name": "zz-slow", "model": {"num_heads": 128}, "requests": [{"context_len": 200000, "query_len": 8}, '
         '{"context_len": 200000, "query_len": 8}], "expect": {"run": "passed"}}')
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL: " + what)
 
 
 def fresh(name):
@@ -128,7 +123,4 @@ for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
     check(temp_files(d) == [], f"run -o ({name}): temporary files left: {temp_files(d)}")
     check(not os.path.exists(os.path.join(d, "r.txt")), f"run -o ({name}): no partial report")
 
-if failures:
-    print(f"{len(failures)} failed")
-    sys.exit(1)
-print("interrupts ok")
+finish("interrupts ok")
