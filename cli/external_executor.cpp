@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -99,6 +100,7 @@ ChildStatus run_command(const std::string& command, const std::string& case_dir,
                         const std::string& err_path, double timeout_s) {
   ChildStatus st;
   const std::string script = command + " \"$1\"";
+  become_subreaper();  // what it starts stays findable after it exits (cli/interrupt.hpp)
   const pid_t pid = ::fork();
   if (pid < 0) {
     st.spawn_failed = true;
@@ -130,12 +132,14 @@ ChildStatus run_command(const std::string& command, const std::string& case_dir,
     if (el > timeout_s) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);
+      end_descendants();  // setsid'd ones too (issue 39)
       st.timed_out = true;
       return st;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(el < 1 ? 2 : 20));
   }
   ::kill(-pid, SIGKILL);  // whatever it left running in its group
+  end_descendants();      // and outside it (setsid): every process it started ends with it (issue 39)
   if (WIFEXITED(status)) st.exit_status = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) st.signal = WTERMSIG(status);
   return st;
@@ -180,15 +184,23 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
     return fail(e.what());
   }
   const std::string dir = root + "/case";
+  const std::string out_log = root + "/executor.stdout", err_log = root + "/executor.stderr";
+  // A temporary root goes when the case ends; under --executor-keep DIR, what mlactl made
+  // there (DIR/case and the two logs: never DIR, nor anything it did not make) stays,
+  // unless a signal stopped the case (issue 39: an interrupted case is no record)
   struct Cleanup {
-    std::string root;
+    std::string root, dir, out_log, err_log;
     bool keep;
+    bool made = false;  // DIR/case and the logs are mlactl's (set after the checks below)
     ~Cleanup() {
       std::error_code ec;
       if (!keep) fs::remove_all(root, ec);
+      else if (made && interrupt_count() > 0)
+        for (const std::string* p : {&dir, &out_log, &err_log}) fs::remove_all(*p, ec);
     }
-  } cleanup{root, !spec_.keep_dir.empty()};
+  } cleanup{root, dir, out_log, err_log, !spec_.keep_dir.empty()};
   TempPathGuard interrupted_cleanup(spec_.keep_dir.empty() ? root : std::string(), true);  // a signal removes it too (cli/interrupt.hpp)
+  std::optional<TempPathGuard> kept_case, kept_out, kept_err;  // --executor-keep: registered once known to be mlactl's
 
   // ---- the case directory (docs/executor-protocol.md)
   // --executor-keep DIR: never delete or write into what mlactl did not create (issue 39).
@@ -209,6 +221,11 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
         return fail("--executor-keep: " + log + " already exists and mlactl did not create it; it is not overwritten");
       fs::remove(log, ec);
     }
+    // from here DIR/case and the logs are mlactl's (made below): a signal removes them
+    cleanup.made = true;
+    kept_case.emplace(dir, true);
+    kept_out.emplace(out_log);
+    kept_err.emplace(err_log);
   }
   try {
     std::error_code ec;
@@ -358,7 +375,6 @@ ExecResult ExternalExecutor::run(const ExecArgs& a) {
   }
 
   // ---- run it
-  const std::string out_log = root + "/executor.stdout", err_log = root + "/executor.stderr";
   const auto t0 = std::chrono::steady_clock::now();
   const ChildStatus st = run_command(spec_.command, dir, out_log, err_log, spec_.timeout_s);
   res.stage1_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

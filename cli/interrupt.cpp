@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -30,11 +32,78 @@ Slot g_slots[kSlots];
 constexpr int kGroups = 16;
 std::atomic<pid_t> g_groups[kGroups];
 
+// live ProcessGroupGuards: while one is, every descendant of mlactl is an executor's
+std::atomic<int> g_live_groups{0};
+
+// The pids whose parent is `parent`, from /proc/<pid>/stat (field 4, after the last ')'):
+// read with open/read/getdents64 only, so the signal handler may call it, and it needs no
+// CONFIG_PROC_CHILDREN (/proc/<pid>/task/<tid>/children). At most `max` of them.
+int children_of(pid_t parent, pid_t* out, int max) {
+  const int dir = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  int found = 0;
+  alignas(8) char buf[8192];
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, dir, buf, sizeof buf);
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      unsigned short reclen;
+      std::memcpy(&reclen, buf + off + 16, sizeof reclen);
+      const char* name = buf + off + 19;
+      off += reclen;
+      pid_t pid = 0;
+      const char* c = name;
+      for (; *c >= '0' && *c <= '9' && pid < (1 << 26); ++c) pid = pid * 10 + (*c - '0');
+      if (*c != '\0' || pid <= 0) continue;
+      char path[64] = "/proc/";
+      size_t len = 6;
+      for (const char* d = name; *d && len < 40; ++d) path[len++] = *d;
+      std::memcpy(path + len, "/stat", 6);
+      const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char st[512];
+      const ssize_t k = ::read(fd, st, sizeof st - 1);
+      ::close(fd);
+      if (k <= 0) continue;
+      st[k] = '\0';
+      const char* rp = nullptr;  // the last ')': a command name may hold one
+      for (const char* q = st; *q; ++q)
+        if (*q == ')') rp = q;
+      if (!rp || rp[1] != ' ' || rp[2] == '\0' || rp[3] != ' ') continue;
+      pid_t ppid = 0;
+      for (const char* q = rp + 4; *q >= '0' && *q <= '9'; ++q) ppid = ppid * 10 + (*q - '0');
+      if (ppid == parent && found < max) out[found++] = pid;
+    }
+  }
+  ::close(dir);
+  return found;
+}
+
+// SIGKILLs every descendant of `root` (not root): each is stopped first (SIGSTOP), so
+// it neither forks nor exits while its children are listed, then all are killed. One
+// whose parent died meanwhile is a child of mlactl (the subreaper: become_subreaper) and
+// found by the next sweep. Bounded: 2048 at a time. Returns how many were signalled.
+int kill_descendants_of(pid_t root) {
+  constexpr int kMax = 2048;
+  pid_t all[kMax];
+  int n = children_of(root, all, kMax);
+  for (int i = 0; i < n; ++i) {
+    ::kill(all[i], SIGSTOP);
+    n += children_of(all[i], all + n, kMax - n);
+  }
+  for (int i = 0; i < n; ++i) ::kill(all[i], SIGKILL);
+  return n;
+}
+
 void kill_groups() {
   for (auto& g : g_groups) {
     const pid_t p = g.load();
     if (p > 0) ::kill(-p, SIGKILL);
   }
+  // a process that left the group (setsid, setpgid) is still a descendant, or, its parent
+  // gone, a child of mlactl (the subreaper): while an executor runs, every descendant is its
+  if (g_live_groups.load() > 0)
+    for (int pass = 0; pass < 2; ++pass) kill_descendants_of(::getpid());
 }
 
 std::atomic<int> g_count{0};
@@ -171,19 +240,42 @@ void TempPathGuard::release() {
   slot_ = -1;
 }
 
+void become_subreaper() {
+  // Linux ≥ 3.4, no privilege needed; elsewhere (or refused) orphans go to init as before
+  static const bool done = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  (void)done;
+}
+
+void end_descendants() {
+  // Kill, reap, repeat: killed parents' children move to mlactl (the subreaper) and the
+  // next sweep finds them; the zombies are reaped by pid, never another verb's child.
+  for (int round = 0; round < 200; ++round) {  // ~2 s at most
+    pid_t kids[1024];
+    const int n = children_of(::getpid(), kids, 1024);
+    if (n == 0) break;
+    kill_descendants_of(::getpid());
+    for (int i = 0; i < n; ++i) ::waitpid(kids[i], nullptr, WNOHANG);
+    struct timespec ts {0, 10 * 1000 * 1000};
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
 ProcessGroupGuard::ProcessGroupGuard(pid_t pgid) {
   if (pgid <= 0) return;
   for (int i = 0; i < kGroups; ++i) {
     pid_t expected = 0;
     if (g_groups[i].compare_exchange_strong(expected, pgid)) {
       slot_ = i;
+      ++g_live_groups;
       return;
     }
   }
 }
 
 ProcessGroupGuard::~ProcessGroupGuard() {
-  if (slot_ >= 0) g_groups[slot_] = 0;
+  if (slot_ < 0) return;
+  g_groups[slot_] = 0;
+  --g_live_groups;
 }
 
 void defer_interrupts(const char* first_message) {
@@ -197,6 +289,7 @@ void reset_interrupts_after_fork() {
   g_first = 0;
   for (Slot& s : g_slots) s.state = kFree;
   for (auto& g : g_groups) g = 0;
+  g_live_groups = 0;
 }
 
 int interrupt_count() { return g_count.load(); }

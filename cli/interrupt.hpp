@@ -40,7 +40,9 @@ class TempPathGuard {
 
 // A process group the handler kills (SIGKILL) when a signal arrives, deferred or not, for
 // the lifetime of the guard: an --executor command and what it started end with mlactl
-// (issue 39). At most 16 groups at once.
+// (issue 39). While one is live, the handler also kills every descendant of mlactl, so
+// one that left the group (setsid) ends too (docs/design.md §9, "Executors end with
+// mlactl"). At most 16 groups at once.
 class ProcessGroupGuard {
  public:
   explicit ProcessGroupGuard(pid_t pgid);
@@ -51,6 +53,16 @@ class ProcessGroupGuard {
  private:
   int slot_ = -1;
 };
+
+// Makes this process the subreaper of its descendants (prctl PR_SET_CHILD_SUBREAPER,
+// Linux, no privilege): an executor's grandchild whose parent exits (a daemon that
+// called setsid) becomes mlactl's child, not init's, so it can still be found and ended.
+// Once per process; call before starting the executor.
+void become_subreaper();
+// Kills every descendant of this process and reaps them (≤ ~2 s): after an executor
+// ended (exit, timeout), what it left running ends too. Only for a process whose
+// children are all executors' (run, in-process check; never check's case-forking parent).
+void end_descendants();
 
 // From now until the scope ends, signals are counted rather than ending the process;
 // `first_message` (one line, kept as given: a string literal) is written to stderr when

@@ -26,6 +26,37 @@ def run(args, **kw):
     return subprocess.run([MLACTL] + args, capture_output=True, text=True, timeout=120, **kw)
 
 
+def ended(pid):
+    """True once pid is gone or a zombie (ended, not yet reaped by its new parent), within 5 s;
+    a survivor is killed so the test leaves nothing behind."""
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+            with open("/proc/%d/stat" % pid) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    return False
+
+
+def wait_pid(path):
+    for _ in range(600):
+        if os.path.exists(path) and open(path).read().strip():
+            return int(open(path).read().strip())
+        time.sleep(0.05)
+    return None
+
+
+def setsid_child(pidfile):
+    """An executor command whose child leaves the process group and session (setsid) and
+    writes its pid; the executor itself goes on with what follows (which ends in `:`, the
+    case folder's argument being appended)."""
+    return "setsid sh -c 'echo $$ > %s; exec sleep 300' & while [ ! -s %s ]; do sleep 0.01; done; " % (pidfile, pidfile)
+
+
 # 1. --executor-keep DIR refuses a DIR/case it did not create, and leaves it as it was
 d = fresh("keep-existing")
 os.makedirs(os.path.join(d, "case"))
@@ -66,21 +97,7 @@ child = int(open(pidfile).read().strip())
 p.send_signal(signal.SIGTERM)
 rc = p.wait(timeout=60)
 check(rc in (143, -15), "run under SIGTERM exits 143, got %d" % rc)
-alive = True
-for _ in range(100):
-    try:
-        os.kill(child, 0)
-        with open("/proc/%d/stat" % child) as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":  # ended, not yet reaped by its new parent
-                alive = False
-                break
-    except (ProcessLookupError, FileNotFoundError):
-        alive = False
-        break
-    time.sleep(0.05)
-check(not alive, "the executor's child %d survived mlactl's SIGTERM" % child)
-if alive:
-    os.kill(child, signal.SIGKILL)
+check(ended(child), "the executor's child %d survived mlactl's SIGTERM" % child)
 
 # 5. --executor-timeout takes finite positive numbers only
 for bad in ("inf", "nan", "0", "-1"):
@@ -103,5 +120,51 @@ check(r.returncode == 4 and "result.json cannot be used" in r.stdout + r.stderr 
 # the executor's stderr tail is read from the end: 64 MiB of it costs no memory
 r = run(["run", BATCH, "--executor", "head -c 67108864 /dev/zero | tr '\\0' x >&2; echo LAST >&2; false"])
 check(r.returncode == 4 and "LAST" in r.stdout + r.stderr, "the stderr tail ends with its last line, got %d" % r.returncode)
+
+# 7. an executor's setsid'd child ends with mlactl: when the executor exits, on SIGTERM, and
+# at --executor-timeout (mlactl is their subreaper: cli/interrupt.hpp)
+d = fresh("setsid-exit")
+pidfile = os.path.join(d, "child.pid")
+r = run(["run", BATCH, "--executor", setsid_child(pidfile) + ":"])
+check(r.returncode == 4, "an executor that writes nothing exits 4, got %d" % r.returncode)
+pid = wait_pid(pidfile)
+check(pid is not None and ended(pid), "the setsid'd child of an executor that exited survived mlactl")
+
+d = fresh("setsid-sigterm")
+pidfile = os.path.join(d, "child.pid")
+p = subprocess.Popen([MLACTL, "run", BATCH, "--executor", setsid_child(pidfile) + "sleep 300; :"], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+pid = wait_pid(pidfile)
+p.send_signal(signal.SIGTERM)
+rc = p.wait(timeout=60)
+check(rc in (143, -15), "run under SIGTERM exits 143, got %d" % rc)
+check(pid is not None and ended(pid), "the setsid'd child survived mlactl's SIGTERM")
+
+d = fresh("setsid-timeout")
+pidfile = os.path.join(d, "child.pid")
+r = run(["run", BATCH, "--executor", setsid_child(pidfile) + "sleep 300; :", "--executor-timeout", "2"])
+check(r.returncode == 4 and "timed out after 2 s" in r.stdout + r.stderr, "--executor-timeout 2 exits 4 naming it, got %d: %s" % (r.returncode, r.stdout + r.stderr))
+pid = wait_pid(pidfile)
+check(pid is not None and ended(pid), "the setsid'd child survived --executor-timeout")
+
+# 8. --executor-keep: a signal removes DIR/case and the logs mlactl made, never DIR or
+# what else is in it
+d = fresh("keep-signal")
+keep = os.path.join(d, "keep")
+os.makedirs(keep)
+with open(os.path.join(keep, "mine.txt"), "w") as f:
+    f.write("mine")
+started = os.path.join(d, "started")
+p = subprocess.Popen([MLACTL, "run", BATCH, "--executor", "touch %s; sleep 300; :" % started, "--executor-keep", keep],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+for _ in range(600):
+    if os.path.exists(started):
+        break
+    time.sleep(0.05)
+check(os.path.isdir(os.path.join(keep, "case")), "--executor-keep: DIR/case exists while the executor runs")
+p.send_signal(signal.SIGTERM)
+rc = p.wait(timeout=60)
+check(rc in (143, -15), "run --executor-keep under SIGTERM exits 143, got %d" % rc)
+check(sorted(os.listdir(keep)) == ["mine.txt"], "--executor-keep after SIGTERM leaves DIR as it was: %s" % sorted(os.listdir(keep)))
 
 finish("executor reliability ok")
