@@ -1,10 +1,12 @@
 #include "cli/captured_inputs.hpp"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 
@@ -12,6 +14,7 @@
 
 #include "cli/npy.hpp"
 #include "core/budget.hpp"
+#include "core/dtype.hpp"
 
 namespace mlactl::cli {
 
@@ -40,7 +43,11 @@ TensorEntry entry(const nlohmann::json& j, const std::string& name, const std::s
       if (!it->is_string() || it->get<std::string>().empty()) throw invalid_input(p, "must be a non-empty string");
       (k == "file" ? e.file : k == "encoding" ? e.encoding : e.block_ids) = it->get<std::string>();
     } else if (k == "scale") {
-      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0) throw invalid_input(p, "must be a finite number > 0");
+      // the kernels and the reference take it as fp32: 1e39 became inf, and an all-NaN
+      // reference was blamed on the executor (issue 39)
+      if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0 ||
+          it->get<double>() > (double)std::numeric_limits<float>::max() || it->get<double>() < (double)std::numeric_limits<float>::min())
+        throw invalid_input(p, "must be a number > 0 that fp32 holds (1.2e-38 to 3.4e38)");
       e.scale = it->get<double>();
     } else {
       throw invalid_input(p, "unknown field");
@@ -56,10 +63,13 @@ TensorEntry entry(const nlohmann::json& j, const std::string& name, const std::s
   return e;
 }
 
-NpyArray read_array(const std::string& dir, const std::string& file) {
+// `max_data_bytes`: what the batch's shape for the array holds; the file may add a header
+// (≤ 64 KiB: numpy writes 128 bytes). Checked by size before it is read, within the budget
+// (issue 39: each array could be as large as the whole budget).
+NpyArray read_array(const std::string& dir, const std::string& file, int64_t max_data_bytes) {
   const std::string path = dir + "/" + file;
   try {
-    return read_npy(path, memory_budget());
+    return read_npy(path, std::min(memory_budget(), max_data_bytes + (int64_t(64) << 10)));
   } catch (const NpyError& e) {
     throw invalid_input(path, e.what());
   } catch (const std::runtime_error& e) {
@@ -100,7 +110,7 @@ Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::v
   if (qe.encoding != encoding_of(in.q))
     throw invalid_input(manifest + ": /q/encoding", "\"" + qe.encoding + "\", this batch's q is " + encoding_of(in.q));
   if (in.q.dtype != DType::fp8 && qe.scale != 1.0) throw invalid_input(manifest + ": /q/scale", "must be 1 for a " + qe.encoding + " q");
-  const NpyArray q = read_array(dir, qe.file);
+  const NpyArray q = read_array(dir, qe.file, (int64_t)in.q.bytes.size());
   require_shape(q, dir + "/" + qe.file, descr_of(in.q), {in.num_rows, in.num_heads, in.head_dim}, "q [rows, heads, head_dim]");
   if (q.data.size() != in.q.bytes.size()) throw invalid_input(dir + "/" + qe.file, "holds " + std::to_string(q.data.size()) + " bytes, q needs " + std::to_string(in.q.bytes.size()));
 
@@ -109,12 +119,10 @@ Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::v
     throw invalid_input(manifest + ": /kv_blocks/encoding", "\"" + ke.encoding + "\", this batch's KV cache is " + encoding_of(in.kv));
   if (std::fabs(ke.scale - double(in.kv.scale)) > 1e-7 * std::fabs(double(in.kv.scale)))
     throw invalid_input(manifest + ": /kv_blocks/scale", "is " + std::to_string(ke.scale) + ", the batch's kv_cache.scale is " + std::to_string(in.kv.scale));
-  const NpyArray ids = read_array(dir, ke.block_ids);
+  const NpyArray ids = read_array(dir, ke.block_ids, b.kv_cache.num_blocks * 8);  // each block at most once, <i8
   if ((ids.descr != "<i4" && ids.descr != "<i8") || ids.shape.size() != 1)
     throw invalid_input(dir + "/" + ke.block_ids, "must be a 1-D <i4 or <i8 array of block ids, got " + ids.descr + " " + npy_shape_string(ids.shape));
   const int64_t n = ids.shape[0];
-  const NpyArray kv = read_array(dir, ke.file);
-  require_shape(kv, dir + "/" + ke.file, descr_of(in.kv), {n, in.block_size, in.head_dim}, "KV blocks [blocks, block_size, head_dim]");
   std::unordered_map<int64_t, int64_t> index_of;
   const int64_t num_blocks = b.kv_cache.num_blocks;
   for (int64_t i = 0; i < n; ++i) {
@@ -131,6 +139,9 @@ Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::v
     if (!index_of.emplace(id, i).second) throw invalid_input(p, "block id " + std::to_string(id) + " appears twice");
   }
 
+  // the ids are distinct block ids of the cache, so the blocks' size is bounded by the cache's
+  const NpyArray kv = read_array(dir, ke.file, n * in.block_size * in.head_dim * dtype_bytes(in.kv.dtype));
+  require_shape(kv, dir + "/" + ke.file, descr_of(in.kv), {n, in.block_size, in.head_dim}, "KV blocks [blocks, block_size, head_dim]");
   std::memcpy(in.q.bytes.data(), q.data.data(), q.data.size());
   in.q.scale = float(qe.scale);
   place_kv_blocks(b, index_of, kv.data.data(), dir + "/" + ke.block_ids, in);

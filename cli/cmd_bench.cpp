@@ -489,7 +489,9 @@ BenchReport run_bench(const Batch& b, const BenchOptions& opt, const std::vector
   r.cost = shape_cost(b, rows);
   const bool progress = isatty(STDERR_FILENO) && !quiet;
   if (r.have_gpu) {
-    require_within_budget(estimated_input_bytes(b, int64_t(rows.size())), "/requests", "bench inputs");
+    // the inputs and each route's position audit (slot -> request, position: 8 bytes a slot)
+    require_within_budget(estimated_input_bytes(b, int64_t(rows.size())) + b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size * 8, "/requests",
+                          "bench inputs");
     if (progress) err << "bench: generating inputs\n";
     Inputs in = generate_inputs(b, rows, 0);
     const double kv_bytes = double(in.kv.bytes.size());

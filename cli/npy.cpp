@@ -1,8 +1,12 @@
 #include "cli/npy.hpp"
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/output.hpp"
 
@@ -92,14 +96,30 @@ std::vector<int64_t> parse_shape(const std::string& t) {
 }  // namespace
 
 NpyArray read_npy(const std::string& path, int64_t max_bytes) {
+  // one open file, checked before it is read: a FIFO put there neither blocks (O_NONBLOCK)
+  // nor is swapped in after the check (fstat on the descriptor); the size bounds the read
+  // and the file may not grow past it while being read (issue 39)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(errno == ENOENT ? "does not exist" : std::string("cannot be opened (") + std::strerror(errno) + ")");
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error("does not exist");
+  if (::fstat(fd, &st) != 0) throw std::runtime_error(std::string("cannot be read (") + std::strerror(errno) + ")");
   if (!S_ISREG(st.st_mode)) throw std::runtime_error("is not a regular file");
   if (st.st_size > max_bytes)
     throw NpyError("is " + std::to_string((long long)st.st_size) + " bytes, more than the " + std::to_string(max_bytes) + " its shape allows");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot be opened");
-  std::string blob((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string blob((size_t)st.st_size, '\0');
+  size_t got = 0;
+  while (got < blob.size()) {
+    const ssize_t n = ::read(fd, blob.data() + got, blob.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw std::runtime_error(std::string("cannot be read (") + std::strerror(errno) + ")");
+    if (n == 0) break;
+    got += (size_t)n;
+  }
+  blob.resize(got);  // a file that shrank meanwhile is caught as truncated below
   if (blob.size() < 10 || blob.compare(0, 6, "\x93NUMPY") != 0) throw NpyError("is not a .npy file (no \\x93NUMPY magic)");
   const int major = (unsigned char)blob[6];
   size_t hlen = 0, hstart = 0;

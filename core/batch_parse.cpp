@@ -88,8 +88,25 @@ std::vector<StackOwnedFieldInfo> stack_owned_fields() {
 
 namespace {
 
+// The cache's size, once num_blocks is known and before anything is sized by it: a token
+// slot (block id × block_size + offset) must fit the int32 slot indices the stacks use
+// (issue 39: a slot past int32 became a negative paged_kv_indices entry), and the explicit
+// table's per-block maps (8 bytes a block, below) must fit the budget (2^31 - 1 blocks
+// took 16 GiB before it was looked at). The per-slot maps of run, check and bench are
+// counted where they are made (core/pipeline.cpp). The field named is the one the user gave.
+void check_cache_size(const Batch::KvCache& kv, const std::string& ptr, bool num_blocks_given) {
+  const std::string field = child(ptr, num_blocks_given ? "num_blocks" : "block_size");
+  const int64_t slots = kv.num_blocks * (int64_t)kv.block_size;
+  if (slots > kMaxLen)
+    throw invalid_input(field, "num_blocks × block_size = " + std::to_string(kv.num_blocks) + " × " + std::to_string(kv.block_size) + " = " +
+                                   std::to_string(slots) + " KV token slots, more than the int32 slot indices of the stacks hold (2147483647)");
+  if (kv.explicit_block_table)
+    require_within_budget(kv.num_blocks * 8, field, "the per-block maps of its " + std::to_string(kv.num_blocks) + " KV blocks");
+}
+
 void materialise_block_table(Batch& b, const std::string& ptr) {
   auto& kv = b.kv_cache;
+  const bool num_blocks_given = kv.num_blocks != 0;
   const int64_t Kb = kv.block_size;
   const int64_t pad_rows = b.padding_kv_len();
   auto needed_blocks = [&](const Request& r) {
@@ -134,6 +151,7 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
           throw invalid_input(child(child(child(ptr, "block_table"), r), j),
                               "block id " + std::to_string(kv.block_table[r][j]) + " is out of range [0, " +
                                   std::to_string(kv.num_blocks) + ") (kv_cache.num_blocks)");
+    check_cache_size(kv, ptr, num_blocks_given);
     // A block used twice by one request puts two KV positions in one slot: no cache does
     // that (blocks shared *between* requests are prefix caching, and fine). Only the blocks
     // the request reads count; one stamp per block id, so linear in the table.
@@ -169,6 +187,7 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
     if (kv.num_blocks == 0) kv.num_blocks = min_blocks;
     else if (kv.num_blocks < min_blocks)
       throw invalid_input(child(ptr, "num_blocks"), "is " + std::to_string(kv.num_blocks) + " but the sequential layout needs " + std::to_string(min_blocks));
+    check_cache_size(kv, ptr, num_blocks_given);
     return;
   }
   // shuffled: a seeded permutation of the blocks (data.seed, placement stream)
@@ -178,6 +197,7 @@ void materialise_block_table(Batch& b, const std::string& ptr) {
   if (kv.num_blocks == 0) kv.num_blocks = total;
   else if (kv.num_blocks < total)
     throw invalid_input(child(ptr, "num_blocks"), "is " + std::to_string(kv.num_blocks) + " but the batch needs " + std::to_string(total) + " blocks");
+  check_cache_size(kv, ptr, num_blocks_given);
   // A seeded affine permutation i -> (a·i + c) mod N with gcd(a, N) = 1: O(1) per
   // block, so placing tens of millions of page-size-1 blocks stays cheap, and
   // neighbouring positions land far apart.
@@ -431,6 +451,10 @@ Batch parse_batch(const json& doc) {
     if (const json* v = find(*k, "scale")) {
       b.kv_cache.scale = get_number(*v, "/kv_cache/scale");
       if (b.kv_cache.scale <= 0) throw invalid_input("/kv_cache/scale", "must be > 0");
+      // the kernels and the reference take it as fp32 (as softmax_scale): 1e39 was inf, every
+      // KV value NaN, and the executor blamed for it (issue 39)
+      if (b.kv_cache.scale > (double)std::numeric_limits<float>::max() || b.kv_cache.scale < (double)std::numeric_limits<float>::min())
+        throw invalid_input("/kv_cache/scale", "must be within fp32's normal range (1.2e-38 to 3.4e38): the kernels take it as fp32");
     }
     if (const json* v = find(*k, "block_size")) {
       b.kv_cache.block_size = (int)get_int(*v, "/kv_cache/block_size", 1, kMaxBlockSize);

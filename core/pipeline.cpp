@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "core/budget.hpp"
+#include "core/parallel.hpp"
+#include "core/reference.hpp"
 
 namespace mlactl {
 
@@ -72,6 +75,59 @@ const char* to_string(RunStage s) {
   return "";
 }
 
+namespace {
+
+std::string fmt_g(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A reference that is not finite is a problem of the inputs, found before any executor runs
+// (issue 39: it was compared, and the executor's finite output reported INCORRECT). Names
+// the input: a q value (a captured q, --inputs), a KV row (a captured one, or fp8 values
+// times kv_cache.scale past fp32), else the scores (softmax_scale × q·k past fp32).
+void require_finite_reference(const Batch& b, const std::vector<RowWindow>& rows, const Inputs& in, const ReferenceOutput& ref, bool captured_inputs) {
+  const int64_t H = ref.num_heads, V = ref.v_dim, D = in.head_dim;
+  for (int64_t r = 0; r < ref.num_rows; ++r) {
+    if (!ref.computed[(size_t)r]) continue;
+    for (int64_t h = 0; h < H; ++h) {
+      bool finite = std::isfinite(ref.lse[(size_t)(r * H + h)]);
+      for (int64_t d = 0; finite && d < V; ++d) finite = std::isfinite(ref.out[(size_t)((r * H + h) * V + d)]);
+      if (finite) continue;
+      const RowWindow& w = rows[(size_t)r];
+      const std::string at = "q row " + std::to_string(r) + " (request " + std::to_string(w.request) + ", token " + std::to_string(w.token) + "), head " +
+                             std::to_string(h);
+      const std::string why = ": mlactl's reference is not finite there, a problem of the inputs, not of any executor";
+      std::vector<float> x((size_t)D);
+      in.q.decode((r * in.num_heads + h) * D, D, x.data());
+      for (int64_t e = 0; e < D; ++e)
+        if (!std::isfinite(x[(size_t)e]))
+          throw invalid_input("", at + ": q[" + std::to_string(r) + "][" + std::to_string(h) + "][" + std::to_string(e) + "] is " +
+                                      std::to_string(x[(size_t)e]) + (captured_inputs ? " (the captured q: --inputs)" : "") + why);
+      const int64_t n = has_position_set(w.kind) ? (int64_t)w.sparse_positions.size() : w.length();
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t pos = has_position_set(w.kind) ? w.sparse_positions[(size_t)j] : w.begin + j;
+        const int64_t slot = kv_slot_of(b, w.request, pos);
+        in.kv.decode(slot * D, D, x.data());
+        for (int64_t e = 0; e < D; ++e) {
+          if (std::isfinite(x[(size_t)e])) continue;
+          const bool scaled = !captured_inputs && in.kv.dtype == DType::fp8;
+          throw invalid_input(scaled ? "/kv_cache/scale" : "",
+                              at + ": the KV row of request " + std::to_string(w.request) + ", position " + std::to_string(pos) + " (slot " +
+                                  std::to_string(slot) + ") decodes to " + std::to_string(x[(size_t)e]) +
+                                  (captured_inputs ? " (a captured KV block: --inputs)"
+                                                   : scaled ? " (kv_cache.scale " + fmt_g(in.kv.scale) + " times its fp8 values)" : "") +
+                                  why);
+        }
+      }
+      throw invalid_input("/model/softmax_scale", at + ": softmax_scale (" + fmt_g(b.model.softmax_scale) + ") × q·k overflows fp32" + why);
+    }
+  }
+}
+
+}  // namespace
+
 CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& hooks,
                      const std::function<void(const CaseOutcome&, const CaseBuffers&)>& on_incorrect) {
   CaseOutcome o;
@@ -124,6 +180,25 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
       return o;
     }
   }
+  // refuse up front what would not fit (docs/design.md §9), before any of it exists (the
+  // audit's slot map came first: issue 39): inputs, reference + output copies, the kernel's
+  // q/out/partial buffers, the audit's slot map, --probe's second case and its slot owners,
+  // and the reference's per-thread buffers, whose threads are capped to fit
+  int reference_threads = opt.threads > 0 ? opt.threads : default_thread_count();
+  {
+    const RoutePlan& p = *o.plan;
+    const int64_t nrows = (int64_t)rows.size();
+    const int64_t out_elems = nrows * b.model.num_heads * b.model.kv_lora_rank;
+    const int64_t view_elems = nrows * std::max(1, p.kernel_view.fold_ratio) * p.kernel_view.heads * p.kernel_view.v_dim;
+    const int64_t partial_elems = p.work.num_partial_rows * p.kernel_view.heads * p.kernel_view.v_dim;
+    const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
+    const int64_t inputs = estimated_input_bytes(b, nrows), reference = out_elems * 4 + nrows * b.model.num_heads * 4;
+    int64_t need = inputs + out_elems * 4 * 4 + view_elems * (2 + 4) + partial_elems * 4 * 2 + slots * 8 + (int64_t)p.kv_indices.size() * 4;
+    if (opt.probe) need += inputs + reference + slots * 4;
+    const int64_t workspace = std::max<int64_t>(1, reference_workspace_bytes(b, rows));
+    require_within_budget(need + workspace, "/requests", "inputs, reference and outputs");
+    reference_threads = (int)std::max<int64_t>(1, std::min<int64_t>(reference_threads, (memory_budget() - need) / workspace));
+  }
   o.audit = audit_positions(b, rows, *o.plan, opt.max_listed);
   if (o.plan->planner == PlannerId::captured) {
     // the captured work list (AITER's arrays, FlashMLA's schedule and num_splits) checked
@@ -144,19 +219,6 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
     o.message = captured_plan_message(*o.captured_plan) + (o.message.empty() ? "" : " (executor: " + o.message + ")");
   };
 
-  {
-    // refuse up front what would not fit (docs/design.md §9): inputs, reference + output copies,
-    // the kernel's q/out/partial buffers and the audit's slot map
-    const RoutePlan& p = *o.plan;
-    const int64_t nrows = (int64_t)rows.size();
-    const int64_t out_elems = nrows * b.model.num_heads * b.model.kv_lora_rank;
-    const int64_t view_elems = nrows * std::max(1, p.kernel_view.fold_ratio) * p.kernel_view.heads * p.kernel_view.v_dim;
-    const int64_t partial_elems = p.work.num_partial_rows * p.kernel_view.heads * p.kernel_view.v_dim;
-    const int64_t slots = b.kv_cache.num_blocks * (int64_t)b.kv_cache.block_size;
-    const int64_t need = estimated_input_bytes(b, nrows) + out_elems * 4 * 4 + view_elems * (2 + 4) + partial_elems * 4 * 2 + slots * 8 +
-                         (int64_t)p.kv_indices.size() * 4;
-    require_within_budget(need, "/requests", "inputs, reference and outputs");
-  }
   // no executor (no GPU for --backend gpu): skipped before any input is made
   if (const auto why = hooks.unavailable ? hooks.unavailable() : std::nullopt) {
     o.status = RunStatus::skipped;
@@ -195,9 +257,10 @@ CaseOutcome run_case(const Batch& b, const CaseOptions& opt, const CaseHooks& ho
 
   stage(RunStage::reference);
   t0 = clock_type::now();
-  ReferenceOutput ref = compute_reference(b, rows, in, opt.threads);
+  ReferenceOutput ref = compute_reference(b, rows, in, reference_threads);
   std::optional<ReferenceOutput> pref;
-  if (pin) pref = compute_reference(b, rows, *pin, opt.threads);
+  if (pin) pref = compute_reference(b, rows, *pin, reference_threads);
+  require_finite_reference(b, rows, in, ref, (bool)hooks.load_inputs);
   o.ms_reference = ms_since(t0);
 
   // Runs the executor on one set of inputs; false: the outcome is final (skipped, failed).

@@ -183,4 +183,38 @@ ReferenceOutput compute_reference(const Batch& b, const std::vector<RowWindow>& 
   return ref;
 }
 
+int64_t reference_workspace_bytes(const Batch& b, const std::vector<RowWindow>& rows) {
+  // one thread's buffers for its largest job, as compute_reference groups and sizes them
+  const int64_t H = std::max(1, b.model.num_heads), D = b.head_dim(), V = b.model.kv_lora_rank;
+  auto job_bytes = [&](int64_t n, int64_t nr_total) {
+    const int64_t tpc = std::max<int64_t>(1, kMaxScoreElements / std::max<int64_t>(1, n * H));
+    const int64_t M = std::min(tpc, std::max<int64_t>(1, nr_total)) * H;
+    // keys, queries, scores + probs, expo, lse; the GEMM's packed B (all of it: keep_b) and A panels (core/gemm.cpp)
+    return n * D * 4 + M * D * 4 + 2 * M * n * 4 + n * 8 + M * 8 + (n * std::max(D, V) * 4 + M * D * 4);
+  };
+  int64_t most = 0;
+  const int64_t num_rows = (int64_t)rows.size();
+  for (int64_t i = 0; i < num_rows;) {
+    const RowWindow& w = rows[i];
+    if (w.kind == MaskKind::padding || row_is_empty(w)) {
+      ++i;
+      continue;
+    }
+    if (has_position_set(w.kind)) {
+      most = std::max(most, job_bytes((int64_t)w.sparse_positions.size(), 1));
+      ++i;
+      continue;
+    }
+    int64_t lo = w.begin, hi = w.end, j = i + 1;
+    while (j < num_rows && rows[j].request == w.request && rows[j].kind != MaskKind::padding && !row_is_empty(rows[j])) {
+      lo = std::min(lo, rows[j].begin);
+      hi = std::max(hi, rows[j].end);
+      ++j;
+    }
+    most = std::max(most, job_bytes(hi - lo, j - i));
+    i = j;
+  }
+  return most;
+}
+
 }  // namespace mlactl

@@ -29,4 +29,9 @@ struct ReferenceOutput {
 ReferenceOutput compute_reference(const Batch& b, const std::vector<RowWindow>& rows, const Inputs& in,
                                   int threads = 0);
 
+// What one of compute_reference's threads holds at most (its key, score and probability
+// buffers grow to the largest request: heads × window floats twice over), so the budget
+// covers it before it exists and caps the threads (core/pipeline.cpp; issue 39).
+int64_t reference_workspace_bytes(const Batch& b, const std::vector<RowWindow>& rows);
+
 }  // namespace mlactl

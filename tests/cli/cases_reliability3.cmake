@@ -44,4 +44,39 @@ if(MLACTL_PYTHON3)
   add_test(NAME "cli: executor files and process group (issue 39)"
            COMMAND ${MLACTL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/executor_reliability.py $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR} ${R3GEN})
   set_tests_properties("cli: executor files and process group (issue 39)" PROPERTIES LABELS cli TIMEOUT 180)
+  # (4, 7) run --inputs: files checked before read; a NaN or a scale past fp32 is the inputs' fault
+  add_test(NAME "cli: captured inputs checked before use (issue 39)"
+           COMMAND ${MLACTL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/inputs_reliability.py $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR} ${R3GEN}/inputs)
+  set_tests_properties("cli: captured inputs checked before use (issue 39)" PROPERTIES LABELS cli TIMEOUT 120)
 endif()
+
+# (6) budget before allocation: every buffer sized by num_blocks, the token slots or the
+# reference's heads × window is counted before it exists (peak-memory bounds: MAXRSS, MiB)
+mlactl_cli_test(budget-block-table-num-blocks RC 3 MAXRSS 32 TIMEOUT 10 ARGS validate ${BAD}/budget-block-table-num-blocks-2e9.json
+                STDERR "/kv_cache/num_blocks: the batch needs about 14\\.9 GiB for the per-block maps of its 2000000000 KV blocks, more than the memory budget of 4\\.0 GiB")
+# a token slot past int32 was a negative paged_kv_indices entry
+mlactl_cli_test(budget-slots-past-int32 RC 3 MAXRSS 32 TIMEOUT 10 ARGS metadata fixtures/seed000-verify-causal.json
+                --set kv_cache.num_blocks=2147483647 --set kv_cache.block_size=65536
+                STDERR "/kv_cache/num_blocks: num_blocks × block_size = 2147483647 × 65536 = 140737488289792 KV token slots, more than the int32 slot indices of the stacks hold \\(2147483647\\)")
+set(R3GEN_FILES ${CMAKE_CURRENT_BINARY_DIR}/reliability3-generated)
+file(MAKE_DIRECTORY ${R3GEN_FILES})
+if(NOT EXISTS ${R3GEN_FILES}/slots-past-int32.json)
+  string(REPEAT "{\"context_len\": 1, \"query_len\": 1}," 32768 _reqs)
+  file(WRITE ${R3GEN_FILES}/slots-past-int32.json
+       "{\"schema\": 1, \"name\": \"slots-past-int32\", \"model\": {\"num_heads\": 16}, \"kv_cache\": {\"block_size\": 65536}, \"requests\": [${_reqs}{\"context_len\": 1, \"query_len\": 1}]}")
+  unset(_reqs)
+endif()
+mlactl_cli_test(budget-slots-past-int32-derived RC 3 MAXRSS 64 TIMEOUT 20 ARGS metadata ${R3GEN_FILES}/slots-past-int32.json
+                STDERR "/kv_cache/block_size: num_blocks × block_size = 32769 × 65536 = 2147549184 KV token slots, more than the int32 slot indices")
+# the position audit's slot map (8 bytes a slot) was made before the budget was applied: 3.9 GiB
+mlactl_cli_test(budget-audit-slot-map RC 3 MAXRSS 64 TIMEOUT 10 ARGS run fixtures/seed000-verify-causal.json --backend cpu --set kv_cache.num_blocks=500000000
+                STDERR "/requests: the batch needs about [0-9.]+ GiB for inputs, reference and outputs, more than the memory budget of 4\\.0 GiB")
+# the reference's keys, scores and probabilities (heads × window, per thread) were not counted:
+# this batch's inputs fit 4 GiB, its reference took ~12 GiB more
+mlactl_cli_test(budget-reference-workspace RC 3 MAXRSS 64 TIMEOUT 10 ARGS run --heads 128 --context 2000000 --backend cpu
+                STDERR "/requests: the batch needs about 12\\.8 GiB for inputs, reference and outputs, more than the memory budget of 4\\.0 GiB")
+# (7) right blame: an fp8 KV scale past fp32 was inf, every KV value NaN, and the executor's
+# output reported INCORRECT; a reference that is still not finite names the input (inputs_reliability.py)
+mlactl_cli_test(blame-kv-scale-past-fp32 RC 3 MAXRSS 64 TIMEOUT 10 ARGS run fixtures/seed000-verify-causal.json --backend cpu
+                --set kv_cache.dtype=fp8 --set kv_cache.scale=1e39
+                STDERR "/kv_cache/scale: must be within fp32's normal range \\(1\\.2e-38 to 3\\.4e38\\): the kernels take it as fp32")
