@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -106,7 +108,16 @@ nlohmann::json batch_document(const BatchOptions& o) {
     if (field.empty()) throw Error(kExitUsage, "", "--attention-backend: the " + serving + " stack has no attention-backend switch");
     doc[nlohmann::json::json_pointer(field)] = o.attention_backend;
   }
-  if (o.seed) doc["data"]["seed"] = *o.seed;
+  if (o.seed) {
+    // a number as a batch file would have it, bounded by the parser naming /data/seed
+    nlohmann::json v;
+    try {
+      v = nlohmann::json::parse(*o.seed);
+    } catch (const std::exception&) {
+    }
+    if (!v.is_number()) throw Error(kExitUsage, "", "--seed: expects a whole number >= 0, got \"" + *o.seed + "\"");
+    doc["data"]["seed"] = v;
+  }
   for (const auto& s : o.sets) apply_set(doc, s);
   if (!o.inject.empty()) {
     if (!doc.contains("inject")) doc["inject"] = nlohmann::json::array();
@@ -345,7 +356,14 @@ bool print_error_json(std::ostream& out, Format f, const std::string& command, i
 // error is exit 4 (docs/design.md §9).
 int finish_output(Context& ctx, std::ostream& err, int exit_code, bool report_written) {
   if (!ctx.output_file) {
+    // a report that could not be written is no success (issue 39: `metadata > /dev/full`
+    // printed nothing and exited 0); exit 4, as a failed -o write is
     ctx.out->flush();
+    if (!ctx.out->good()) {
+      err << "mlactl: error: standard output: the report could not be written (" << std::strerror(errno ? errno : EIO) << ")\n";
+      ctx.out->clear();
+      return exit_code == 0 ? kExitDevice : exit_code;
+    }
     return exit_code;
   }
   ctx.output_stream->flush();

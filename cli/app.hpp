@@ -43,7 +43,7 @@ struct BatchOptions {
   // read as "not given").
   std::optional<int> block_size, num_cu, mtp_qlen;
   bool non_causal = false;
-  std::optional<int64_t> seed;
+  std::optional<std::string> seed;  // as typed: the parser bounds it (CLI11 clamped 1e20 to int64's max)
   std::vector<std::string> sets;
   std::vector<std::string> inject;
 };

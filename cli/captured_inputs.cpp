@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/npy.hpp"
+#include "cli/output.hpp"
 #include "core/budget.hpp"
 #include "core/dtype.hpp"
 
@@ -118,7 +119,7 @@ Inputs load_captured_inputs(const std::string& dir, const Batch& b, const std::v
   if (ke.encoding != encoding_of(in.kv))
     throw invalid_input(manifest + ": /kv_blocks/encoding", "\"" + ke.encoding + "\", this batch's KV cache is " + encoding_of(in.kv));
   if (std::fabs(ke.scale - double(in.kv.scale)) > 1e-7 * std::fabs(double(in.kv.scale)))
-    throw invalid_input(manifest + ": /kv_blocks/scale", "is " + std::to_string(ke.scale) + ", the batch's kv_cache.scale is " + std::to_string(in.kv.scale));
+    throw invalid_input(manifest + ": /kv_blocks/scale", "is " + fmt_double(ke.scale, 9) + ", the batch's kv_cache.scale is " + fmt_double(in.kv.scale, 9));  // 1e-05, not 0.000010
   const NpyArray ids = read_array(dir, ke.block_ids, b.kv_cache.num_blocks * 8);  // each block at most once, <i8
   if ((ids.descr != "<i4" && ids.descr != "<i8") || ids.shape.size() != 1)
     throw invalid_input(dir + "/" + ke.block_ids, "must be a 1-D <i4 or <i8 array of block ids, got " + ids.descr + " " + npy_shape_string(ids.shape));

@@ -111,13 +111,13 @@ void setup_run(CLI::App& app, Context& ctx) {
       print_json(*ctx.out, j);
     } else if (ctx.global.quiet) {
       // the verdict line: status and why
-      *ctx.out << to_string(o.status) << (o.message.empty() ? "" : ": " + o.message) << "\n";
+      *ctx.out << to_string(o.status) << (o.message.empty() ? "" : ": " + terminal_safe(o.message)) << "\n";  // one line, escaped
     } else {
       print_outcome(*ctx.out, b, o, ctx.global.style().color, ctx.global.verbose);
       if (o.exit_code == kExitVerifyFailed) *ctx.out << "\nrepro: " << repro_command() << "\n";
     }
-    if (o.status == RunStatus::refused && !ctx.global.quiet) *ctx.err << "mlactl: refused: " << o.message << "\n";
-    if (o.status == RunStatus::skipped && !ctx.global.quiet) *ctx.err << "mlactl: skipped: " << o.message << "\n";
+    if (o.status == RunStatus::refused && !ctx.global.quiet) *ctx.err << "mlactl: refused: " << terminal_lines(o.message, "  ") << "\n";
+    if (o.status == RunStatus::skipped && !ctx.global.quiet) *ctx.err << "mlactl: skipped: " << terminal_lines(o.message, "  ") << "\n";  // it may quote result.json
     if (o.status == RunStatus::failed) *ctx.err << "mlactl: error: " << terminal_lines(o.message, "  ") << "\n";
   });
 }

@@ -1,5 +1,7 @@
 // `mlactl validate`: strict schema check; prints the resolved batch.
 #include "cli/app.hpp"
+#include "core/captured.hpp"
+#include "core/routed.hpp"
 #include "core/semantics.hpp"
 #include "core/stacks/registry.hpp"
 
@@ -11,6 +13,18 @@ void setup_validate(CLI::App& app, Context& ctx) {
   add_batch_options(sub, *opts);
   sub->callback([opts, &ctx]() {
     Batch b = load_batch(*opts);
+    // captured arrays checked as a plan of this batch, as `run` checks them before it runs
+    // (docs/design.md §2 captured): a capture `run` refuses is not valid here either (issue 39)
+    if (!b.captured.is_null()) {
+      const std::vector<RowWindow> rows = oracle_windows(b);
+      const CapturedMetadata cap = parse_captured(b, b.captured, (int64_t)rows.size());
+      const RoutedBatch rb = route_batch(b);
+      try {
+        if (!rb.refused()) (void)plan_captured(b, rb, rows, cap);  // the work list, bounded (validate_captured_work)
+      } catch (const Error& e) {
+        if (e.exit_code() != kExitRefused) throw;  // a route modelled only up to routing: `run` refuses it (exit 5)
+      }
+    }
     auto& os = *ctx.out;
     if (ctx.global.fmt() == Format::json) {
       auto j = json_envelope("validate");

@@ -1,11 +1,25 @@
 #include "cli/json_writer.hpp"
 
+#include <cstdio>
+
 #include <ostream>
 #include <sstream>
 
 namespace mlactl::cli {
 
 using ojson = nlohmann::ordered_json;
+
+std::string escape_c1_controls(std::string text) {
+  // dump()'s output is valid UTF-8, so 0xc2 is always a lead byte
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    const unsigned char c1 = (unsigned char)text[i + 1];
+    if ((unsigned char)text[i] != 0xc2 || c1 < 0x80 || c1 > 0x9f) continue;
+    char esc[8];
+    std::snprintf(esc, sizeof esc, "\\u%04x", c1);
+    text.replace(i, 2, esc);
+  }
+  return text;
+}
 
 JsonWriter::JsonWriter(std::ostream& os, bool compact) : os_(os), compact_(compact), buf_(new char[kFlushBytes]) {}
 
@@ -83,7 +97,7 @@ void JsonWriter::put_string(std::string_view s) {
     put('"');
     return;
   }
-  put(ojson(std::string(s)).dump(-1, ' ', false, ojson::error_handler_t::replace));
+  put(escape_c1_controls(ojson(std::string(s)).dump(-1, ' ', false, ojson::error_handler_t::replace)));
 }
 
 JsonWriter& JsonWriter::key(std::string_view k) {

@@ -22,6 +22,11 @@
 
 namespace mlactl::cli {
 
+// nlohmann's dump() leaves the C1 controls (U+0080..U+009F) as they are: a terminal
+// showing the JSON would obey them (U+009B is CSI). `text`, a dump() of valid UTF-8,
+// with each as its \u escape: the same JSON value (issue 39).
+std::string escape_c1_controls(std::string text);
+
 class JsonWriter {
  public:
   JsonWriter(std::ostream& os, bool compact);

@@ -96,14 +96,18 @@ nlohmann::ordered_json json_envelope(const std::string& command) {
 
 // argv and file paths are not always UTF-8 (fuzz_argv found `--format json` with a 0xFF
 // byte aborting in dump): invalid bytes print as U+FFFD instead of throwing.
-std::string json_text(const nlohmann::ordered_json& j) { return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
+std::string json_text(const nlohmann::ordered_json& j) {
+  return escape_c1_controls(j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
 
 void print_json(std::ostream& os, const nlohmann::ordered_json& j) {
   JsonWriter w(os, g_compact);
   w.value(j).finish();
 }
 
-std::string json_line(const nlohmann::ordered_json& j) { return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace); }
+std::string json_line(const nlohmann::ordered_json& j) {
+  return escape_c1_controls(j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+}
 
 void set_json_compact(bool compact) { g_compact = compact; }
 bool json_compact() { return g_compact; }
@@ -239,17 +243,45 @@ std::string path_component(const std::string& name) {
 std::string terminal_safe(const std::string& s) {
   std::string o;
   o.reserve(s.size());
-  for (char ch : s) {
-    const unsigned char c = (unsigned char)ch;
-    if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c == '\r') o += "\\r";
-    else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      o += buf;
+  auto hex = [&o](const char* fmt, unsigned c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, fmt, c);
+    o += buf;
+  };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = (unsigned char)s[i];
+    if (c < 0x80) {
+      if (c == '\n') o += "\\n";
+      else if (c == '\t') o += "\\t";
+      else if (c == '\r') o += "\\r";
+      else if (c < 0x20 || c == 0x7f) hex("\\x%02x", c);
+      else o += (char)c;
+      ++i;
+      continue;
+    }
+    // UTF-8: a whole, valid sequence is kept, but U+0080..U+009F (the C1 controls: 0xc2
+    // 0x9b is CSI, as the raw byte 0x9b is to an 8-bit terminal) and any byte that starts
+    // no valid sequence are escaped (issue 39)
+    const size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    bool valid = len > 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k) valid = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+    if (valid && len == 3) {  // no overlong forms, no surrogates
+      const unsigned char c1 = (unsigned char)s[i + 1];
+      valid = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
+    }
+    if (valid && len == 4) {
+      const unsigned char c1 = (unsigned char)s[i + 1];
+      valid = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+    }
+    if (!valid) {
+      hex("\\x%02x", c);
+      ++i;
+    } else if (len == 2 && c == 0xc2 && (unsigned char)s[i + 1] <= 0x9f) {
+      hex("\\u%04x", (unsigned char)s[i + 1]);
+      i += 2;
     } else {
-      o += ch;
+      o.append(s, i, len);
+      i += len;
     }
   }
   return o;

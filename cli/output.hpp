@@ -93,8 +93,9 @@ class AtomicFileBuf : public std::streambuf {
 std::string path_component(const std::string& name);
 
 // A string from a file (a case name, a message quoting one) made safe for a terminal:
-// control bytes become visible escapes (\n, \t, \x1b), so a name cannot move the cursor,
-// colour the line or forge another line of the report.
+// control bytes become visible escapes (\n, \t, \x1b; the C1 controls as \u009b, a byte
+// of no valid UTF-8 sequence as \x9b), so a name cannot move the cursor, colour the line
+// or forge another line of the report.
 std::string terminal_safe(const std::string& s);
 // The same, keeping a multi-line message (an executor's stderr tail, a Python traceback)
 // as lines: each line made safe, the lines after the first indented by `indent`.

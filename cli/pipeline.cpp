@@ -344,7 +344,7 @@ void print_outcome(std::ostream& os, const Batch& b, const RunOutcome& o, bool c
   kv.push_back({"route", std::string(to_string(o.route.route)) + (o.route.aiter_kernel.empty() ? "" : " (" + o.route.aiter_kernel + ")")});
   if (o.plan) kv.push_back({"planner", std::string(to_string(o.plan->planner)) + ", " + std::to_string(o.plan->work.work_info.size()) + " works on " +
                                            std::to_string(o.plan->work.num_workgroups) + " workgroups"});
-  if (!o.executor.empty()) kv.push_back({"executor", o.executor});
+  if (!o.executor.empty()) kv.push_back({"executor", terminal_safe(o.executor)});  // result.json names it
   for (auto& line : kernel_ran_lines(o.ran)) kv.push_back(std::move(line));  // "stage 1", "reduce"
   if (!o.dumped.empty()) kv.push_back({"dumped", terminal_safe(o.dumped) + ".{batch,result}.json, .out.npy, .ref.npy"});
   if (o.captured) kv.push_back({"captured", o.captured->same ? o.captured->message : st.red("differs: ") + o.captured->message});

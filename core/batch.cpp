@@ -267,6 +267,12 @@ void apply_set(json& doc, const std::string& assignment) {
     value = json::parse(text);
   } catch (const json::parse_error&) {
     value = text;  // a bare word is a string: --set platform.arch=gfx942
+  } catch (const json::out_of_range&) {
+    // 1e999: a number no double holds (nlohmann's 406) is bad input naming its field, as a
+    // batch file's would be (issue 39); it was an uncaught exception
+    std::string pointer;
+    for (char c : path) pointer += c == '.' ? '/' : c;
+    throw invalid_input("/" + pointer, "is " + text + ", a number out of the range of a double (--set)");
   }
   // a rule set's name reads as a number (2026.08): platform.aiter takes names only
   if (path == "platform.aiter" && value.is_number()) value = text;

@@ -26,6 +26,10 @@ namespace {
 // reject absurd inputs up front (docs/design.md §9). The memory budget proper lives in the CLI.
 constexpr int64_t kMaxRequests = kMaxBatchRequests;
 constexpr int64_t kMaxLen = std::numeric_limits<int32_t>::max();
+// vLLM's uniform decode query length K (decode.mtp_qlen) and a request's query_len share
+// one bound: mtp_qlen defaults to the longest query_len (issue 39: query_len took up to
+// 2^31 - 1, mtp_qlen 1024)
+constexpr int64_t kMaxQueryLen = 1024;
 constexpr int kMaxHeads = 1024;
 constexpr int kMaxBlockSize = 1 << 16;
 constexpr double kMaxSoftmaxScale = 1e4;
@@ -409,7 +413,7 @@ Batch parse_batch(const json& doc) {
       const json* s = find(r, "seq_len");
       const json* ql = find(r, "query_len");
       if (!ql) throw invalid_input(child(rp, "query_len"), "is required");
-      q.query_len = get_int(*ql, child(rp, "query_len"), 0, kMaxLen);
+      q.query_len = get_int(*ql, child(rp, "query_len"), 0, kMaxQueryLen);
       if (q.query_len < 1)
         throw invalid_input(child(rp, "query_len"), "must be >= 1 (a decode request schedules at least one token; use {\"padding\": true} for an empty cudagraph slot)");
       if (c && s) throw invalid_input(rp, "give either context_len or seq_len, not both");
@@ -504,7 +508,7 @@ Batch parse_batch(const json& doc) {
       std::string s = get_enum(*v, "/decode/small_head_mode", {"auto", "gluon", "asm"});
       b.decode.small_head_mode = s == "auto" ? SmallHeadMode::auto_mode : s == "gluon" ? SmallHeadMode::gluon : SmallHeadMode::asm_mode;
     }
-    if (const json* v = find(*d, "mtp_qlen")) b.decode.mtp_qlen = get_int(*v, "/decode/mtp_qlen", 1, 1024);
+    if (const json* v = find(*d, "mtp_qlen")) b.decode.mtp_qlen = get_int(*v, "/decode/mtp_qlen", 1, kMaxQueryLen);
     if (const json* v = find(*d, "q_dtype")) {
       q_dtype_str = get_enum(*v, "/decode/q_dtype", {"fp8", "model"});
       q_dtype_given = true;

@@ -80,3 +80,19 @@ mlactl_cli_test(budget-reference-workspace RC 3 MAXRSS 64 TIMEOUT 10 ARGS run --
 mlactl_cli_test(blame-kv-scale-past-fp32 RC 3 MAXRSS 64 TIMEOUT 10 ARGS run fixtures/seed000-verify-causal.json --backend cpu
                 --set kv_cache.dtype=fp8 --set kv_cache.scale=1e39
                 STDERR "/kv_cache/scale: must be within fp32's normal range \\(1\\.2e-38 to 3\\.4e38\\): the kernels take it as fp32")
+# (8) small ones. C1 controls (U+0080..U+009F: U+009B is CSI) escaped in text and JSON
+mlactl_cli_test(c1-name-text RC 0 ARGS validate ${BAD}/c1-name.json STDOUT "case: +c1-\\\\u009b31m-name\n")
+mlactl_cli_test(c1-name-json RC 0 ARGS --format json validate ${BAD}/c1-name.json STDOUT "\"case\": \"c1-\\\\u009b31m-name\"")
+# a --set number no double holds was an internal error (exit 4)
+mlactl_cli_test(set-number-overflow RC 3 ARGS validate fixtures/seed000-verify-causal.json --set model.softmax_scale=1e999
+                STDERR "/model/softmax_scale: is 1e999, a number out of the range of a double \\(--set\\)")
+# query_len has mtp_qlen's bound (mtp_qlen defaults to it): 1025 was valid, K 1025
+mlactl_cli_test(query-len-bound RC 3 ARGS validate --heads 16 --context 10 --qlen 1025 STDERR "/requests/0/query_len: must be <= 1024")
+# --seed past int64 was clamped to 9223372036854775807 in silence
+mlactl_cli_test(seed-past-int64 RC 3 ARGS validate --heads 16 --context 1 --seed 99999999999999999999
+                STDERR "/data/seed: must be <= 9223372036854775807")
+# validate checks captured arrays as run does: these passed validate and failed run (exit 3)
+mlactl_cli_test(validate-captured-batch-idx RC 3 ARGS validate ${BAD}/captured-batch-idx.json
+                STDERR "/captured/work_info_set/1/0: batch_idx 99 is not a batch of this plan")
+mlactl_cli_test(validate-captured-kv-end RC 3 ARGS validate ${BAD}/captured-kv-end-1e9.json
+                STDERR "/captured/work_info_set/1/5: KV range \\[100, 1000000000\\) is not inside the 840 KV index entries of this batch")

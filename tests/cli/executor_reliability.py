@@ -1,4 +1,5 @@
-"""--executor ends with mlactl and never touches what mlactl did not create (issue 39).
+"""--executor ends with mlactl and never touches what mlactl did not create (issue 39), its
+text is escaped where printed; and a report that cannot be written is not a success.
 
 usage: executor_reliability.py MLACTL SOURCE_DIR WORK_DIR
 """
@@ -166,5 +167,28 @@ p.send_signal(signal.SIGTERM)
 rc = p.wait(timeout=60)
 check(rc in (143, -15), "run --executor-keep under SIGTERM exits 143, got %d" % rc)
 check(sorted(os.listdir(keep)) == ["mine.txt"], "--executor-keep after SIGTERM leaves DIR as it was: %s" % sorted(os.listdir(keep)))
+
+# 9. the executor's stderr and result.json text are escaped wherever they are printed: a C1
+# control (raw 0x9b, or U+009B as UTF-8) would be a CSI to the terminal
+for fmt in ([], ["--format", "json"]):
+    r = subprocess.run([MLACTL] + fmt + ["run", BATCH, "--executor", r"printf 'A\233[31mB\302\233[32mC' >&2; false"], capture_output=True, timeout=120)
+    out = r.stdout + r.stderr
+    check(r.returncode == 4, "an executor that fails exits 4 (%s), got %d" % (fmt, r.returncode))
+    check(b"\x9b" not in out, "a C1 control of the executor's stderr reached the terminal (%s): %r" % (fmt, out[-300:]))
+    check(b"A\\x9b[31mB\\u009b[32mC" in out if not fmt else b"\\u009b[32mC" in out, "the executor's stderr is shown escaped (%s): %r" % (fmt, out[-300:]))
+r = subprocess.run([MLACTL, "run", BATCH, "--executor",
+                    "f() { printf '{\"executor\": \"n\\\\u009bm\", \"status\": \"unsupported\", \"message\": \"m\\\\u009bx\"}' > \"$1/result.json\"; }; f"],
+                   capture_output=True, timeout=120)
+out = r.stdout + r.stderr
+check(b"\xc2\x9b" not in out, "a C1 control of result.json reached the terminal: %r" % out[-400:])
+check(b"executor:       external:n\\u009bm" in out and b"m\\u009bx" in out, "result.json's executor and message are shown escaped: %r" % out[-400:])
+
+# 10. a report that cannot be written (stdout is /dev/full) is exit 4, never 0 after printing
+if os.path.exists("/dev/full"):
+    for args in (["metadata", BATCH], ["--format", "json", "metadata", BATCH], ["validate", BATCH]):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([MLACTL] + args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        check(r.returncode == 4 and "standard output: the report could not be written" in r.stderr,
+              "%s to /dev/full exits 4, got %d: %s" % (" ".join(args), r.returncode, r.stderr))
 
 finish("executor reliability ok")
