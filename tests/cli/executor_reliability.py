@@ -3,6 +3,7 @@ text is escaped where printed; and a report that cannot be written is not a succ
 
 usage: executor_reliability.py MLACTL SOURCE_DIR WORK_DIR
 """
+import json
 import os
 import shutil
 import signal
@@ -147,6 +148,18 @@ r = run(["run", BATCH, "--executor", setsid_child(pidfile) + "sleep 300; :", "--
 check(r.returncode == 4 and "timed out after 2 s" in r.stdout + r.stderr, "--executor-timeout 2 exits 4 naming it, got %d: %s" % (r.returncode, r.stdout + r.stderr))
 pid = wait_pid(pidfile)
 check(pid is not None and ended(pid), "the setsid'd child survived --executor-timeout")
+
+d = fresh("setsid-check-timeout")
+pidfile = os.path.join(d, "child.pid")
+with open(BATCH) as f:
+    case = json.load(f)
+case["expect"] = {"run": "passed"}  # check runs the executor only for a `run` expectation
+with open(os.path.join(d, "case.json"), "w") as f:
+    json.dump(case, f)
+r = run(["check", os.path.join(d, "case.json"), "--executor", setsid_child(pidfile) + "sleep 300; :", "--timeout", "3"])
+check(r.returncode == 4, "check --timeout 3 on a hung executor exits 4, got %d: %s" % (r.returncode, r.stdout + r.stderr))
+pid = wait_pid(pidfile)
+check(pid is not None and ended(pid), "the setsid'd child survived check --timeout")
 
 # 8. --executor-keep: a signal removes DIR/case and the logs mlactl made, never DIR or
 # what else is in it
