@@ -61,27 +61,43 @@ void check_keys(const json& obj, const std::string& ptr, const std::vector<std::
   }
 }
 
+namespace {
+// A bound as a person reads it: a power of two says so, "2147483647 (2^31 - 1)" (issue 39);
+// small bounds as they are.
+std::string limit_text(int64_t x) {
+  if (x == std::numeric_limits<int64_t>::max()) return std::to_string(x) + " (2^63 - 1)";
+  if (x == std::numeric_limits<int64_t>::min()) return std::to_string(x) + " (-2^63)";
+  for (int k = 31; k <= 62; ++k) {
+    const int64_t p = int64_t(1) << k;
+    if (x == p - 1) return std::to_string(x) + " (2^" + std::to_string(k) + " - 1)";
+    if (x == p) return std::to_string(x) + " (2^" + std::to_string(k) + ")";
+    if (x == -p) return std::to_string(x) + " (-2^" + std::to_string(k) + ")";
+  }
+  return std::to_string(x);
+}
+}  // namespace
+
 int64_t get_int(const json& v, const std::string& ptr, int64_t lo, int64_t hi) {
   int64_t x = 0;
   // unsigned first: is_number_integer() is also true for unsigned values, and 2^63
   // read as int64_t wraps to a negative number
   if (v.is_number_unsigned()) {
     uint64_t u = v.get<uint64_t>();
-    if (u > (uint64_t)std::numeric_limits<int64_t>::max()) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
+    if (u > (uint64_t)std::numeric_limits<int64_t>::max()) throw invalid_input(ptr, "must be <= " + limit_text(hi));
     x = (int64_t)u;
   } else if (v.is_number_integer()) {
     x = v.get<int64_t>();
   } else if (v.is_number_float()) {
     double d = v.get<double>();
     if (!std::isfinite(d) || d != std::floor(d)) throw invalid_input(ptr, "must be an integer, got " + v.dump());
-    if (d < (double)lo) throw invalid_input(ptr, "must be >= " + std::to_string(lo));
-    if (d > (double)hi) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
+    if (d < (double)lo) throw invalid_input(ptr, "must be >= " + limit_text(lo));
+    if (d > (double)hi) throw invalid_input(ptr, "must be <= " + limit_text(hi));
     x = (int64_t)d;
   } else {
     throw invalid_input(ptr, std::string("must be an integer, got ") + type_name(v));
   }
-  if (x < lo) throw invalid_input(ptr, "must be >= " + std::to_string(lo));
-  if (x > hi) throw invalid_input(ptr, "must be <= " + std::to_string(hi));
+  if (x < lo) throw invalid_input(ptr, "must be >= " + limit_text(lo));
+  if (x > hi) throw invalid_input(ptr, "must be <= " + limit_text(hi));
   return x;
 }
 

@@ -58,7 +58,7 @@ mlactl_cli_test(bad-context-neg-1e309 RC 3 ARGS validate ${BAD}/context-neg-1e30
 mlactl_cli_test(bad-context-1e300 RC 3 ARGS validate ${BAD}/context-1e300.json STDERR "error: /requests/0/context_len: must be <= 2147483647")
 mlactl_cli_test(bad-context-2p31 RC 3 ARGS validate ${BAD}/context-2p31.json STDERR "error: /requests/0/context_len: must be <= 2147483647")
 mlactl_cli_test(bad-context-2p63 RC 3 ARGS validate ${BAD}/context-2p63.json STDERR "error: /requests/0/context_len: must be <= 2147483647")
-mlactl_cli_test(bad-context-2p64 RC 3 ARGS validate ${BAD}/context-2p64.json STDERR "error: /requests/0/context_len: must be <= 2147483647")
+mlactl_cli_test(bad-context-2p64 RC 3 ARGS validate ${BAD}/context-2p64.json STDERR "error: /requests/0/context_len: must be <= 2147483647 \\(2\\^31 - 1\\)")
 mlactl_cli_test(bad-query-negative RC 3 ARGS validate ${BAD}/query-neg.json STDERR "error: /requests/0/query_len: must be >= 0")
 mlactl_cli_test(bad-seq-lt-query RC 3 ARGS validate ${BAD}/seq-lt-query.json STDERR "error: /requests/0/seq_len: must be >= query_len \\(3\\)")
 mlactl_cli_test(bad-total-kv-overflow RC 3 ARGS validate ${BAD}/total-kv-overflow.json

@@ -90,7 +90,7 @@ mlactl_cli_test(set-number-overflow RC 3 ARGS validate fixtures/seed000-verify-c
 mlactl_cli_test(query-len-bound RC 3 ARGS validate --heads 16 --context 10 --qlen 1025 STDERR "/requests/0/query_len: must be <= 1024")
 # --seed past int64 was clamped to 9223372036854775807 in silence
 mlactl_cli_test(seed-past-int64 RC 3 ARGS validate --heads 16 --context 1 --seed 99999999999999999999
-                STDERR "/data/seed: must be <= 9223372036854775807")
+                STDERR "/data/seed: must be <= 9223372036854775807 \\(2\\^63 - 1\\)")
 # validate checks captured arrays as run does: these passed validate and failed run (exit 3)
 mlactl_cli_test(validate-captured-batch-idx RC 3 ARGS validate ${BAD}/captured-batch-idx.json
                 STDERR "/captured/work_info_set/1/0: batch_idx 99 is not a batch of this plan")
