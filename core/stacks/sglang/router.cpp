@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "core/stacks/vllm_rocm_aiter/aiter_rules.hpp"
+
 namespace mlactl::sglang {
 
 namespace {
@@ -184,6 +186,35 @@ RouteDecision route_sglang(const Batch& b, std::optional<Route> forced) {
     d.persistent_schedule = f.persistent;
     add("_use_mla_ps_kernel", f.persistent ? "true" : "false",
         f.persistent ? "persistent kernel, get_mla_metadata_v1 plans it" : "16 or 128 padded heads with a 16-bit cache: non-persistent kernel");
+    // the kernel mla_decode_fwd launches, for the upstream faults reported inside it
+    // (docs/known_faults.md): the same AITER kernels as vLLM's, with SGLang's arguments (§S8)
+    const int q_len = (int)std::max<int64_t>(1, b.max_query_len());
+    const bool q_fp8 = b.decode.q_dtype == DType::fp8, kv_fp8 = b.kv_cache.dtype == DType::fp8;
+    AiterKernelQuery kq;
+    kq.arch = b.platform.arch;
+    kq.q_dtype = b.decode.q_dtype;
+    kq.kv_dtype = b.kv_cache.dtype;
+    kq.heads = f.padded_heads;
+    if (f.persistent) {
+      const MlaPyFold fold = mla_py_head_fold(b.platform.arch, f.padded_heads, q_len, q_fp8, kv_fp8);
+      if (fold.ok) kq.heads = fold.gqa;
+    }
+    kq.q_len = q_len;
+    kq.persistent = f.persistent;
+    if (const AiterKernelLookup k = lookup_aiter_kernel(kq); k.found) {
+      d.aiter_kernel = k.kernel;
+      KnownFaultQuery fq;
+      fq.arch = b.platform.arch;
+      fq.kernel = k.kernel;
+      fq.persistent = f.persistent;
+      fq.q_len = q_len;
+      fq.heads = f.padded_heads;
+      fq.page_size = 1;  // aiter_backend.py never passes page_size: the kernel sees token pages (§S8)
+      fq.q_dtype = b.decode.q_dtype;
+      fq.kv_dtype = b.kv_cache.dtype;
+      fq.rules = b.platform.aiter;
+      for (const KnownFaultHit& h : known_kernel_faults(fq)) d.known_faults.push_back({h.name, h.warning, h.link, h.state});
+    }
   }
   if (backend == Backend::flashmla && s.forward_mode == ForwardMode::draft_extend) {
     add("FlashMLABackend.forward_extend", "FlashInferMLA", "draft_extend falls back to the parent backend (flashmla_backend.py)");
