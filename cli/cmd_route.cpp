@@ -70,6 +70,8 @@ void setup_route(CLI::App& app, Context& ctx) {
     const Style st = ctx.global.style();
     if (ctx.global.quiet) {
       os << (rd.route == Route::refused ? "refused: " + rd.error_type + ": " + rd.error : std::string(to_string(rd.route))) << "\n";
+      // the verdict alone on stdout; an upstream kernel fault still reaches the user (issue 38)
+      for (const auto& w : rd.known_faults) *ctx.err << "warning: " << known_fault_text(w) << "\n";
       return;
     }
     std::vector<std::pair<std::string, std::string>> kv = {

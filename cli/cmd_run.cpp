@@ -112,6 +112,7 @@ void setup_run(CLI::App& app, Context& ctx) {
     } else if (ctx.global.quiet) {
       // the verdict line: status and why
       *ctx.out << to_string(o.status) << (o.message.empty() ? "" : ": " + terminal_safe(o.message)) << "\n";  // one line, escaped
+      for (const auto& w : o.route.known_faults) *ctx.err << "warning: " << known_fault_text(w) << "\n";
     } else {
       print_outcome(*ctx.out, b, o, ctx.global.style().color, ctx.global.verbose);
       if (o.exit_code == kExitVerifyFailed) *ctx.out << "\nrepro: " << repro_command() << "\n";

@@ -55,6 +55,12 @@ mlactl_cli_test(kf-check-json RC 0 ARGS check ${KF_SEED} --backend cpu --format 
 mlactl_cli_test(kf-check-jsonl RC 0 ARGS check ${KF_SEED} --backend cpu --format jsonl STDOUT "\"known_faults\":\\[\"${KF_LINE}\"\\]")
 mlactl_cli_test(kf-check-junit RC 0 ARGS check ${KF_SEED} --backend cpu --junit ${KFGEN}/kf.xml
                 FILE ${KFGEN}/kf.xml FILE_RE "<properties><property name=\"known_fault\" value=\"${KF_LINE}\"/></properties></testcase>")
+# -q: the verdict alone on stdout, the warning on stderr
+mlactl_cli_test(kf-route-quiet RC 0 ARGS -q route ${KF_SEED} STDOUT "^asm_nonpersistent\n$" STDERR "^warning: ${KF_LINE}\n$")
+mlactl_cli_test(kf-run-quiet RC 0 ARGS -q run ${KF_SEED} --backend cpu STDOUT "^passed\n$" STDERR "^warning: ${KF_LINE}\n$")
+# SGLang's aiter route lands on the same kernel (16 heads bf16: non-persistent) at 8 drafts
+mlactl_cli_test(kf-sglang-route RC 0 ARGS route fixtures/sglang-aiter-5679-verify-q8.json STDOUT "aiter kernel: +mla_a16w16_qh16_m32x4_n16x1_coex0_mask1\n.*warning: +${KF_LINE}\n")
+mlactl_cli_test(kf-sglang-check RC 0 ARGS check fixtures/sglang-aiter-5679-verify-q8.json fixtures/sglang-aiter-5679-verify-q4.json --backend cpu STDOUT "2 passed, 0 failed")
 # off the fault: q_len 4 on gfx942 runs the persistent m16x4 kernel
 mlactl_cli_test(kf-route-none RC 0 ARGS route --arch gfx942 --heads 12 --qlen 4 --context 100,2000 --format json STDOUT "\"known_faults\": \\[\\]")
 
