@@ -32,9 +32,9 @@ void add_batch_options(CLI::App* sub, BatchOptions& o, bool file_required, bool 
   if (file_required) f->required();
   auto g = sub->add_option_group("inline batch", "describe a batch on the command line instead of a file");
   g->add_option("--heads", o.heads, "model.num_heads");
-  g->add_option("--qlen", o.qlen, "query_len of every request")->capture_default_str();
+  g->add_option("--qlen", o.qlen, "query_len of every request (default 1)");
   g->add_option("--context", o.context, "context lengths, comma-separated (one request each)");
-  g->add_option("--padding", o.padding, "cudagraph padding slots appended");
+  g->add_option("--padding", o.padding, "cudagraph padding slots appended (default 0)");
   if (with_stack)
     g->add_option("--stack", o.stack, "platform.stack: the serving stack the batch comes from (default vllm)")->check(CLI::IsMember({"vllm", "sglang"}));
   g->add_option("--arch", o.arch, "platform.arch: the hardware (gfx942, gfx950, sm90)")->check(CLI::IsMember({"gfx942", "gfx950", "sm90"}));
@@ -63,6 +63,10 @@ nlohmann::json batch_document(const BatchOptions& o) {
   const bool inline_given = o.heads.has_value() || !o.context.empty();
   if (!o.file.empty()) {
     if (inline_given) throw Error(kExitUsage, "", "give a batch file or an inline batch (--heads/--context), not both");
+    // they shape an inline batch's requests; a file lists its own (they were ignored in silence)
+    if (o.qlen || o.padding)
+      throw Error(kExitUsage, "", std::string(o.qlen ? "--qlen" : "--padding") +
+                                      " shapes an inline batch's requests; a batch file gives each request's query_len and padding itself (edit its requests)");
     doc = load_json_document(o.file);  // missing, malformed, too deep, duplicate keys: exit 3
     // inline knobs may still adjust a file
   } else {
@@ -72,9 +76,10 @@ nlohmann::json batch_document(const BatchOptions& o) {
     // bounded before built (docs/design.md §9): --padding 100000000 was 10^8 JSON objects
     // (minutes, gigabytes) before the parser's request limit saw them
     const int64_t n_context = 1 + (int64_t)std::count(o.context.begin(), o.context.end(), ',');
-    if (o.padding < 0) throw Error(kExitUsage, "", "--padding: must be >= 0, got " + std::to_string(o.padding));
-    if (n_context + o.padding > kMaxBatchRequests)
-      throw invalid_input("/requests", "has " + std::to_string(n_context + o.padding) + " requests (--context and --padding), more than " +
+    const int padding = o.padding.value_or(0);
+    if (padding < 0) throw Error(kExitUsage, "", "--padding: must be >= 0, got " + std::to_string(padding));
+    if (n_context + padding > kMaxBatchRequests)
+      throw invalid_input("/requests", "has " + std::to_string(n_context + padding) + " requests (--context and --padding), more than " +
                                            std::to_string(kMaxBatchRequests));
     doc = {{"schema", 1}, {"name", "inline"}, {"model", {{"num_heads", *o.heads}}}};
     nlohmann::json reqs = nlohmann::json::array();
@@ -84,9 +89,9 @@ nlohmann::json batch_document(const BatchOptions& o) {
       char* end = nullptr;
       long long c = std::strtoll(item.c_str(), &end, 10);
       if (item.empty() || *end != 0 || c < 0) throw Error(kExitUsage, "", "--context: \"" + item + "\" is not a non-negative integer");
-      reqs.push_back({{"context_len", c}, {"query_len", o.qlen}});
+      reqs.push_back({{"context_len", c}, {"query_len", o.qlen.value_or(1)}});
     }
-    for (int i = 0; i < o.padding; ++i) reqs.push_back({{"padding", true}});
+    for (int i = 0; i < padding; ++i) reqs.push_back({{"padding", true}});
     doc["requests"] = reqs;
   }
   auto set = [&](const char* a, const char* b, const nlohmann::json& v) { doc[a][b] = v; };

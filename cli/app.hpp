@@ -35,9 +35,10 @@ struct GlobalOptions {
 struct BatchOptions {
   std::string file;
   std::optional<int> heads;  // not given; a 0 is a value vLLM rejects (exit 3), not "absent"
-  int qlen = 1;
-  std::string context;  // comma-separated context lengths
-  int padding = 0;
+  // inline batch only: given with a batch file they are an error, never ignored
+  std::optional<int> qlen;     // query_len of every request (default 1)
+  std::string context;         // comma-separated context lengths
+  std::optional<int> padding;  // padding slots appended (default 0)
   std::string stack, arch, dtype, kv_dtype, layout, small_head_mode, attention_backend;
   // Given or not (a 0 must reach the parser and be refused naming the field, not
   // read as "not given").

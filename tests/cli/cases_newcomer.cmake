@@ -103,6 +103,12 @@ mlactl_cli_test(nc-route-json-booleans RC 0 ARGS --format json route --heads 12 
 
 # ---- 2. interrupts: ^C once acknowledged at once, twice stops now with the summary and JUnit;
 # no temporary file survives (check in-process and in children, run -o under SIGINT and SIGTERM)
+# --qlen and --padding shape an inline batch; with a file they were dropped in silence
+mlactl_cli_test(file-with-padding RC 2 ARGS run fixtures/sglang-default-fa3-decode.json --padding 2
+                STDERR "error: --padding shapes an inline batch's requests; a batch file gives each request's query_len and padding itself")
+mlactl_cli_test(file-with-qlen RC 2 ARGS validate fixtures/sglang-default-fa3-decode.json --qlen 4 STDERR "error: --qlen shapes an inline batch's requests")
+mlactl_cli_test(inline-qlen-padding RC 0 ARGS validate --heads 16 --context 10,20 --qlen 3 --padding 1 STDOUT "requests: 3 \\(1 padding\\), 6 query rows")
+
 if(MLACTL_PYTHON3)
   add_test(NAME "cli: interrupts: ^C acknowledged, ^C twice stops with the summary, no temporary file left"
            COMMAND ${MLACTL_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/interrupts.py $<TARGET_FILE:mlactl> ${CMAKE_SOURCE_DIR} ${NCGEN}/interrupts)
