@@ -267,11 +267,9 @@ void expect_findings(CaseContext& c, const nlohmann::json& want_j) {
   c.pass("findings");
 }
 
-// expect.known_faults: the ids (docs/known_faults.md) of every upstream kernel fault the route
-// lands on, exactly ([] holds a batch to none)
-void expect_known_faults(CaseContext& c, const nlohmann::json& want_j) {
-  std::vector<std::string> want = want_j.get<std::vector<std::string>>(), got;
-  for (const auto& w : c.rb.decision.known_faults) got.push_back(w.id);
+// An expectation that lists names exactly, in any order ([] holds a batch to none).
+void expect_names(CaseContext& c, const char* key, const nlohmann::json& want_j, std::vector<std::string> got) {
+  std::vector<std::string> want = want_j.get<std::vector<std::string>>();
   std::sort(want.begin(), want.end());
   std::sort(got.begin(), got.end());
   auto list = [](const std::vector<std::string>& v) {
@@ -279,22 +277,25 @@ void expect_known_faults(CaseContext& c, const nlohmann::json& want_j) {
     for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
     return "[" + s + "]";
   };
-  if (want != got) c.fail("known_faults: expected " + list(want) + ", got " + list(got));
-  else c.pass("known_faults");
+  if (want != got) c.fail(std::string(key) + ": expected " + list(want) + ", got " + list(got));
+  else c.pass(key);
+}
+
+// expect.known_faults: the ids (docs/known_faults.md) of every upstream kernel fault the route
+// lands on
+void expect_known_faults(CaseContext& c, const nlohmann::json& want_j) {
+  std::vector<std::string> got;
+  for (const auto& w : c.rb.decision.known_faults) got.push_back(w.id);
+  expect_names(c, "known_faults", want_j, got);
 }
 
 // expect.stack_findings: the names (core/stack_findings.hpp) of every finding in the modelled
-// stack the route's own plan makes, exactly ([] holds a batch to none)
+// stack the route's own plan makes
 void expect_stack_findings(CaseContext& c, const nlohmann::json& want_j) {
-  std::vector<std::string> want = want_j.get<std::vector<std::string>>(), got;
+  std::vector<std::string> got;
   if (!c.rb.refused())
     for (StackFindingId f : c.own_plan().stack_findings) got.push_back(stack_finding_info(f).name);
-  std::sort(want.begin(), want.end());
-  std::sort(got.begin(), got.end());
-  std::string g;
-  for (const auto& x : got) g += (g.empty() ? "" : ", ") + x;
-  if (want != got) c.fail("stack_findings: expected the modelled stack's findings " + want_j.dump() + ", got [" + g + "]");
-  else c.pass("stack_findings");
+  expect_names(c, "stack_findings", want_j, got);
 }
 
 // the windows the routed kernel's metadata gives each row (padding rows: their length, 0)
@@ -473,17 +474,20 @@ void validate_findings(const nlohmann::json& v, const std::string& ptr) {
   if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of strings, got ") + v.type_name());
   for (size_t i = 0; i < v.size(); ++i) validate_error(v[i], ptr + "/" + std::to_string(i));
 }
+// an array of names, each one of `names`
+void validate_names(const nlohmann::json& v, const std::string& ptr, const char* what, const std::vector<std::string>& names) {
+  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of ") + what + ", got " + v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) want_one_of(v[i], ptr + "/" + std::to_string(i), names);
+}
 void validate_known_faults(const nlohmann::json& v, const std::string& ptr) {
-  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of known fault ids, got ") + v.type_name());
   std::vector<std::string> ids;
   for (const auto& e : known_fault_table()) ids.push_back(e.name);
-  for (size_t i = 0; i < v.size(); ++i) want_one_of(v[i], ptr + "/" + std::to_string(i), ids);
+  validate_names(v, ptr, "known fault ids", ids);
 }
 void validate_stack_findings(const nlohmann::json& v, const std::string& ptr) {
-  if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of finding names, got ") + v.type_name());
   std::vector<std::string> names;
   for (const auto& f : stack_finding_table()) names.push_back(f.name);
-  for (size_t i = 0; i < v.size(); ++i) want_one_of(v[i], ptr + "/" + std::to_string(i), names);
+  validate_names(v, ptr, "finding names", names);
 }
 void validate_windows(const nlohmann::json& v, const std::string& ptr) {
   if (!v.is_array()) throw invalid_input(ptr, std::string("must be an array of KV entry counts, got ") + v.type_name());

@@ -213,7 +213,7 @@ RouteDecision route_sglang(const Batch& b, std::optional<Route> forced) {
       fq.q_dtype = b.decode.q_dtype;
       fq.kv_dtype = b.kv_cache.dtype;
       fq.rules = b.platform.aiter;
-      for (const KnownFaultHit& h : known_kernel_faults(fq)) d.known_faults.push_back({h.name, h.warning, h.link, h.state});
+      d.known_faults = known_fault_warnings(fq);
     }
   }
   if (backend == Backend::flashmla && s.forward_mode == ForwardMode::draft_extend) {

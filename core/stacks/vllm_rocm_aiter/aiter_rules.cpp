@@ -115,6 +115,12 @@ const std::vector<KnownFaultEntry>& known_fault_table() {
 
 std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q) { return known_kernel_faults(q, known_fault_table()); }
 
+std::vector<KnownFaultWarning> known_fault_warnings(const KnownFaultQuery& q) {
+  std::vector<KnownFaultWarning> w;
+  for (const KnownFaultHit& h : known_kernel_faults(q)) w.push_back({h.name, h.warning, h.link, h.state});
+  return w;
+}
+
 std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q, const std::vector<KnownFaultEntry>& table) {
   std::vector<KnownFaultHit> hits;
   const bool bf16_bf16 = q.q_dtype == DType::bf16 && q.kv_dtype == DType::bf16;

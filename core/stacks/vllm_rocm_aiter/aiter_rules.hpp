@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/route.hpp"
 #include "core/types.hpp"
 
 namespace mlactl {
@@ -126,6 +127,9 @@ struct KnownFaultHit {
   std::string state;
 };
 std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q);
+// The hits as the route decision carries them (core/route.hpp): what every stack's router
+// that launches an AITER kernel adds to its RouteDecision.
+std::vector<KnownFaultWarning> known_fault_warnings(const KnownFaultQuery& q);
 // The same over another table (tests hold the fixed-in rule to a row of their own).
 std::vector<KnownFaultHit> known_kernel_faults(const KnownFaultQuery& q, const std::vector<KnownFaultEntry>& table);
 

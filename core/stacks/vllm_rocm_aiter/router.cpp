@@ -271,7 +271,7 @@ bool route_asm_kernel(const RouteInput& in, Route route, int64_t q_len, bool cau
   fq.q_dtype = in.q_dtype;
   fq.kv_dtype = in.kv_dtype;
   fq.rules = in.aiter;
-  for (const KnownFaultHit& h : known_kernel_faults(fq)) d.known_faults.push_back({h.name, h.warning, h.link, h.state});
+  d.known_faults = known_fault_warnings(fq);
   return true;
 }
 
