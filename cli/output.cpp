@@ -311,10 +311,4 @@ std::string join_ints(const std::vector<int32_t>& v, size_t max_items) {
   return os.str();
 }
 
-std::string fmt_double(double v, int prec) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-  return buf;
-}
-
 }  // namespace mlactl::cli

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/text.hpp"
+
 namespace mlactl::cli {
 
 enum class Format { table, json, csv, svg, jsonl };  // jsonl: one JSON object per line, as they happen (check)
@@ -102,7 +104,7 @@ std::string terminal_safe(const std::string& s);
 std::string terminal_lines(const std::string& s, const std::string& indent);
 
 std::string join_ints(const std::vector<int32_t>& v, size_t max_items = 32);
-std::string fmt_double(double v, int prec = 4);
+using mlactl::fmt_double;  // core/text.hpp
 
 // Colour only on a terminal, never with NO_COLOR (docs/design.md §6).
 struct Style {

@@ -1,10 +1,10 @@
 #include "core/compare.hpp"
 
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/dtype.hpp"
+#include "core/text.hpp"
 
 namespace mlactl {
 
@@ -17,12 +17,7 @@ int value_class(double x) {
   return 0;
 }
 
-std::string fmt(double x) {
-  std::ostringstream s;
-  s.precision(4);
-  s << x;
-  return s.str();
-}
+std::string fmt(double x) { return fmt_double(x, 4); }
 
 }  // namespace
 

@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 
 #include "core/budget.hpp"
 #include "core/parallel.hpp"
 #include "core/reference.hpp"
+#include "core/text.hpp"
 
 namespace mlactl {
 
@@ -77,12 +77,6 @@ const char* to_string(RunStage s) {
 
 namespace {
 
-std::string fmt_g(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 // A reference that is not finite is a problem of the inputs, found before any executor runs
 // (issue 39: it was compared, and the executor's finite output reported INCORRECT). Names
 // the input: a q value (a captured q, --inputs), a KV row (a captured one, or fp8 values
@@ -117,11 +111,11 @@ void require_finite_reference(const Batch& b, const std::vector<RowWindow>& rows
                               at + ": the KV row of request " + std::to_string(w.request) + ", position " + std::to_string(pos) + " (slot " +
                                   std::to_string(slot) + ") decodes to " + std::to_string(x[(size_t)e]) +
                                   (captured_inputs ? " (a captured KV block: --inputs)"
-                                                   : scaled ? " (kv_cache.scale " + fmt_g(in.kv.scale) + " times its fp8 values)" : "") +
+                                                   : scaled ? " (kv_cache.scale " + fmt_double(in.kv.scale, 6) + " times its fp8 values)" : "") +
                                   why);
         }
       }
-      throw invalid_input("/model/softmax_scale", at + ": softmax_scale (" + fmt_g(b.model.softmax_scale) + ") × q·k overflows fp32" + why);
+      throw invalid_input("/model/softmax_scale", at + ": softmax_scale (" + fmt_double(b.model.softmax_scale, 6) + ") × q·k overflows fp32" + why);
     }
   }
 }
